@@ -1,0 +1,49 @@
+# chunk-sweep — `make help` lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+PORT ?= 5000
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.DEFAULT_GOAL := help
+.PHONY: help install demo test test-slow test-all lint ui clean
+
+help: ## show this help
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || { echo ">> creating $(VENV) (about 1.5 GB once installed; torch alone is ~750 MB)"; $(PYTHON) -m venv $(VENV); }
+	@$(PY) -c 'import sys; assert sys.version_info >= (3, 11), "chunk-sweep needs Python >= 3.11"'
+	$(PY) -m pip install --upgrade --progress-bar on pip
+	@# The CPU build of torch must be in place before sentence-transformers asks for torch,
+	@# otherwise pip resolves a multi-GB CUDA build.
+	$(PY) -m pip install --progress-bar on torch==2.13.0
+	$(PY) -m pip install --progress-bar on -e '.[test]'
+	@touch $(STAMP)
+
+install: $(STAMP) ## create .venv and install torch (CPU) + chunk-sweep with test extras; quick when done
+	@echo ">> $(VENV) is ready"
+
+demo: install ## sweep the bundled demo corpus (experiments/chunking_grid.yaml) and print the comparison
+	$(PY) -m sweep -m experiment=chunking_grid
+
+test: install ## the fast test suite (what CI gates on)
+	$(PY) -m pytest -m "not slow" -q
+
+test-slow: install ## the slow end-to-end tests (real model, real MLflow store)
+	$(PY) -m pytest -m slow -q
+
+test-all: test test-slow ## both suites
+
+lint: install ## ruff
+	$(PY) -m ruff check src tests
+
+ui: install ## open the MLflow UI on the local store (http://127.0.0.1:5000, PORT=... to change)
+	$(PY) -m mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --port $(PORT)
+
+clean: ## remove run outputs (keeps .venv and the model cache)
+	rm -rf outputs multirun mlflow.db mlartifacts

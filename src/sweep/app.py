@@ -1,0 +1,186 @@
+"""The Hydra side: the job function and the sweep callback. Thin by design.
+
+The job turns the composed config into the typed `Config`, runs `pipeline.run_config`, writes
+the report into the job folder, then logs it to MLflow. Bad input never raises out of here as a
+traceback: a single run prints one line and exits 1; inside a multirun the failing job is
+recorded (report + FAILED child run) and the sweep goes on, then exits 1 at the end.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from . import report as rp
+from . import tracking
+from .config import Config, check_config, to_container
+from .errors import SweepError
+from .pipeline import run_config
+
+log = logging.getLogger("sweep")
+
+
+def run_name(plain: dict[str, Any]) -> str:
+    c, e = plain.get("chunk", {}), plain.get("embedding", {})
+    parts = [str(c.get("boundary")), str(c.get("size")), f"ov{c.get('overlap')}",
+             str(c.get("header")), str(e.get("name"))]
+    method = plain.get("retrieval", {}).get("method")
+    if method and method != "dense":
+        parts.append(str(method))
+    return "-".join(parts)
+
+
+def _error_line(exc: BaseException) -> str:
+    if isinstance(exc, SweepError):
+        return str(exc)
+    if isinstance(exc, OmegaConfBaseException):
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        key = getattr(exc, "full_key", None)
+        return f"config: {key}: {first}" if key else f"config: {first}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def job(cfg: DictConfig) -> float:
+    """One configuration. Returns the headline metric (NaN when the job failed)."""
+    hc = HydraConfig.get()
+    multirun = hc.mode == RunMode.MULTIRUN
+    job_dir = Path(hc.runtime.output_dir)
+    try:
+        plain = to_container(cfg)
+    except OmegaConfBaseException as exc:
+        plain = {}
+        return _fail(cfg, plain, job_dir, exc, multirun)
+    try:
+        typed: Config = OmegaConf.to_object(cfg)  # type: ignore[assignment]
+        check_config(typed)
+        result = run_config(typed)
+    except (SweepError, OmegaConfBaseException) as exc:
+        return _fail(cfg, plain, job_dir, exc, multirun)
+
+    rep = result.report
+    paths = [rp.write_report(job_dir, rep), rp.write_per_question(job_dir, result.rows),
+             rp.write_config(job_dir, plain)]
+    _print_summary(rep, job_dir, multirun)
+    if cfg.tracking.enabled:
+        try:
+            tracking.log_job(
+                cfg.tracking.uri, cfg.tracking.experiment, run_name=run_name(plain),
+                plain_config=plain, report=rep, artifacts=paths,
+                artifact_dirs={"hydra": job_dir / ".hydra"},
+                parent_run_id=os.environ.get(tracking.PARENT_ENV),
+            )
+        except SweepError as exc:
+            rep["tracking_error"] = str(exc)
+            rp.write_report(job_dir, rep)
+            return _exit_or_nan(str(exc), multirun, exc)
+    return float(rep["headline"]["value"])
+
+
+def _fail(cfg: DictConfig, plain: dict[str, Any], job_dir: Path, exc: BaseException,
+          multirun: bool) -> float:
+    message = _error_line(exc)
+    rep = {"status": "FAILED", "error": message, "config": plain}
+    rp.write_report(job_dir, rep)
+    if plain and plain.get("tracking", {}).get("enabled"):
+        try:
+            tracking.log_job(
+                plain["tracking"]["uri"], plain["tracking"]["experiment"],
+                run_name=run_name(plain), plain_config=plain, report=rep,
+                artifacts=[job_dir / rp.REPORT], parent_run_id=os.environ.get(tracking.PARENT_ENV),
+                status="FAILED", error=message)
+        except SweepError as tracking_exc:
+            log.error("%s", tracking_exc)
+    return _exit_or_nan(message, multirun, exc)
+
+
+def _exit_or_nan(message: str, multirun: bool, exc: BaseException) -> float:
+    if os.environ.get("HYDRA_FULL_ERROR") == "1" or os.environ.get("CHUNK_SWEEP_DEBUG") == "1":
+        raise exc
+    if multirun:
+        log.error("job failed: %s", message)
+        return math.nan
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def _print_summary(rep: dict[str, Any], job_dir: Path, multirun: bool) -> None:
+    m = rep["metrics"]
+    head = rep["headline"]
+    line = (f"{head['metric']}={rp.format_value(head['value'])}  "
+            f"recall_at_5={rp.format_value(m.get('recall_at_5'))}  "
+            f"mrr={rp.format_value(m.get('mrr'))}  "
+            f"evidence_recall_at_5={rp.format_value(m.get('evidence_recall_at_5'))}  "
+            f"chunks={m.get('n_chunks')}  scored={m.get('n_scored')}/{m.get('n_questions')}"
+            f"  orphans={m.get('n_orphans')}")
+    if multirun:
+        log.info("%s", line)
+    else:
+        print(line)
+        print(f"report: {job_dir / rp.REPORT}")
+
+
+class MlflowSweepCallback(Callback):
+    """One MLflow parent run per multirun, and the comparison table at its end."""
+
+    def __init__(self) -> None:
+        self.parent: str | None = None
+        self.uri: str | None = None
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        os.environ.pop(tracking.PARENT_ENV, None)
+        if not config.tracking.enabled:
+            return
+        sweep_dir = str(config.hydra.sweep.dir)
+        overrides = list(config.hydra.overrides.task)
+        self.uri = str(config.tracking.uri)
+        try:
+            _, self.parent = tracking.start_parent(
+                self.uri, str(config.tracking.experiment),
+                run_name=f"sweep {Path(sweep_dir).parent.name} {Path(sweep_dir).name}",
+                params={"overrides": " ".join(overrides)[:6000]},
+                tags={"sweep_dir": str(Path(sweep_dir).resolve())},
+            )
+        except SweepError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(1)
+        os.environ[tracking.PARENT_ENV] = self.parent
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        reports = [r for _, r in rp.read_reports(sweep_dir)]
+        axes, rows = rp.comparison_rows(reports)
+        artifacts = rp.write_comparison(sweep_dir, axes, rows)
+        rp.print_comparison(axes, rows)
+        failed = [r for r in rows if r["status"] != "FINISHED"]
+        if self.parent and self.uri:
+            best = next((r for r in rows if r["status"] == "FINISHED"), None)
+            metrics = {"n_configs": len(rows), "n_failed": len(failed)}
+            if best is not None and isinstance(best["headline"], int | float):
+                metrics[f"best_{best['headline_metric']}"] = best["headline"]
+            try:
+                tracking.finish_parent(
+                    self.uri, self.parent, status="FAILED" if failed else "FINISHED",
+                    metrics=metrics,
+                    tags={"best_config": ", ".join(f"{a}={best[a]}" for a in axes) if best
+                          else ""},
+                    artifacts=artifacts)
+            except SweepError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                sys.exit(1)
+            finally:
+                os.environ.pop(tracking.PARENT_ENV, None)
+        if failed:
+            print(f"error: {len(failed)} of {len(rows)} configurations failed; first: "
+                  f"{failed[0].get('error')}", file=sys.stderr)
+            sys.exit(1)
+

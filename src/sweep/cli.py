@@ -1,0 +1,110 @@
+"""The ``sweep`` command: subcommands, or a Hydra run/sweep when the first word is not one.
+
+    sweep validate [--strict] [--json] [overrides...]
+    sweep [-m] [overrides...]          # same as python -m sweep
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .errors import SweepError
+
+USAGE = """usage: sweep COMMAND [options] [key=value ...]
+
+commands:
+  validate        check the golden set against the corpus (orphans, bad ids, quotes)
+  (none)          run one configuration; `sweep -m key=a,b ...` sweeps (Hydra multirun)
+
+Every command takes Hydra-style overrides, e.g. corpus.path=DIR golden.path=FILE.
+`python -m sweep --help` shows the config groups and Hydra's own options.
+"""
+
+
+def compose(overrides: Sequence[str]) -> Any:
+    """The composed config for ``overrides`` (Hydra's compose API, no job, no output dir)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from .config import Config, conf_dir, register
+
+    register()
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3",
+                                   job_name="sweep"):
+            cfg = hydra_compose(config_name="config", overrides=list(overrides))
+        typed: Config = OmegaConf.to_object(cfg)  # type: ignore[assignment]
+        return typed
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise SweepError(f"config: {str(exc).splitlines()[0]}") from None
+
+
+def cmd_validate(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="sweep validate",
+                                     description="Check a golden set against its corpus.")
+    parser.add_argument("--strict", action="store_true", help="treat warnings as errors")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("overrides", nargs="*", help="config overrides, e.g. golden.path=FILE")
+    args = parser.parse_args(argv)
+
+    from .golden import load_golden
+    from .pipeline import load_corpus_cached, resolve_golden
+    from .validate import check_golden
+
+    cfg = compose(args.overrides)
+    docs, fingerprint = load_corpus_cached(cfg)
+    golden = load_golden(cfg.golden.path)
+    resolved = resolve_golden(golden, docs, fingerprint)
+    result = check_golden(golden, resolved, docs)
+    failing = result.problems if args.strict else result.errors
+    if args.json:
+        print(json.dumps({
+            "golden": golden.path, "corpus": cfg.corpus.path, "items": result.n_items,
+            "errors": len(result.errors), "warnings": len(result.warnings),
+            "ok": not failing,
+            "problems": [{"file": p.file, "line": p.line, "field": p.field,
+                          "message": p.message, "severity": p.severity}
+                         for p in result.problems],
+        }, indent=2))
+    else:
+        for p in result.problems:
+            print(f"{p}" + ("" if p.severity == "error" else "  [warning]"))
+        verdict = "FAILED" if failing else "OK"
+        print(f"{verdict}: {golden.path}: {result.n_items} items checked against "
+              f"{len(docs)} documents; {len(result.errors)} errors, "
+              f"{len(result.warnings)} warnings", file=sys.stderr)
+    return 1 if failing else 0
+
+
+COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {"validate": cmd_validate}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if argv and argv[0] in ("help", "--usage"):
+        print(USAGE)
+        return
+    if argv and argv[0] in COMMANDS:
+        debug = "--debug" in argv or os.environ.get("CHUNK_SWEEP_DEBUG") == "1"
+        argv = [a for a in argv if a != "--debug"]
+        try:
+            sys.exit(COMMANDS[argv[0]](argv[1:]))
+        except SweepError as exc:
+            if debug:
+                raise
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(1)
+    from .__main__ import main as hydra_main
+
+    sys.argv = [sys.argv[0], *argv]
+    hydra_main()

@@ -1,0 +1,176 @@
+"""Structured-config schema (validated by Hydra/OmegaConf before any work starts).
+
+YAML in ``conf/`` holds the values; these dataclasses hold the shape. A wrong key fails with
+"Key 'x' not in 'ChunkConfig'", a wrong choice with "Invalid value 'x', expected one of [...]".
+Checks that span several keys (overlap < size) live in `check_config`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, is_dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, OmegaConf
+
+from .errors import SweepError
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+PROJECT_ROOT = PACKAGE_DIR.parent.parent
+
+
+def conf_dir() -> Path:
+    """The ``conf/`` folder, as an absolute path.
+
+    Hydra resolves a relative ``config_path`` against the calling module, which breaks as soon
+    as the package is imported from elsewhere; an absolute path does not.
+    ``$CHUNK_SWEEP_CONF_DIR`` overrides it (e.g. for a non-editable install).
+    """
+    path = Path(os.environ.get("CHUNK_SWEEP_CONF_DIR") or PROJECT_ROOT / "conf").resolve()
+    if not (path / "config.yaml").is_file():
+        raise SweepError(f"config folder not found: {path}",
+                         hint="run from a clone of chunk-sweep or set CHUNK_SWEEP_CONF_DIR")
+    return path
+
+
+class Boundary(str, Enum):
+    fixed = "fixed"
+    sentence = "sentence"
+    paragraph = "paragraph"
+    heading = "heading"
+    recursive = "recursive"
+
+
+class Header(str, Enum):
+    none = "none"
+    title = "title"
+    path = "path"
+
+
+class Family(str, Enum):
+    sentence_transformers = "sentence_transformers"
+    model2vec_distill = "model2vec_distill"
+
+
+class Method(str, Enum):
+    dense = "dense"
+
+
+@dataclass
+class CorpusConfig:
+    name: str = MISSING
+    path: str = MISSING
+    on_error: str = "raise"  # raise | skip (checked in check_config: `raise` is a keyword)
+    extensions: list[str] = field(default_factory=lambda: [".md", ".markdown", ".txt"])
+
+
+@dataclass
+class GoldenConfig:
+    name: str = MISSING
+    path: str = MISSING
+
+
+@dataclass
+class ChunkConfig:
+    boundary: Boundary = Boundary.recursive
+    size: int = 256
+    overlap: int = 0
+    header: Header = Header.none
+    tokenizer: str = "minilm"
+
+
+@dataclass
+class EmbeddingConfig:
+    name: str = "minilm"
+    family: Family = Family.sentence_transformers
+    distill_from: str = "minilm"
+    pca_dims: int = 256
+    batch_size: int = 32
+    query_prefix: str = ""
+    document_prefix: str = ""
+
+
+@dataclass
+class RetrievalConfig:
+    method: Method = Method.dense
+    depth: int = 100
+
+
+@dataclass
+class EvalConfig:
+    k: list[int] = field(default_factory=lambda: [1, 3, 5, 10])
+    prompt_k: int = 5
+    token_budget: int = 1024
+    min_overlap: float = 0.5
+    headline: str = "recall_at_${eval.prompt_k}"
+
+
+@dataclass
+class TrackingConfig:
+    enabled: bool = True
+    uri: str = "sqlite:///${cwd:}/mlflow.db"
+    experiment: str = "chunk-sweep-${golden.name}"
+
+
+@dataclass
+class Config:
+    corpus: CorpusConfig = field(default_factory=CorpusConfig)
+    golden: GoldenConfig = field(default_factory=GoldenConfig)
+    chunk: ChunkConfig = field(default_factory=ChunkConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+
+
+def register() -> None:
+    """Register the schema and the resolvers used by the YAML files (idempotent)."""
+    cs = ConfigStore.instance()
+    cs.store(name="config_schema", node=Config)
+    OmegaConf.register_new_resolver("project_root", lambda: str(PROJECT_ROOT), replace=True)
+    OmegaConf.register_new_resolver("cwd", os.getcwd, replace=True)
+
+
+def check_config(cfg: Config) -> None:
+    """Cross-field checks the schema cannot express; raises a one-line `SweepError`."""
+    from .chunking import ChunkSpec
+
+    ChunkSpec(cfg.chunk.boundary.value, cfg.chunk.size, cfg.chunk.overlap,
+              cfg.chunk.header.value).validate()
+    if cfg.corpus.on_error not in ("raise", "skip"):
+        raise SweepError(f"corpus.on_error={cfg.corpus.on_error!r} is not one of raise, skip")
+    if not cfg.eval.k or any(k < 1 for k in cfg.eval.k):
+        raise SweepError(f"eval.k={list(cfg.eval.k)} must be a non-empty list of integers >= 1")
+    if cfg.eval.prompt_k < 1:
+        raise SweepError(f"eval.prompt_k={cfg.eval.prompt_k} must be >= 1")
+    if cfg.eval.token_budget < 1:
+        raise SweepError(f"eval.token_budget={cfg.eval.token_budget} must be >= 1")
+    if not 0 < cfg.eval.min_overlap <= 1:
+        raise SweepError(f"eval.min_overlap={cfg.eval.min_overlap} must be in (0, 1]")
+    if cfg.retrieval.depth < max(max(cfg.eval.k), cfg.eval.prompt_k):
+        raise SweepError(f"retrieval.depth={cfg.retrieval.depth} must be at least the largest "
+                         f"eval.k ({max(cfg.eval.k)})")
+    if cfg.embedding.batch_size < 1:
+        raise SweepError(f"embedding.batch_size={cfg.embedding.batch_size} must be >= 1")
+
+
+def to_container(cfg: Any) -> dict[str, Any]:
+    """Plain dict of a config (DictConfig or `Config` instance), enums as strings, resolved."""
+    if is_dataclass(cfg) and not isinstance(cfg, type):
+        cfg = OmegaConf.structured(cfg)
+    return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)  # type: ignore[return-value]
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"chunk": {"size": 256}}`` -> ``{"chunk.size": 256}`` (lists kept as values)."""
+    out: dict[str, Any] = {}
+    for key, value in d.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out

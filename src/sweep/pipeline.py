@@ -1,0 +1,196 @@
+"""One configuration, end to end: corpus -> chunks -> embeddings -> ranking -> metrics.
+
+No Hydra and no MLflow here: `run_config` takes the typed `Config` and returns plain data.
+Work that does not depend on the swept variables (loading the corpus and golden set, the
+reference chunking, query embeddings) is memoised per process, so a sweep run by the basic
+launcher pays for it once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .chunking import Chunk, ChunkSpec, chunk_corpus, chunk_stats, load_chunk_tokenizer
+from .config import Config, to_container
+from .corpus import Document, corpus_fingerprint, load_corpus
+from .embedding import EmbeddingSpec, get_embedder
+from .errors import SweepError
+from .evaluate import EvalSpec, evaluate
+from .golden import GoldenSet, load_golden, require_valid
+from .relevance import CorpusIndex, ResolvedItem, resolve_all
+from .retrieval import dense_search, tiebreak_order
+
+log = logging.getLogger(__name__)
+
+# Sections of the config that change results; tracking and output paths do not.
+HASHED_SECTIONS = ("chunk", "embedding", "retrieval", "eval")
+
+
+@dataclass
+class JobResult:
+    report: dict[str, Any]
+    rows: list[dict[str, Any]]
+    chunks: list[Chunk] = field(repr=False)
+
+
+@dataclass
+class _Memo:
+    corpora: dict[tuple, tuple[list[Document], str]] = field(default_factory=dict)
+    chunks: dict[tuple, list[Chunk]] = field(default_factory=dict)
+    goldens: dict[str, GoldenSet] = field(default_factory=dict)
+    resolved: dict[tuple, list[ResolvedItem]] = field(default_factory=dict)
+
+
+_MEMO = _Memo()
+
+
+def clear_memo() -> None:
+    global _MEMO
+    _MEMO = _Memo()
+
+
+def load_corpus_cached(cfg: Config) -> tuple[list[Document], str]:
+    key = (str(Path(cfg.corpus.path).resolve()), cfg.corpus.on_error, tuple(cfg.corpus.extensions))
+    if key not in _MEMO.corpora:
+        docs = load_corpus(cfg.corpus.path, extensions=cfg.corpus.extensions,
+                           on_error=cfg.corpus.on_error)
+        _MEMO.corpora[key] = (docs, corpus_fingerprint(docs))
+    return _MEMO.corpora[key]
+
+
+def chunks_for(docs: list[Document], fingerprint: str, spec: ChunkSpec,
+               tokenizer: str) -> list[Chunk]:
+    key = (fingerprint, spec, tokenizer)
+    if key not in _MEMO.chunks:
+        _MEMO.chunks[key] = chunk_corpus(docs, spec, load_chunk_tokenizer(tokenizer))
+    return _MEMO.chunks[key]
+
+
+def reference_spec(golden: GoldenSet) -> tuple[ChunkSpec, str] | None:
+    """The chunking the golden set's chunk ids were labelled with, from its sidecar."""
+    if golden.reference is None:
+        return None
+    ref = golden.reference["chunk"]
+    try:
+        spec = ChunkSpec(str(ref.get("boundary", "recursive")), int(ref.get("size", 256)),
+                         int(ref.get("overlap", 0)), "none").validate()
+    except (TypeError, ValueError, SweepError) as exc:
+        raise SweepError(f"{golden.path}: reference chunking is invalid ({exc})") from None
+    return spec, str(ref.get("tokenizer", "minilm"))
+
+
+def resolve_golden(golden: GoldenSet, docs: list[Document], fingerprint: str
+                   ) -> list[ResolvedItem]:
+    key = (golden.fingerprint, fingerprint)
+    if key not in _MEMO.resolved:
+        ref = reference_spec(golden)
+        reference_chunks = None
+        if ref is not None:
+            reference_chunks = {c.chunk_id: c for c in chunks_for(docs, fingerprint, *ref)}
+        _MEMO.resolved[key] = resolve_all(golden.items, CorpusIndex(docs), reference_chunks,
+                                          golden.path)
+    return _MEMO.resolved[key]
+
+
+def load_golden_cached(path: str) -> GoldenSet:
+    key = str(Path(path).resolve())
+    if key not in _MEMO.goldens:
+        _MEMO.goldens[key] = require_valid(load_golden(path))
+    return _MEMO.goldens[key]
+
+
+def config_hash(plain: dict[str, Any], corpus_fp: str, golden_fp: str) -> str:
+    """Identity of a configuration's results: same hash, same numbers."""
+    payload = {k: plain[k] for k in HASHED_SECTIONS if k in plain}
+    payload["corpus"] = corpus_fp
+    payload["golden"] = golden_fp
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
+    """Evaluate one configuration. Raises `SweepError` for bad input."""
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    plain = to_container(cfg)
+
+    docs, corpus_fp = load_corpus_cached(cfg)
+    golden = load_golden_cached(cfg.golden.path)
+    resolved = resolve_golden(golden, docs, corpus_fp)
+    placement_errors = [p for r in resolved for p in r.problems if p.severity == "error"]
+    if placement_errors:
+        more = f" (and {len(placement_errors) - 1} more: run `sweep validate`)" \
+            if len(placement_errors) > 1 else ""
+        raise SweepError(f"{placement_errors[0]}{more}")
+    timings["load_s"] = time.perf_counter() - t0
+
+    t = time.perf_counter()
+    spec = ChunkSpec(cfg.chunk.boundary.value, cfg.chunk.size, cfg.chunk.overlap,
+                     cfg.chunk.header.value)
+    chunks = chunks_for(docs, corpus_fp, spec, cfg.chunk.tokenizer)
+    if not chunks:
+        raise SweepError(f"corpus {cfg.corpus.path} produced no chunks")
+    timings["chunk_s"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    e = cfg.embedding
+    embedder = get_embedder(EmbeddingSpec(e.name, e.family.value, e.distill_from, e.pca_dims,
+                                          e.batch_size, e.query_prefix, e.document_prefix))
+    texts = [c.embed_text for c in chunks]
+    chunk_vecs = embedder.encode(texts, progress=progress, desc="chunks")
+    query_vecs = embedder.encode([r.item.question for r in resolved], query=True,
+                                 progress=progress, desc="queries")
+    timings["embed_s"] = time.perf_counter() - t
+
+    truncated = 0.0
+    lengths = embedder.token_lengths(texts)
+    if lengths is not None and embedder.max_seq_length:
+        truncated = float(np.mean([n > embedder.max_seq_length for n in lengths]))
+        if truncated > 0:
+            log.warning("%.0f%% of chunks exceed %s's max_seq_length (%d tokens) and are "
+                        "silently truncated by the model", 100 * truncated, e.name,
+                        embedder.max_seq_length)
+
+    t = time.perf_counter()
+    tiebreak = tiebreak_order([c.chunk_id for c in chunks])
+    rankings = dense_search(query_vecs, chunk_vecs, tiebreak, cfg.retrieval.depth)
+    timings["search_s"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    espec = EvalSpec(tuple(cfg.eval.k), cfg.eval.prompt_k, cfg.eval.token_budget,
+                     cfg.eval.min_overlap)
+    summary, rows = evaluate(resolved, chunks, rankings, espec)
+    timings["eval_s"] = time.perf_counter() - t
+    timings["total_s"] = time.perf_counter() - t0
+
+    headline = cfg.eval.headline
+    if headline not in summary:
+        names = ", ".join(k for k in summary if not k.startswith("n_"))
+        raise SweepError(f"eval.headline={headline!r} is not a computed metric (one of: {names})")
+
+    metrics = dict(summary)
+    metrics.update(chunk_stats(chunks))
+    metrics["truncated_fraction"] = truncated
+    report = {
+        "status": "FINISHED",
+        "config": plain,
+        "config_hash": config_hash(plain, corpus_fp, golden.fingerprint),
+        "headline": {"metric": headline, "value": summary[headline]},
+        "metrics": metrics,
+        "timings_s": timings,
+        "fingerprints": {"corpus": corpus_fp, "golden": golden.fingerprint,
+                         "model": embedder.fingerprint},
+        "orphans": [{"qid": r["qid"], "reason": r.get("orphan_reason", "")}
+                    for r in rows if r["status"] == "orphan"],
+        "golden_warnings": [str(p) for p in golden.problems if p.severity == "warning"]
+        + [str(p) for r in resolved for p in r.problems if p.severity == "warning"],
+        "n_documents": len(docs),
+    }
+    return JobResult(report, rows, chunks)

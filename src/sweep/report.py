@@ -1,0 +1,196 @@
+"""Files a job leaves behind, and the comparison of a sweep's jobs.
+
+Written to the Hydra job folder BEFORE MLflow is called, so a tracking failure loses nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .config import flatten
+
+REPORT = "report.json"
+PER_QUESTION = "per_question.csv"
+CONFIG = "config.yaml"
+PER_QUESTION_COLUMNS = [
+    "qid", "question", "status", "first_relevant_rank", "mrr", "recall_at_1", "recall_at_5",
+    "evidence_coverage_at_prompt_k", "relevant_ids", "retrieved_ids", "evidence_source",
+    "orphan_reason",
+]
+# Shown in the comparison table, after the swept parameters, when present.
+TABLE_METRICS = [
+    "recall_at_5", "mrr", "ndcg_at_5", "evidence_recall_at_5", "evidence_recall_at_budget",
+    "context_tokens_at_5", "n_chunks", "n_orphans",
+]
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def write_report(folder: Path, report: dict[str, Any]) -> Path:
+    path = folder / REPORT
+    _atomic_write(path, json.dumps(_json_safe(report), indent=2, sort_keys=False) + "\n")
+    return path
+
+
+def write_config(folder: Path, plain_config: dict[str, Any]) -> Path:
+    path = folder / CONFIG
+    _atomic_write(path, yaml.safe_dump(plain_config, sort_keys=False))
+    return path
+
+
+def write_per_question(folder: Path, rows: Sequence[dict[str, Any]]) -> Path:
+    """One row per question; the key columns first, then every metric computed for it."""
+    extra = sorted({k for r in rows for k in r} - set(PER_QUESTION_COLUMNS))
+    columns = PER_QUESTION_COLUMNS + extra
+    path = folder / PER_QUESTION
+    import io
+
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in columns})
+    _atomic_write(path, buf.getvalue())
+    return path
+
+
+def read_reports(sweep_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """Every job report under a sweep folder, in job order."""
+    found = []
+    for path in Path(sweep_dir).glob(f"*/{REPORT}"):
+        try:
+            found.append((path.parent, json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, json.JSONDecodeError):
+            continue
+
+    def order(item: tuple[Path, dict[str, Any]]) -> tuple[int, str]:
+        name = item[0].name
+        return (int(name) if name.isdigit() else 1 << 30, name)
+
+    return sorted(found, key=order)
+
+
+def varying_params(reports: Sequence[dict[str, Any]]) -> list[str]:
+    """Config keys whose value differs between jobs: the sweep's axes."""
+    flats = [flatten(r.get("config", {})) for r in reports]
+    keys = sorted({k for f in flats for k in f})
+    return [k for k in keys if len({json.dumps(f.get(k), sort_keys=True) for f in flats}) > 1]
+
+
+def comparison_rows(reports: Sequence[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
+    """Rows for the comparison table, best headline first (failed jobs last)."""
+    axes = varying_params([r for r in reports if r.get("status") == "FINISHED"] or reports)
+    rows = []
+    for rep in reports:
+        flat = flatten(rep.get("config", {}))
+        row: dict[str, Any] = {a: flat.get(a) for a in axes}
+        row["status"] = rep.get("status", "?")
+        headline = rep.get("headline") or {}
+        row["headline_metric"] = headline.get("metric")
+        row["headline"] = headline.get("value")
+        for name in TABLE_METRICS:
+            row[name] = (rep.get("metrics") or {}).get(name)
+        row["error"] = rep.get("error", "")
+        rows.append(row)
+
+    def key(row: dict[str, Any]) -> tuple[int, float]:
+        value = row["headline"]
+        ok = row["status"] == "FINISHED" and isinstance(value, int | float)
+        return (0 if ok else 1, -(value if ok else 0.0))
+
+    rows.sort(key=key)
+    return axes, rows
+
+
+def format_value(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "-"
+        return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3f}"
+    return str(value)
+
+
+def write_comparison(sweep_dir: Path, axes: Sequence[str], rows: Sequence[dict[str, Any]]
+                     ) -> list[Path]:
+    """``comparison.csv`` and ``comparison.md`` in the sweep folder (also logged to the parent)."""
+    columns = [*axes, "status", "headline_metric", "headline", *TABLE_METRICS, "error"]
+    import io
+
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in columns})
+    csv_path = Path(sweep_dir) / "comparison.csv"
+    _atomic_write(csv_path, buf.getvalue())
+    shown = [*axes, "headline", *TABLE_METRICS]
+    lines = ["| rank | " + " | ".join(shown) + " |", "|" + "---|" * (len(shown) + 1)]
+    for i, row in enumerate(rows, start=1):
+        cells = [format_value(row.get(c)) for c in shown]
+        lines.append(f"| {i} | " + " | ".join(cells) + " |")
+    md_path = Path(sweep_dir) / "comparison.md"
+    _atomic_write(md_path, "\n".join(lines) + "\n")
+    return [csv_path, md_path]
+
+
+def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    if not rows:
+        return
+    metric = next((r["headline_metric"] for r in rows if r.get("headline_metric")), "headline")
+    table = Table(title=f"chunk-sweep: {len(rows)} configurations, best {metric} first")
+    table.add_column("#", justify="right")
+    for axis in axes:
+        table.add_column(axis)
+    table.add_column(str(metric), justify="right", style="bold")
+    shown = [m for m in TABLE_METRICS if m != metric and any(r.get(m) is not None for r in rows)]
+    for name in shown:
+        table.add_column(name, justify="right")
+    for i, row in enumerate(rows, start=1):
+        if row["status"] != "FINISHED":
+            table.add_row(str(i), *[format_value(row.get(a)) for a in axes],
+                          f"[red]{row['status']}[/red]", *["" for _ in shown])
+            continue
+        table.add_row(str(i), *[format_value(row.get(a)) for a in axes],
+                      format_value(row.get("headline")),
+                      *[format_value(row.get(m)) for m in shown])
+    Console(width=max(120, 24 + 14 * (len(axes) + len(shown)))).print(table)
+    finished = [r for r in rows if r["status"] == "FINISHED"]
+    if len(finished) >= 2:
+        best, second = finished[0], finished[1]
+        print(f"best: {', '.join(f'{a}={best.get(a)}' for a in axes)} "
+              f"({metric}={format_value(best['headline'])}, "
+              f"{format_value(best['headline'] - second['headline'])} ahead of the runner-up)")
