@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, is_dataclass
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ def conf_dir() -> Path:
     return path
 
 
-class Boundary(str, Enum):
+class Boundary(StrEnum):
     fixed = "fixed"
     sentence = "sentence"
     paragraph = "paragraph"
@@ -44,18 +44,18 @@ class Boundary(str, Enum):
     recursive = "recursive"
 
 
-class Header(str, Enum):
+class Header(StrEnum):
     none = "none"
     title = "title"
     path = "path"
 
 
-class Family(str, Enum):
+class Family(StrEnum):
     sentence_transformers = "sentence_transformers"
     model2vec_distill = "model2vec_distill"
 
 
-class Method(str, Enum):
+class Method(StrEnum):
     dense = "dense"
 
 
