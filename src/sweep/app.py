@@ -23,7 +23,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from . import report as rp
 from . import tracking
-from .config import Config, check_config, to_container
+from .config import Config, check_config, config_error_line, to_container
 from .errors import SweepError
 from .pipeline import run_config
 
@@ -44,9 +44,7 @@ def _error_line(exc: BaseException) -> str:
     if isinstance(exc, SweepError):
         return str(exc)
     if isinstance(exc, OmegaConfBaseException):
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        key = getattr(exc, "full_key", None)
-        return f"config: {key}: {first}" if key else f"config: {first}"
+        return config_error_line(exc)
     return f"{type(exc).__name__}: {exc}"
 
 

@@ -35,7 +35,7 @@ def compose(overrides: Sequence[str]) -> Any:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from .config import Config, conf_dir, register
+    from .config import Config, conf_dir, config_error_line, register
 
     register()
     try:
@@ -45,7 +45,7 @@ def compose(overrides: Sequence[str]) -> Any:
         typed: Config = OmegaConf.to_object(cfg)  # type: ignore[assignment]
         return typed
     except (HydraException, OmegaConfBaseException) as exc:
-        raise SweepError(f"config: {str(exc).splitlines()[0]}") from None
+        raise SweepError(config_error_line(exc)) from None
 
 
 def cmd_validate(argv: Sequence[str]) -> int:
@@ -108,3 +108,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     sys.argv = [sys.argv[0], *argv]
     hydra_main()
+
+
+if __name__ == "__main__":
+    main()

@@ -174,3 +174,26 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[name] = value
     return out
+
+
+def config_error_line(exc: BaseException) -> str:
+    """One line from a Hydra/OmegaConf composition error and its cause.
+
+    Hydra's own message says which override failed; the cause says why (the allowed values,
+    the unknown key); a missing group option lists the available ones.
+    """
+    parts = []
+    seen: set[str] = set()
+    current: BaseException | None = exc
+    while current is not None:
+        lines = [ln.strip() for ln in str(current).splitlines() if ln.strip()]
+        if lines and lines[0] not in seen:
+            seen.add(lines[0])
+            parts.append(lines[0])
+            if "Available options" in str(current):
+                idx = next(i for i, ln in enumerate(lines) if ln.startswith("Available options"))
+                options = [ln for ln in lines[idx + 1 :] if not ln.startswith(("Config search",
+                                                                                "provider="))]
+                parts.append(f"available: {', '.join(options)}")
+        current = current.__cause__
+    return "config: " + ": ".join(parts)

@@ -187,7 +187,11 @@ def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> Non
         table.add_row(str(i), *[format_value(row.get(a)) for a in axes],
                       format_value(row.get("headline")),
                       *[format_value(row.get(m)) for m in shown])
-    Console(width=max(120, 24 + 14 * (len(axes) + len(shown)))).print(table)
+    headers = [*axes, str(metric), *shown]
+    needed = 8 + sum(max(len(h), 7) + 3 for h in headers)
+    console = Console()
+    console.width = max(console.width, needed)  # full column names beat a tidy wrap in logs
+    console.print(table)
     finished = [r for r in rows if r["status"] == "FINISHED"]
     if len(finished) >= 2:
         best, second = finished[0], finished[1]
