@@ -1,0 +1,94 @@
+"""End-to-end sweeps with the real bundled model and a real MLflow store (slow)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+pytestmark = pytest.mark.slow
+
+
+def _runs(db: Path) -> list:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{db}")
+    exps = [e.experiment_id for e in client.search_experiments()]
+    return client, client.search_runs(exps, max_results=1000)
+
+
+def test_multirun_logs_one_parent_and_four_finished_children(tmp_path: Path) -> None:
+    db = tmp_path / "mlflow.db"
+    res = run_cli("-m", "sweep", "-m", "chunk.size=128,256", "chunk.boundary=fixed,heading",
+                  f"tracking.uri=sqlite:///{db}", f"hydra.sweep.dir={tmp_path}/multirun",
+                  cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "best: chunk.boundary=" in res.stdout
+
+    client, runs = _runs(db)
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(parents) == 1 and len(children) == 4
+    parent = parents[0]
+    assert parent.info.status == "FINISHED"
+    assert {a.path for a in client.list_artifacts(parent.info.run_id)} >= {"comparison.csv"}
+    combos = set()
+    for child in children:
+        assert child.info.status == "FINISHED"
+        assert child.data.tags["mlflow.parentRunId"] == parent.info.run_id
+        params = child.data.params
+        combos.add((params["chunk.size"], params["chunk.boundary"]))
+        for metric in ("recall_at_5", "mrr", "evidence_recall_at_5"):
+            assert 0.0 <= child.data.metrics[metric] <= 1.0
+        for tag in ("config_hash", "corpus_fingerprint", "golden_fingerprint", "git_sha"):
+            assert child.data.tags[tag]
+        artifacts = {a.path for a in client.list_artifacts(child.info.run_id)}
+        assert {"per_question.csv", "report.json", "config.yaml"} <= artifacts
+    assert combos == {("128", "fixed"), ("128", "heading"), ("256", "fixed"),
+                      ("256", "heading")}
+
+    # The report on disk and the run in MLflow agree.
+    reports = sorted((tmp_path / "multirun").glob("*/report.json"))
+    assert len(reports) == 4
+    by_hash = {c.data.tags["config_hash"]: c for c in children}
+    for path in reports:
+        rep = json.loads(path.read_text())
+        child = by_hash[rep["config_hash"]]
+        assert child.data.metrics["recall_at_5"] == pytest.approx(rep["metrics"]["recall_at_5"])
+
+
+def test_same_configuration_twice_gives_identical_metrics(tmp_path: Path) -> None:
+    reports = []
+    for i in range(2):
+        res = run_cli("-m", "sweep", "chunk.size=200", "chunk.boundary=paragraph",
+                      "chunk.header=title", "tracking=off", f"hydra.run.dir={tmp_path}/run{i}",
+                      cwd=tmp_path)
+        assert res.returncode == 0, res.stderr[-3000:]
+        reports.append(json.loads((tmp_path / f"run{i}" / "report.json").read_text()))
+    assert reports[0]["metrics"].keys() == reports[1]["metrics"].keys()
+    assert reports[0]["metrics"] == reports[1]["metrics"]
+    assert reports[0]["config_hash"] == reports[1]["config_hash"]
+    assert reports[0]["metrics"]["n_scored"] == 50
+
+
+def test_a_failing_config_does_not_stop_the_sweep(tmp_path: Path) -> None:
+    db = tmp_path / "mlflow.db"
+    res = run_cli("-m", "sweep", "-m", "chunk.size=64", "chunk.overlap=0,64",
+                  f"tracking.uri=sqlite:///{db}", f"hydra.sweep.dir={tmp_path}/multirun",
+                  cwd=tmp_path)
+    assert res.returncode == 1
+    assert "1 of 2 configurations failed" in res.stderr
+    assert "chunk.overlap=64 must be >= 0 and smaller than chunk.size=64" in res.stderr
+    assert "Traceback" not in res.stderr
+    _, runs = _runs(db)
+    status = sorted((r.info.status, r.data.params.get("chunk.overlap")) for r in runs
+                    if "mlflow.parentRunId" in r.data.tags)
+    assert status == [("FAILED", "64"), ("FINISHED", "0")]
+    failed = next(r for r in runs if r.info.status == "FAILED" and "mlflow.parentRunId"
+                  in r.data.tags)
+    assert "chunk.overlap=64" in failed.data.tags["error"]
+    # The finished job's files are intact.
+    done = [json.loads(p.read_text()) for p in (tmp_path / "multirun").glob("*/report.json")]
+    assert sorted(r["status"] for r in done) == ["FAILED", "FINISHED"]
