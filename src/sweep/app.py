@@ -114,12 +114,12 @@ def _exit_or_nan(message: str, multirun: bool, exc: BaseException) -> float:
 def _print_summary(rep: dict[str, Any], job_dir: Path, multirun: bool) -> None:
     m = rep["metrics"]
     head = rep["headline"]
-    line = (f"{head['metric']}={rp.format_value(head['value'])}  "
-            f"recall_at_5={rp.format_value(m.get('recall_at_5'))}  "
-            f"mrr={rp.format_value(m.get('mrr'))}  "
-            f"evidence_recall_at_5={rp.format_value(m.get('evidence_recall_at_5'))}  "
-            f"chunks={m.get('n_chunks')}  scored={m.get('n_scored')}/{m.get('n_questions')}"
-            f"  orphans={m.get('n_orphans')}")
+    shown = {head["metric"]: head["value"]}
+    for name in ("recall_at_5", "mrr", "evidence_recall_at_5"):
+        shown.setdefault(name, m.get(name))
+    line = "  ".join(f"{k}={rp.format_value(v)}" for k, v in shown.items())
+    line += (f"  chunks={m.get('n_chunks')}  scored={m.get('n_scored')}/{m.get('n_questions')}"
+             f"  orphans={m.get('n_orphans')}")
     if multirun:
         log.info("%s", line)
     else:
@@ -158,6 +158,9 @@ class MlflowSweepCallback(Callback):
         reports = [r for _, r in rp.read_reports(sweep_dir)]
         axes, rows = rp.comparison_rows(reports)
         artifacts = rp.write_comparison(sweep_dir, axes, rows)
+        plot = rp.plot_sweep(axes, rows, sweep_dir / "comparison.png")
+        if plot is not None:
+            artifacts.append(plot)
         rp.print_comparison(axes, rows)
         failed = [r for r in rows if r["status"] != "FINISHED"]
         if self.parent and self.uri:
