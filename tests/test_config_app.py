@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import DEMO, ROOT, run_cli
 
+from conftest import DEMO, ROOT, run_cli
 from sweep.cli import compose
 from sweep.config import check_config
 from sweep.errors import SweepError
@@ -96,7 +96,7 @@ def test_validate_passes_on_the_demo() -> None:
     res = run_cli("-m", "sweep.cli", "validate")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "OK:" in res.stderr
-    assert "50 items" in res.stderr
+    assert "60 items" in res.stderr
 
 
 def test_validate_names_the_line_of_an_unknown_chunk_id(tmp_path: Path) -> None:
@@ -120,7 +120,7 @@ def test_validate_json_output(tmp_path: Path) -> None:
 
     res = run_cli("-m", "sweep.cli", "validate", "--json")
     data = json.loads(res.stdout)
-    assert data["ok"] is True and data["items"] == 50 and data["errors"] == 0
+    assert data["ok"] is True and data["items"] == 60 and data["errors"] == 0
 
 
 def test_python_m_sweep_help_works_from_another_folder(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from conftest import run_cli
 
 pytestmark = pytest.mark.slow
@@ -70,7 +71,7 @@ def test_same_configuration_twice_gives_identical_metrics(tmp_path: Path) -> Non
     assert reports[0]["metrics"].keys() == reports[1]["metrics"].keys()
     assert reports[0]["metrics"] == reports[1]["metrics"]
     assert reports[0]["config_hash"] == reports[1]["config_hash"]
-    assert reports[0]["metrics"]["n_scored"] == 50
+    assert reports[0]["metrics"]["n_scored"] == 60
 
 
 def test_a_failing_config_does_not_stop_the_sweep(tmp_path: Path) -> None:

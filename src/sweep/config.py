@@ -57,6 +57,18 @@ class Family(StrEnum):
 
 class Method(StrEnum):
     dense = "dense"
+    bm25 = "bm25"
+    hybrid = "hybrid"
+
+
+class Bm25Backend(StrEnum):
+    rank_bm25 = "rank_bm25"
+    bm25s = "bm25s"
+
+
+class RerankMethod(StrEnum):
+    none = "none"
+    cross_encoder = "cross_encoder"
 
 
 @dataclass
@@ -97,6 +109,25 @@ class EmbeddingConfig:
 class RetrievalConfig:
     method: Method = Method.dense
     depth: int = 100
+    bm25_backend: Bm25Backend = Bm25Backend.rank_bm25
+    bm25_k1: float = 1.5
+    bm25_b: float = 0.75
+    bm25_stopwords: str = "english"
+    rrf_k: int = 60
+    dense_weight: float = 1.0
+    bm25_weight: float = 1.0
+    # Also run the retriever(s) the method does not use, only to show in per_question.csv
+    # which one found each answer; never changes the metrics.
+    diagnose: bool = True
+
+
+@dataclass
+class RerankConfig:
+    method: RerankMethod = RerankMethod.none
+    model: str = "cross-encoder/ms-marco-MiniLM-L6-v2"
+    pool: int = 50
+    batch_size: int = 32
+    max_length: int = 512
 
 
 @dataclass
@@ -106,6 +137,7 @@ class EvalConfig:
     token_budget: int = 1024
     min_overlap: float = 0.5
     headline: str = "recall_at_${eval.prompt_k}"
+    latency_sample: int = 100  # questions timed one by one, uncached, for p50/p95 latency
 
 
 @dataclass
@@ -122,6 +154,7 @@ class Config:
     chunk: ChunkConfig = field(default_factory=ChunkConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
 
@@ -153,6 +186,17 @@ def check_config(cfg: Config) -> None:
     if cfg.retrieval.depth < max(max(cfg.eval.k), cfg.eval.prompt_k):
         raise SweepError(f"retrieval.depth={cfg.retrieval.depth} must be at least the largest "
                          f"eval.k ({max(cfg.eval.k)})")
+    if cfg.retrieval.rrf_k < 1:
+        raise SweepError(f"retrieval.rrf_k={cfg.retrieval.rrf_k} must be >= 1")
+    if cfg.retrieval.dense_weight < 0 or cfg.retrieval.bm25_weight < 0:
+        raise SweepError("retrieval.dense_weight and retrieval.bm25_weight must be >= 0")
+    if cfg.retrieval.bm25_k1 < 0 or not 0 <= cfg.retrieval.bm25_b <= 1:
+        raise SweepError("retrieval.bm25_k1 must be >= 0 and retrieval.bm25_b in [0, 1]")
+    if cfg.rerank.pool < 1 or cfg.rerank.pool > cfg.retrieval.depth:
+        raise SweepError(f"rerank.pool={cfg.rerank.pool} must be between 1 and "
+                         f"retrieval.depth={cfg.retrieval.depth}")
+    if cfg.eval.latency_sample < 0:
+        raise SweepError(f"eval.latency_sample={cfg.eval.latency_sample} must be >= 0")
     if cfg.embedding.batch_size < 1:
         raise SweepError(f"embedding.batch_size={cfg.embedding.batch_size} must be >= 1")
 

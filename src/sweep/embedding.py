@@ -167,6 +167,13 @@ class Embedder:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.stack([self._cache[k] for k in keys])
 
+    def encode_uncached(self, text: str, *, query: bool = True) -> np.ndarray:
+        """One text straight through the model (for latency: what a live query costs)."""
+        prefix = self.spec.query_prefix if query else self.spec.document_prefix
+        vec = self.model.encode([prefix + text], batch_size=1, show_progress_bar=False,
+                                normalize_embeddings=True, convert_to_numpy=True)
+        return np.asarray(vec[0], dtype=np.float32)
+
     def token_lengths(self, texts: list[str]) -> list[int] | None:
         """Model-token lengths with special tokens, to detect silent truncation."""
         tokenizer = getattr(self.model, "tokenizer", None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,12 +25,19 @@ def evaluate(
     chunks: Sequence[Chunk],
     rankings: Sequence[Ranking],
     spec: EvalSpec,
+    diagnostics: Mapping[str, Sequence[Ranking | None]] | None = None,
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """Per-question rows and the mean of each metric over the questions it applies to.
 
     Chunk-level metrics average over items whose evidence some chunk of this configuration
     covers; document-level metrics over items that name a document. The rest are orphans,
     counted in ``n_orphans`` and listed with a reason in the rows, never averaged as 0.
+
+    ``diagnostics`` holds other rankings of the same questions (``{"dense": [...], "bm25":
+    [...]}``): each row gets the rank of the first relevant chunk in each, and ``found_by``
+    says which of them had one in the top ``prompt_k`` (``dense_only``, ``bm25_only``,
+    ``both``, ``neither``), which is the seed's decision table made visible: answers only BM25
+    finds call for hybrid search; answers found but ranked 5-15 call for a reranker.
     """
     locator = ChunkLocator(chunks)
     ks = sorted(set(spec.k) | {spec.prompt_k})
@@ -41,7 +48,9 @@ def evaluate(
         row[name] = value
         values.setdefault(name, []).append(value)
 
-    for item, ranking in zip(resolved, rankings, strict=True):
+    diagnostics = {k: v for k, v in (diagnostics or {}).items() if v and v[0] is not None}
+    found_counts: dict[str, int] = {}
+    for n, (item, ranking) in enumerate(zip(resolved, rankings, strict=True)):
         ranked = [chunks[i] for i in ranking.indices]
         ranked_ids = [c.chunk_id for c in ranked]
         relevant = relevant_chunks(item.spans, locator, spec.min_overlap)
@@ -69,6 +78,17 @@ def evaluate(
             put(row, "evidence_recall_at_budget",
                 m.evidence_recall_at_budget(spans, tokens, item.spans, spec.token_budget))
             row["evidence_coverage_at_prompt_k"] = row[f"evidence_recall_at_{spec.prompt_k}"]
+            found = []
+            for name, lists in diagnostics.items():
+                other = [chunks[i].chunk_id for i in lists[n].indices]
+                r = m.first_relevant_rank(other, rel)
+                row[f"{name}_first_relevant_rank"] = r
+                if r is not None and r <= spec.prompt_k:
+                    found.append(name)
+            if len(diagnostics) == 2:
+                row["found_by"] = ("both" if len(found) == 2 else f"{found[0]}_only" if found
+                                   else "neither")
+                found_counts[row["found_by"]] = found_counts.get(row["found_by"], 0) + 1
         else:
             row["first_relevant_rank"] = None
             if item.spans:
@@ -92,4 +112,7 @@ def evaluate(
     summary["n_scored"] = statuses.count("scored")
     summary["n_doc_only"] = statuses.count("doc_only")
     summary["n_orphans"] = statuses.count("orphan")
+    if len(diagnostics) == 2:
+        for name in diagnostics:
+            summary[f"n_found_only_by_{name}"] = found_counts.get(f"{name}_only", 0)
     return summary, rows

@@ -21,12 +21,14 @@ import numpy as np
 from .chunking import Chunk, ChunkSpec, chunk_corpus, chunk_stats, load_chunk_tokenizer
 from .config import Config, to_container
 from .corpus import Document, corpus_fingerprint, load_corpus
-from .embedding import EmbeddingSpec, get_embedder
+from .embedding import Embedder, EmbeddingSpec, get_embedder
 from .errors import SweepError
 from .evaluate import EvalSpec, evaluate
 from .golden import GoldenSet, load_golden, require_valid
+from .lexical import BM25Index
 from .relevance import CorpusIndex, ResolvedItem, resolve_all
-from .retrieval import dense_search, tiebreak_order
+from .reranking import CrossEncoderReranker, RerankSpec, get_reranker
+from .search import ConfigSearch, latency_summary
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,7 @@ class JobResult:
 class _Memo:
     corpora: dict[tuple, tuple[list[Document], str]] = field(default_factory=dict)
     chunks: dict[tuple, list[Chunk]] = field(default_factory=dict)
+    bm25: dict[tuple, BM25Index] = field(default_factory=dict)
     goldens: dict[str, GoldenSet] = field(default_factory=dict)
     resolved: dict[tuple, list[ResolvedItem]] = field(default_factory=dict)
 
@@ -72,6 +75,47 @@ def chunks_for(docs: list[Document], fingerprint: str, spec: ChunkSpec,
     if key not in _MEMO.chunks:
         _MEMO.chunks[key] = chunk_corpus(docs, spec, load_chunk_tokenizer(tokenizer))
     return _MEMO.chunks[key]
+
+
+def bm25_for(chunks: list[Chunk], chunk_key: tuple, cfg: Config) -> BM25Index:
+    r = cfg.retrieval
+    key = (chunk_key, r.bm25_backend.value, r.bm25_k1, r.bm25_b, r.bm25_stopwords)
+    if key not in _MEMO.bm25:
+        _MEMO.bm25[key] = BM25Index([c.embed_text for c in chunks], k1=r.bm25_k1, b=r.bm25_b,
+                                    backend=r.bm25_backend.value, stopwords=r.bm25_stopwords)
+    return _MEMO.bm25[key]
+
+
+def truncation(embedder: Embedder, texts: list[str], name: str) -> float:
+    """Fraction of chunks longer than the model's max_seq_length (silently cut by the model)."""
+    lengths = embedder.token_lengths(texts)
+    if lengths is None or not embedder.max_seq_length:
+        return 0.0
+    over = sum(n > embedder.max_seq_length for n in lengths)
+    if over:
+        log.warning("%d of %d chunks (%.0f%%) exceed %s's max_seq_length (%d tokens, special "
+                    "tokens included) and are silently truncated by the model", over,
+                    len(lengths), 100 * over / len(lengths), name, embedder.max_seq_length)
+    return over / len(lengths)
+
+
+def measure_latency(chunks: list[Chunk], method: str, cfg: Config,
+                    chunk_vecs: np.ndarray | None, bm25: BM25Index | None,
+                    reranker: CrossEncoderReranker | None, embedder: Embedder | None,
+                    questions: list[str]) -> dict[str, float]:
+    """p50/p95 per stage over up to ``eval.latency_sample`` questions, run one at a time with
+    only the stages this method uses, after two warm-up questions."""
+    n = min(cfg.eval.latency_sample, len(questions))
+    if n == 0:
+        return {}
+    search = ConfigSearch(chunks, method, cfg.retrieval.depth, chunk_vecs=chunk_vecs, bm25=bm25,
+                          rrf_k=cfg.retrieval.rrf_k, dense_weight=cfg.retrieval.dense_weight,
+                          bm25_weight=cfg.retrieval.bm25_weight, reranker=reranker,
+                          pool=cfg.rerank.pool,
+                          encode_query=embedder.encode_uncached if embedder else None)
+    for q in questions[:2]:
+        search.run(q)
+    return latency_summary([search.run(q).times_ms for q in questions[:n]])
 
 
 def reference_spec(golden: GoldenSet) -> tuple[ChunkSpec, str] | None:
@@ -139,34 +183,59 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         raise SweepError(f"corpus {cfg.corpus.path} produced no chunks")
     timings["chunk_s"] = time.perf_counter() - t
 
-    t = time.perf_counter()
-    e = cfg.embedding
-    embedder = get_embedder(EmbeddingSpec(e.name, e.family.value, e.distill_from, e.pca_dims,
-                                          e.batch_size, e.query_prefix, e.document_prefix))
+    method = cfg.retrieval.method.value
+    uses_dense = method in ("dense", "hybrid")
+    uses_bm25 = method in ("bm25", "hybrid")
     texts = [c.embed_text for c in chunks]
-    chunk_vecs = embedder.encode(texts, progress=progress, desc="chunks")
-    query_vecs = embedder.encode([r.item.question for r in resolved], query=True,
-                                 progress=progress, desc="queries")
-    timings["embed_s"] = time.perf_counter() - t
+    questions = [r.item.question for r in resolved]
+    index_metrics: dict[str, float] = {}
 
+    embedder = chunk_vecs = query_vecs = None
     truncated = 0.0
-    lengths = embedder.token_lengths(texts)
-    if lengths is not None and embedder.max_seq_length:
-        truncated = float(np.mean([n > embedder.max_seq_length for n in lengths]))
-        if truncated > 0:
-            log.warning("%.0f%% of chunks exceed %s's max_seq_length (%d tokens) and are "
-                        "silently truncated by the model", 100 * truncated, e.name,
-                        embedder.max_seq_length)
+    if uses_dense or cfg.retrieval.diagnose:
+        t = time.perf_counter()
+        e = cfg.embedding
+        embedder = get_embedder(EmbeddingSpec(e.name, e.family.value, e.distill_from,
+                                              e.pca_dims, e.batch_size, e.query_prefix,
+                                              e.document_prefix))
+        chunk_vecs = embedder.encode(texts, progress=progress, desc="chunks")
+        query_vecs = embedder.encode(questions, query=True, progress=progress, desc="queries")
+        timings["embed_s"] = time.perf_counter() - t
+        index_metrics["index_bytes_dense"] = float(chunk_vecs.nbytes)
+        truncated = truncation(embedder, texts, e.name)
+
+    bm25 = None
+    if uses_bm25 or cfg.retrieval.diagnose:
+        t = time.perf_counter()
+        bm25 = bm25_for(chunks, (corpus_fp, spec, cfg.chunk.tokenizer), cfg)
+        timings["bm25_index_s"] = time.perf_counter() - t
+        index_metrics["index_bytes_bm25"] = float(bm25.size_bytes())
+        index_metrics["index_build_bm25_s"] = timings["bm25_index_s"]
+
+    reranker = None
+    if cfg.rerank.method.value == "cross_encoder":
+        r = cfg.rerank
+        reranker = get_reranker(RerankSpec(r.model, r.batch_size, r.max_length))
 
     t = time.perf_counter()
-    tiebreak = tiebreak_order([c.chunk_id for c in chunks])
-    rankings = dense_search(query_vecs, chunk_vecs, tiebreak, cfg.retrieval.depth)
+    search = ConfigSearch(chunks, method, cfg.retrieval.depth, chunk_vecs=chunk_vecs, bm25=bm25,
+                          rrf_k=cfg.retrieval.rrf_k, dense_weight=cfg.retrieval.dense_weight,
+                          bm25_weight=cfg.retrieval.bm25_weight, reranker=reranker,
+                          pool=cfg.rerank.pool)
+    results = [search.run(q, None if query_vecs is None else query_vecs[i])
+               for i, q in enumerate(questions)]
+    rankings = [r.final for r in results]
     timings["search_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    latency = measure_latency(chunks, method, cfg, chunk_vecs if uses_dense else None,
+                              bm25 if uses_bm25 else None, reranker, embedder, questions)
+    timings["latency_s"] = time.perf_counter() - t
 
     t = time.perf_counter()
     espec = EvalSpec(tuple(cfg.eval.k), cfg.eval.prompt_k, cfg.eval.token_budget,
                      cfg.eval.min_overlap)
-    summary, rows = evaluate(resolved, chunks, rankings, espec)
+    diagnostics = {"dense": [r.dense for r in results], "bm25": [r.bm25 for r in results]}
+    summary, rows = evaluate(resolved, chunks, rankings, espec, diagnostics)
     timings["eval_s"] = time.perf_counter() - t
     timings["total_s"] = time.perf_counter() - t0
 
@@ -177,6 +246,8 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
 
     metrics = dict(summary)
     metrics.update(chunk_stats(chunks))
+    metrics.update(index_metrics)
+    metrics.update(latency)
     metrics["truncated_fraction"] = truncated
     report = {
         "status": "FINISHED",
@@ -186,7 +257,12 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         "metrics": metrics,
         "timings_s": timings,
         "fingerprints": {"corpus": corpus_fp, "golden": golden.fingerprint,
-                         "model": embedder.fingerprint},
+                         "model": embedder.fingerprint if embedder else ""},
+        "latency_note": "milliseconds per question, one question at a time, after a warm-up "
+                        "(model loaded, index built, caches warm); query embedding is not "
+                        "served from the embedding cache",
+        "found_only_by": {k: [r["qid"] for r in rows if r.get("found_by") == f"{k}_only"]
+                          for k in ("dense", "bm25")},
         "orphans": [{"qid": r["qid"], "reason": r.get("orphan_reason", "")}
                     for r in rows if r["status"] == "orphan"],
         "golden_warnings": [str(p) for p in golden.problems if p.severity == "warning"]

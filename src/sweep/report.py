@@ -22,7 +22,8 @@ REPORT = "report.json"
 PER_QUESTION = "per_question.csv"
 CONFIG = "config.yaml"
 PER_QUESTION_COLUMNS = [
-    "qid", "question", "status", "first_relevant_rank", "mrr", "recall_at_1", "recall_at_5",
+    "qid", "question", "status", "first_relevant_rank", "dense_first_relevant_rank",
+    "bm25_first_relevant_rank", "found_by", "mrr", "recall_at_1", "recall_at_5",
     "evidence_coverage_at_prompt_k", "relevant_ids", "retrieved_ids", "evidence_source",
     "orphan_reason",
 ]

@@ -58,3 +58,35 @@ def dense_search(
         block = query_vecs[lo : lo + batch] @ chunk_vecs.T
         out.extend(top_k(row, tiebreak, depth) for row in block)
     return out
+
+
+def lexical_search(scores: np.ndarray, tiebreak: np.ndarray, depth: int) -> Ranking:
+    """Top of a BM25 score vector; chunks with score 0 share no word with the query and are
+    not retrieved (a lexical retriever that matched nothing returns nothing)."""
+    ranking = top_k(scores, tiebreak, depth)
+    keep = [i for i, s in enumerate(ranking.scores) if s > 0]
+    return Ranking(tuple(ranking.indices[i] for i in keep), tuple(ranking.scores[i] for i in keep))
+
+
+def rrf_fuse(lists: Sequence[Sequence[int]], weights: Sequence[float], k: int,
+             tiebreak: np.ndarray, depth: int) -> Ranking:
+    """Reciprocal rank fusion: ``score(d) = Σ_i w_i / (k + rank_i(d))`` over the lists that
+    contain ``d`` (ranks from 1). Fused on rank, never on score, so a dense cosine and a BM25
+    score need not be comparable."""
+    fused: dict[int, float] = {}
+    for ranked, weight in zip(lists, weights, strict=True):
+        for rank, idx in enumerate(ranked, start=1):
+            fused[idx] = fused.get(idx, 0.0) + weight / (k + rank)
+    order = sorted(fused, key=lambda i: (-fused[i], int(tiebreak[i])))[:depth]
+    return Ranking(tuple(order), tuple(fused[i] for i in order))
+
+
+def rerank(ranking: Ranking, scores: Sequence[float], tiebreak: np.ndarray) -> Ranking:
+    """Reorder the first ``len(scores)`` entries of ``ranking`` by ``scores`` (higher first,
+    ties by chunk id); entries past the pool keep their first-stage order after them."""
+    pool = ranking.indices[: len(scores)]
+    order = sorted(range(len(pool)), key=lambda j: (-float(scores[j]), int(tiebreak[pool[j]])))
+    head = tuple(pool[j] for j in order)
+    head_scores = tuple(float(scores[j]) for j in order)
+    return Ranking(head + ranking.indices[len(pool) :],
+                   head_scores + ranking.scores[len(pool) :])

@@ -1,0 +1,103 @@
+"""One configuration's query path: first stage (dense, BM25 or both fused), optional rerank.
+
+`ConfigSearch.run` answers one question and times each stage, so the same code produces the
+rankings that are scored and the latencies that are reported. A retriever the method does not
+use may still be attached (for the per-question diagnosis); the latency pass builds a search
+without it, so its cost never counts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .chunking import Chunk
+from .lexical import BM25Index
+from .reranking import CrossEncoderReranker
+from .retrieval import Ranking, lexical_search, rerank, rrf_fuse, tiebreak_order, top_k
+
+
+@dataclass
+class SearchResult:
+    final: Ranking
+    dense: Ranking | None
+    bm25: Ranking | None
+    times_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class ConfigSearch:
+    chunks: Sequence[Chunk]
+    method: str  # dense | bm25 | hybrid
+    depth: int
+    chunk_vecs: np.ndarray | None = None
+    bm25: BM25Index | None = None
+    rrf_k: int = 60
+    dense_weight: float = 1.0
+    bm25_weight: float = 1.0
+    reranker: CrossEncoderReranker | None = None
+    pool: int = 50
+    encode_query: Callable[[str], np.ndarray] | None = None  # for uncached (timed) queries
+    tiebreak: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.tiebreak = tiebreak_order([c.chunk_id for c in self.chunks])
+        if self.method in ("dense", "hybrid") and self.chunk_vecs is None:
+            raise ValueError(f"method {self.method} needs chunk vectors")
+        if self.method in ("bm25", "hybrid") and self.bm25 is None:
+            raise ValueError(f"method {self.method} needs a BM25 index")
+
+    def run(self, question: str, query_vec: np.ndarray | None = None) -> SearchResult:
+        times: dict[str, float] = {}
+        start = time.perf_counter()
+        dense = bm25 = None
+        if self.chunk_vecs is not None:
+            t = time.perf_counter()
+            if query_vec is None:
+                assert self.encode_query is not None
+                query_vec = self.encode_query(question)
+                times["query_embed"] = _ms(t)
+            t = time.perf_counter()
+            dense = top_k(self.chunk_vecs @ query_vec, self.tiebreak, self.depth)
+            times["dense_search"] = _ms(t)
+        if self.bm25 is not None:
+            t = time.perf_counter()
+            bm25 = lexical_search(self.bm25.scores(question), self.tiebreak, self.depth)
+            times["bm25_search"] = _ms(t)
+        if self.method == "dense":
+            final = dense
+        elif self.method == "bm25":
+            final = bm25
+        else:
+            t = time.perf_counter()
+            final = rrf_fuse([dense.indices, bm25.indices], [self.dense_weight, self.bm25_weight],
+                             self.rrf_k, self.tiebreak, self.depth)
+            times["fusion"] = _ms(t)
+        assert final is not None
+        if self.reranker is not None:
+            t = time.perf_counter()
+            pool = final.indices[: self.pool]
+            scores = self.reranker.scores(question, [self.chunks[i].embed_text for i in pool])
+            final = rerank(final, scores, self.tiebreak)
+            times["rerank"] = _ms(t)
+        times["end_to_end"] = _ms(start)
+        return SearchResult(final, dense, bm25, times)
+
+
+def _ms(since: float) -> float:
+    return (time.perf_counter() - since) * 1000.0
+
+
+def latency_summary(samples: Sequence[dict[str, float]]) -> dict[str, float]:
+    """p50 / p95 (ms) of each timed stage over the sampled questions."""
+    out: dict[str, float] = {}
+    stages = sorted({k for s in samples for k in s})
+    for stage in stages:
+        values = np.array([s[stage] for s in samples if stage in s])
+        if values.size:
+            out[f"latency_{stage}_p50_ms"] = float(np.percentile(values, 50))
+            out[f"latency_{stage}_p95_ms"] = float(np.percentile(values, 95))
+    return out

@@ -1,0 +1,183 @@
+"""BM25, reciprocal rank fusion, reranking mechanics and per-question diagnosis."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sweep.chunking import Chunk
+from sweep.lexical import BM25Index, query_tokens, tokenize
+from sweep.retrieval import Ranking, lexical_search, rerank, rrf_fuse, tiebreak_order
+from sweep.search import ConfigSearch, latency_summary
+
+
+def _chunks(texts: list[str]) -> list[Chunk]:
+    return [Chunk(f"d#{i}", "d", i, 0, len(t), t, t, len(t.split())) for i, t in enumerate(texts)]
+
+
+def test_tokenisation_is_lowercase_unicode_words_minus_stopwords() -> None:
+    assert tokenize("The ERR_4021 code on the KT-200: Café!") == ["err_4021", "code", "kt",
+                                                                   "200", "café"]
+    assert tokenize("the a of", frozenset()) == ["the", "a", "of"]
+    assert query_tokens("refund refund window") == ["refund", "window"]
+
+
+def test_rrf_hand_computed() -> None:
+    tie = np.arange(4)
+    fused = rrf_fuse([[0, 1, 2], [2, 0, 3]], [1.0, 1.0], 60, tie, depth=10)
+    # 0: 1/61 + 1/62 = 0.0325225; 2: 1/63 + 1/61 = 0.0322664; 1: 1/62; 3: 1/63
+    assert fused.indices == (0, 2, 1, 3)
+    assert fused.scores == pytest.approx((1 / 61 + 1 / 62, 1 / 63 + 1 / 61, 1 / 62, 1 / 63),
+                                         abs=1e-15)
+    weighted = rrf_fuse([[0, 1, 2], [2, 0, 3]], [1.0, 2.0], 60, tie, depth=3)
+    # 2: 1/63 + 2/61 = 0.0486615; 0: 1/61 + 2/62 = 0.0486520; 3: 2/63; 1: 1/62
+    assert weighted.indices == (2, 0, 3)
+    assert weighted.scores[0] == pytest.approx(1 / 63 + 2 / 61, abs=1e-15)
+
+
+def test_rrf_ties_are_broken_by_chunk_id() -> None:
+    tie = tiebreak_order(["b#0", "a#0"])  # chunk 1 ("a#0") sorts first
+    fused = rrf_fuse([[0], [1]], [1.0, 1.0], 60, tie, depth=2)
+    assert fused.indices == (1, 0)
+
+
+def test_rerank_follows_scores_within_the_pool_and_keeps_the_tail() -> None:
+    first = Ranking((5, 3, 9, 1, 7), (0.9, 0.8, 0.7, 0.6, 0.5))
+    tie = np.arange(10)
+    out = rerank(first, [0.1, 0.9, 0.5], tie)  # pool = first three
+    assert out.indices == (3, 9, 5, 1, 7)
+    assert out.scores[:3] == (0.9, 0.5, 0.1)
+    assert out.indices[3:] == first.indices[3:]
+
+
+def test_lexical_search_drops_chunks_without_a_query_word() -> None:
+    scores = np.array([0.0, 2.0, 0.0, 1.0])
+    assert lexical_search(scores, np.arange(4), 10).indices == (1, 3)
+
+
+def test_bm25_backends_give_the_same_scores_on_a_small_corpus() -> None:
+    texts = ["the refund window is 30 days", "ERR_4021 means the code was wrong",
+             "refund refund refund", "shipping takes five days", "", "days days window"]
+    a = BM25Index(texts, backend="rank_bm25")
+    b = BM25Index(texts, backend="bm25s")
+    for q in ["refund window", "what does ERR_4021 mean", "days", "nothing matches", "the"]:
+        np.testing.assert_allclose(a.scores(q), b.scores(q), rtol=1e-9, atol=1e-12)
+
+
+def test_bm25_scores_match_the_formula_by_hand() -> None:
+    texts = ["apple banana", "apple apple cherry", "banana"]
+    idx = BM25Index(texts, k1=1.5, b=0.75, stopwords="none")
+    n, avgdl = 3, (2 + 3 + 1) / 3
+
+    def idf(df: int) -> float:
+        return max(0.0, np.log((n - df + 0.5) / (df + 0.5)))
+
+    def term(tf: int, dl: int, df: int) -> float:
+        return idf(df) * tf * 2.5 / (tf + 1.5 * (1 - 0.75 + 0.75 * dl / avgdl))
+
+    expected = [0.0, term(1, 3, 1), 0.0]  # only "cherry" (df=1) has a positive idf
+    np.testing.assert_allclose(idx.scores("cherry apple"), expected, rtol=1e-12)
+
+
+def test_search_diagnosis_and_latency_stages() -> None:
+    chunks = _chunks(["refund window thirty days", "ERR_4021 wrong code", "shipping options"])
+    vecs = np.eye(3, dtype=np.float32)
+    bm25 = BM25Index([c.embed_text for c in chunks], stopwords="none")
+    search = ConfigSearch(chunks, "hybrid", 3, chunk_vecs=vecs, bm25=bm25,
+                          encode_query=lambda q: np.array([0, 0, 1], dtype=np.float32))
+    res = search.run("ERR_4021")
+    assert res.dense.indices[0] == 2 and res.bm25.indices == (1,)
+    assert set(res.final.indices) == {0, 1, 2}
+    assert {"query_embed", "dense_search", "bm25_search", "fusion", "end_to_end"} <= set(
+        res.times_ms)
+    summary = latency_summary([res.times_ms, search.run("refund").times_ms])
+    assert summary["latency_end_to_end_p50_ms"] <= summary["latency_end_to_end_p95_ms"]
+
+
+@pytest.fixture(scope="module")
+def tiny_reranker(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from sweep.fixtures import make_untrained_cross_encoder
+
+    return make_untrained_cross_encoder(tmp_path_factory.mktemp("rr") / "model")
+
+
+def test_cross_encoder_rerank_orders_the_pool_by_its_scores(tiny_reranker: Path) -> None:
+    from sweep.reranking import RerankSpec, get_reranker
+
+    texts = [f"passage {i}" + (" refunds" if i % 3 == 0 else "") + (" codes" if i % 4 == 1
+                                                                      else "") for i in range(10)]
+    chunks = _chunks(texts)
+    bm25 = BM25Index([c.embed_text for c in chunks], stopwords="none")
+    reranker = get_reranker(RerankSpec(str(tiny_reranker)))
+    base = ConfigSearch(chunks, "bm25", 10, bm25=bm25)
+    ranked = ConfigSearch(chunks, "bm25", 10, bm25=bm25, reranker=reranker, pool=5)
+    first = base.run("refunds codes").final
+    assert len(first.indices) == 6  # chunks 0, 1, 3, 5, 6, 9 share a word with the query
+    final = ranked.run("refunds codes").final
+    pool = first.indices[:5]
+    scores = reranker.scores("refunds codes", [chunks[i].embed_text for i in pool])
+    expected = [pool[j] for j in sorted(range(5), key=lambda j: (-scores[j], pool[j]))]
+    assert list(final.indices[:5]) == expected
+    assert final.indices[5:] == first.indices[5:]
+    assert "rerank" in ranked.run("refunds").times_ms
+
+
+def test_pipeline_scores_the_reranked_list(tiny_reranker: Path, tmp_path: Path) -> None:
+    """bm25 + rerank end to end without an embedding model: metrics follow the new order."""
+    from sweep.cli import compose
+    from sweep.pipeline import run_config
+
+    base = compose(["retrieval=bm25", "retrieval.diagnose=false", "eval.latency_sample=3"])
+    reranked = compose(["retrieval=bm25", "retrieval.diagnose=false", "eval.latency_sample=3",
+                        "rerank=cross_encoder", f"rerank.model={tiny_reranker}",
+                        "rerank.pool=10"])
+    a = run_config(base, progress=False)
+    b = run_config(reranked, progress=False)
+    assert a.report["metrics"]["recall_at_10"] == pytest.approx(
+        b.report["metrics"]["recall_at_10"])  # the pool (top 10) holds the same chunks
+    assert a.report["metrics"]["mrr"] != b.report["metrics"]["mrr"]
+    for row_a, row_b in zip(a.rows, b.rows, strict=True):
+        assert sorted(row_a["retrieved_ids"].split()) == sorted(row_b["retrieved_ids"].split())
+    assert "latency_rerank_p50_ms" in b.report["metrics"]
+    assert "latency_query_embed_p50_ms" not in b.report["metrics"]
+    json.dumps(b.report)  # serialisable
+
+
+def _scifact(shared: Path) -> tuple[list[str], list[str], list[str], dict[str, set[str]]]:
+    root = shared / "scifact"
+    docs = [json.loads(line) for line in (root / "corpus.jsonl").open()]
+    queries = {q["_id"]: q["text"] for q in map(json.loads, (root / "queries.jsonl").open())}
+    qrels: dict[str, set[str]] = {}
+    for line in list((root / "qrels" / "test.tsv").open())[1:]:
+        qid, did, score = line.split()
+        if int(score) > 0:
+            qrels.setdefault(qid, set()).add(did)
+    texts = [(d["title"] + "\n\n" + d["text"]).strip() for d in docs]
+    qids = sorted(qrels, key=int)
+    return [d["_id"] for d in docs], texts, [queries[q] for q in qids], qrels
+
+
+@pytest.mark.realdata
+def test_bm25s_ranks_scifact_like_rank_bm25(shared_data: Path) -> None:
+    """Same top-10 for every SciFact test query (5,183 abstracts), ties aside."""
+    ids, texts, questions, _ = _scifact(shared_data)
+    ref = BM25Index(texts, backend="rank_bm25")
+    fast = BM25Index(texts, backend="bm25s")
+    tie = tiebreak_order(ids)
+    compared = 0
+    for q in questions:
+        a_scores, b_scores = ref.scores(q), fast.scores(q)
+        np.testing.assert_allclose(a_scores, b_scores, rtol=1e-9, atol=1e-9)
+        a = lexical_search(a_scores, tie, 10)
+        b = lexical_search(b_scores, tie, 10)
+        if a.indices != b.indices:
+            # Only a reordering of (numerically) equal scores is allowed.
+            assert sorted(a.indices) == sorted(b.indices) or np.allclose(a.scores, b.scores)
+            assert np.allclose(a.scores, b.scores, rtol=1e-9)
+        else:
+            compared += 1
+    assert len(questions) == 300
+    assert compared >= 295
