@@ -20,6 +20,7 @@ USAGE = """usage: sweep COMMAND [options] [key=value ...]
 
 commands:
   validate        check the golden set against the corpus (orphans, bad ids, quotes)
+  import          FORMAT SRC --out DIR: squad | beir | chroma data -> corpus/ + golden.jsonl
   (none)          run one configuration; `sweep -m key=a,b ...` sweeps (Hydra multirun)
 
 Every command takes Hydra-style overrides, e.g. corpus.path=DIR golden.path=FILE.
@@ -85,7 +86,14 @@ def cmd_validate(argv: Sequence[str]) -> int:
     return 1 if failing else 0
 
 
-COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {"validate": cmd_validate}
+def cmd_import(argv: Sequence[str]) -> int:
+    from .importers import run_import_cli
+
+    return run_import_cli(argv)
+
+
+COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {"validate": cmd_validate,
+                                                       "import": cmd_import}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
