@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import unicodedata
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -127,7 +128,7 @@ def test_sections_cover_text_with_nested_heading_paths() -> None:
     assert [s.level for s in sections] == [1, 2, 3, 2]
     assert sections[0].start == 0
     assert sections[-1].end == len(text)
-    for prev, nxt in zip(sections, sections[1:], strict=False):
+    for prev, nxt in pairwise(sections):
         assert prev.end == nxt.start
     assert [text[s.start : s.end] for s in sections] == [
         "# A\na\n", "## B\nb\n", "### C\nc\n", "## D\nd\n",
@@ -140,7 +141,7 @@ def test_sections_preamble_and_level_jumps() -> None:
     assert sections[0] == Section(0, text.index("### Deep"), 0, ())
     assert [s.heading_path for s in sections[1:]] == [("Deep",), ("Top",), ("Top", "Sub")]
     assert sections[-1].end == len(text)
-    for prev, nxt in zip(sections, sections[1:], strict=False):
+    for prev, nxt in pairwise(sections):
         assert prev.end == nxt.start
 
 
@@ -254,7 +255,7 @@ def test_load_corpus_non_utf8_skip(tmp_path: Path, caplog) -> None:
 def test_load_corpus_binary_file_is_an_error(tmp_path: Path) -> None:
     _write(tmp_path, "blob.md", b"abc\x00\x01\x02def")
     _write(tmp_path, "good.md", "# good\n")
-    with pytest.raises(SweepError, match="blob.md"):
+    with pytest.raises(SweepError, match=r"blob\.md"):
         load_corpus(tmp_path)
     # and skipped when asked
     assert [d.doc_id for d in load_corpus(tmp_path, on_error="skip")] == ["good"]

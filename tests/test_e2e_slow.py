@@ -68,8 +68,14 @@ def test_same_configuration_twice_gives_identical_metrics(tmp_path: Path) -> Non
                       cwd=tmp_path)
         assert res.returncode == 0, res.stderr[-3000:]
         reports.append(json.loads((tmp_path / f"run{i}" / "report.json").read_text()))
+    def quality(metrics: dict) -> dict:
+        # Latencies and build times are measurements of the machine, not results.
+        return {k: v for k, v in metrics.items()
+                if not k.startswith("latency_") and not k.endswith("_s")}
+
     assert reports[0]["metrics"].keys() == reports[1]["metrics"].keys()
-    assert reports[0]["metrics"] == reports[1]["metrics"]
+    assert quality(reports[0]["metrics"]) == quality(reports[1]["metrics"])
+    assert len(quality(reports[0]["metrics"])) > 40
     assert reports[0]["config_hash"] == reports[1]["config_hash"]
     assert reports[0]["metrics"]["n_scored"] == 60
 

@@ -61,6 +61,8 @@ def job(cfg: DictConfig) -> float:
     try:
         typed: Config = OmegaConf.to_object(cfg)  # type: ignore[assignment]
         check_config(typed)
+        if typed.tracking.enabled:
+            tracking.preflight(typed.tracking.uri)
         result = run_config(typed)
     except (SweepError, OmegaConfBaseException) as exc:
         return _fail(cfg, plain, job_dir, exc, multirun)
@@ -97,7 +99,8 @@ def _fail(cfg: DictConfig, plain: dict[str, Any], job_dir: Path, exc: BaseExcept
                 artifacts=[job_dir / rp.REPORT], parent_run_id=os.environ.get(tracking.PARENT_ENV),
                 status="FAILED", error=message)
         except SweepError as tracking_exc:
-            log.error("%s", tracking_exc)
+            if str(tracking_exc) != message:  # the store itself may be what failed
+                log.error("%s", tracking_exc)
     return _exit_or_nan(message, multirun, exc)
 
 
@@ -127,6 +130,16 @@ def _print_summary(rep: dict[str, Any], job_dir: Path, multirun: bool) -> None:
         print(f"report: {job_dir / rp.REPORT}")
 
 
+def _check_output_dir(path: str) -> None:
+    """Hydra creates the job folder itself and would die with a traceback; say it in a line."""
+    target = Path(path).absolute()
+    existing = next((p for p in [target, *target.parents] if p.exists()), None)
+    if existing is None or not existing.is_dir() or not os.access(existing, os.W_OK):
+        print(f"error: cannot create the output folder {target}: {existing} is not a writable "
+              "folder (set hydra.run.dir / hydra.sweep.dir elsewhere)", file=sys.stderr)
+        sys.exit(1)
+
+
 class MlflowSweepCallback(Callback):
     """One MLflow parent run per multirun, and the comparison table at its end."""
 
@@ -134,7 +147,11 @@ class MlflowSweepCallback(Callback):
         self.parent: str | None = None
         self.uri: str | None = None
 
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _check_output_dir(str(config.hydra.run.dir))
+
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _check_output_dir(str(config.hydra.sweep.dir))
         os.environ.pop(tracking.PARENT_ENV, None)
         if not config.tracking.enabled:
             return

@@ -206,8 +206,20 @@ class _Doc:
         return self._outside_fences(sorted(c for c in cuts if a < c < b), a, b)
 
     def token_cuts(self, a: int, b: int, size: int) -> list[int]:
-        lo, hi = bisect_left(self.starts, a), bisect_left(self.starts, b)
-        return [self.starts[i] for i in range(lo + size, hi, size)]
+        """Cuts every ``size`` tokens, only where a character starts: tokens that share a start
+        (a character split into several word pieces) stay on one side of the cut."""
+        starts = self.starts
+        lo, hi = bisect_left(starts, a), bisect_left(starts, b)
+        cuts, i = [], lo
+        while hi - i > size:
+            j = bisect_left(starts, starts[i + size])
+            if j <= i:  # one character holds more than `size` tokens
+                j = bisect_right(starts, starts[i])
+            if j >= hi:
+                break
+            cuts.append(starts[j])
+            i = j
+        return cuts
 
     def section_cuts(self, a: int, b: int) -> list[int]:
         return [s for s in self.heading_section_starts() if a < s < b]
@@ -282,22 +294,30 @@ def _pack(d: _Doc, units: list[tuple[int, int]], size: int, overlap: int) -> lis
 
 
 def _fixed_windows(d: _Doc, size: int, overlap: int) -> list[tuple[int, int]]:
-    n = len(d.starts)
+    """Windows of ``size`` tokens every ``size - overlap`` tokens, cut where characters start."""
+    starts, n = d.starts, len(d.starts)
     if n == 0:
         trimmed = d.trim(0, len(d.text))
         return [trimmed] if trimmed else []
-
-    def cut(i: int) -> int:
-        return 0 if i == 0 else (len(d.text) if i >= n else d.starts[i])
-
     spans, i, stride = [], 0, size - overlap
     while True:
-        trimmed = d.trim(cut(i), cut(i + size))
+        if i + size >= n:
+            end_index = n
+        else:
+            end_index = bisect_left(starts, starts[i + size])
+            if end_index <= i:  # one character holds more than `size` tokens
+                end_index = bisect_right(starts, starts[i])
+        begin = 0 if i == 0 else starts[i]
+        end = len(d.text) if end_index >= n else starts[end_index]
+        trimmed = d.trim(begin, end)
         if trimmed:
             spans.append(trimmed)
-        if i + size >= n:
+        if end_index >= n:
             return spans
-        i += stride
+        # The next window starts at a character boundary no later than this one's end, so
+        # windows never leave a gap.
+        nxt = bisect_left(starts, starts[i + stride])
+        i = nxt if nxt > i else bisect_right(starts, starts[i])
 
 
 def chunk_spans(doc: Document, starts: np.ndarray, spec: ChunkSpec) -> list[tuple[int, int]]:

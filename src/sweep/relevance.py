@@ -76,14 +76,17 @@ def locate_quote(text: str, quote: str) -> tuple[int, int, str, int] | None:
 
 
 def _mention_spans(doc: Document, start: int, end: int, mentions: Sequence[str]) -> list[Span]:
-    body = doc.text[start:end].lower()
+    """Every case-insensitive occurrence of each mention inside ``[start, end)``.
+
+    Matched on the original text (not on a lowercased copy, whose offsets drift after
+    characters such as "İ" that lowercase to two characters); overlapping matches kept.
+    """
+    body = doc.text[start:end]
     spans = []
     for mention in mentions:
-        needle = mention.lower()
-        pos = body.find(needle)
-        while pos >= 0:
-            spans.append((doc.doc_id, start + pos, start + pos + len(needle)))
-            pos = body.find(needle, pos + 1)
+        pattern = re.compile("(?=(" + re.escape(mention) + "))", re.IGNORECASE)
+        for m in pattern.finditer(body):
+            spans.append((doc.doc_id, start + m.start(1), start + m.end(1)))
     return spans
 
 

@@ -11,6 +11,7 @@ import logging
 import math
 import os
 import re
+import socket
 import subprocess
 import time
 from collections.abc import Iterable, Mapping
@@ -40,11 +41,25 @@ def sqlite_path(uri: str) -> Path | None:
     return Path(uri[len("sqlite:///") :])
 
 
-def client_for(uri: str) -> Any:
-    """An `MlflowClient` for ``uri``; a one-line `SweepError` when the store is unusable."""
-    _quiet()
-    from mlflow import MlflowClient
+def check_reachable(uri: str, timeout: float = 5.0) -> None:
+    """Fail in seconds, not minutes, when an http(s) tracking server is not listening
+    (MLflow's own client retries with back-off for several minutes)."""
+    parsed = urlparse(uri)
+    if parsed.scheme not in ("http", "https"):
+        return
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        socket.create_connection((parsed.hostname or "localhost", port), timeout=timeout).close()
+    except OSError as exc:
+        raise SweepError(f"tracking.uri={uri}: cannot reach the MLflow server "
+                         f"({exc.strerror or exc})",
+                         hint="start the server, fix the URI, or set tracking.enabled=false; "
+                         "reports are still written to the job folder") from None
 
+
+def preflight(uri: str) -> None:
+    """Everything about the store that can be checked before a job spends time."""
+    check_reachable(uri)
     db = sqlite_path(uri)
     if db is not None:
         if not db.is_absolute():
@@ -58,6 +73,14 @@ def client_for(uri: str) -> Any:
         if not os.access(db.parent, os.W_OK):
             raise SweepError(f"tracking.uri={uri!r}: {db.parent} is not writable",
                              hint="point tracking.uri elsewhere or set tracking.enabled=false")
+
+
+def client_for(uri: str) -> Any:
+    """An `MlflowClient` for ``uri``; a one-line `SweepError` when the store is unusable."""
+    _quiet()
+    from mlflow import MlflowClient
+
+    preflight(uri)
     return MlflowClient(tracking_uri=uri)
 
 
@@ -223,7 +246,3 @@ def log_job(uri: str, experiment: str, *, run_name: str, plain_config: Mapping[s
         client.set_terminated(run_id, status=status)
     return run_id
 
-
-def host_of(uri: str) -> str:
-    parsed = urlparse(uri)
-    return parsed.netloc or parsed.path

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .corpus import Document
@@ -44,5 +46,99 @@ def check_golden(golden: GoldenSet, resolved: list[ResolvedItem], docs: list[Doc
     for item in resolved:
         problems.extend(item.problems)
         problems.extend(mention_problems(item, by_id, golden.path))
+    problems.extend(conflict_problems(resolved, docs, golden.path))
     problems.sort(key=lambda p: (p.line, p.severity != "error", p.field))
     return ValidationResult(problems, len(golden.items))
+
+
+# --------------------------------------------------------------------------- conflicting numbers
+
+_NUMBER = re.compile(r"(?<![\w.])(\$)?(\d+(?:[.,]\d+)?)\s*(%|[A-Za-z]+)?")
+_WORDS = re.compile(r"[^\W\d_]+")
+
+
+@dataclass(frozen=True)
+class NumberMention:
+    doc_id: str
+    start: int
+    value: str
+    unit: str
+    key: tuple[str, ...]  # the two content words before the number
+    context: frozenset[str]  # content words around it, in the same paragraph
+
+    @property
+    def phrase(self) -> str:
+        if self.unit == "$":
+            return f"${self.value}"
+        return f"{self.value}{self.unit}" if self.unit == "%" else f"{self.value} {self.unit}"
+
+
+def number_mentions(doc: Document, window: int = 5) -> list[NumberMention]:
+    """Numbers with a unit (``30 days``, ``15%``, ``$15``) and the words around them."""
+    from .lexical import ENGLISH_STOPWORDS
+
+    out = []
+    text = doc.text
+    for m in _NUMBER.finditer(text):
+        dollar, value, unit = m.group(1), m.group(2), (m.group(3) or "").lower()
+        unit = "$" if dollar else unit
+        if not unit or unit in ENGLISH_STOPWORDS:
+            continue
+        para_start = text.rfind("\n\n", 0, m.start()) + 1
+        para_end = text.find("\n\n", m.end())
+        para_end = len(text) if para_end < 0 else para_end
+        before = [w.lower() for w in _WORDS.findall(text, para_start, m.start())]
+        after = [w.lower() for w in _WORDS.findall(text, m.end(), para_end)]
+        before = [w for w in before if w not in ENGLISH_STOPWORDS][-window:]
+        after = [w for w in after if w not in ENGLISH_STOPWORDS][:window]
+        out.append(NumberMention(doc.doc_id, m.start(), value.replace(",", "."), unit,
+                                 tuple(before[-2:]), frozenset(before + after)))
+    return out
+
+
+def _similar(a: NumberMention, b: NumberMention, min_overlap: float) -> bool:
+    """Most of the words around the two numbers are shared: at least five words and
+    ``min_overlap`` of the smaller context, or the same two words right before the numbers
+    ("restocking fee of 10%" / "restocking fee of 15%")."""
+    if len(a.key) == 2 and a.key == b.key:
+        return True
+    shared = len(a.context & b.context)
+    smaller = min(len(a.context), len(b.context)) or 1
+    return shared >= 5 and shared / smaller >= min_overlap
+
+
+def conflict_problems(resolved: Sequence[ResolvedItem], docs: Sequence[Document], file: str,
+                      min_overlap: float = 0.6) -> list[Problem]:
+    """Evidence that states a number which a near-duplicate passage elsewhere contradicts.
+
+    The classic labelling find: the refund policy says 30 days, an old FAQ says 14. A number
+    in an item's evidence is compared with every number of the same unit in OTHER documents;
+    when the words around them match (see `_similar`) and the values differ, the item gets a warning naming both places.
+    """
+    by_doc = {d.doc_id: d for d in docs}
+    mentions = {d.doc_id: number_mentions(d) for d in docs}
+    by_unit: dict[str, list[NumberMention]] = {}
+    for ms in mentions.values():
+        for mention in ms:
+            by_unit.setdefault(mention.unit, []).append(mention)
+    problems = []
+    for item in resolved:
+        reported: set[tuple[str, int]] = set()
+        for i, (doc_id, start, end) in enumerate(item.spans):
+            for mine in mentions.get(doc_id, []):
+                if not start <= mine.start < end:
+                    continue
+                for other in by_unit.get(mine.unit, []):
+                    if (other.doc_id == doc_id or other.value == mine.value
+                            or (other.doc_id, other.start) in reported
+                            or not _similar(mine, other, min_overlap)):
+                        continue
+                    reported.add((other.doc_id, other.start))
+                    odoc = by_doc[other.doc_id]
+                    line = odoc.text.count("\n", 0, other.start) + 1
+                    problems.append(Problem(
+                        file, item.item.line, f"evidence[{i}]" if item.source == "evidence"
+                        else "relevant_chunk_ids",
+                        f"says {mine.phrase!r} ({by_doc[doc_id].source}) but a near-duplicate "
+                        f"passage in {odoc.source}:{line} says {other.phrase!r}", "warning"))
+    return problems
