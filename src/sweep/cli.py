@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -98,6 +99,8 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {"validate": cmd_validate,
 
 def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if hasattr(signal, "SIGPIPE"):  # `sweep validate | head` should not end in a traceback
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if argv and argv[0] in ("help", "--usage"):
         print(USAGE)

@@ -30,7 +30,7 @@ PER_QUESTION_COLUMNS = [
 # Shown in the comparison table, after the swept parameters, when present.
 TABLE_METRICS = [
     "recall_at_5", "mrr", "ndcg_at_5", "evidence_recall_at_5", "evidence_recall_at_budget",
-    "context_tokens_at_5", "n_chunks", "n_orphans",
+    "context_tokens_at_5", "latency_end_to_end_p50_ms", "n_chunks", "n_orphans",
 ]
 
 
@@ -121,6 +121,7 @@ def comparison_rows(reports: Sequence[dict[str, Any]]) -> tuple[list[str], list[
         for name in TABLE_METRICS:
             row[name] = (rep.get("metrics") or {}).get(name)
         row["error"] = rep.get("error", "")
+        row["found_only_by"] = rep.get("found_only_by") or {}
         rows.append(row)
 
     def key(row: dict[str, Any]) -> tuple[int, float]:
@@ -199,6 +200,14 @@ def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> Non
         print(f"best: {', '.join(f'{a}={best.get(a)}' for a in axes)} "
               f"({metric}={format_value(best['headline'])}, "
               f"{format_value(best['headline'] - second['headline'])} ahead of the runner-up)")
+    if finished:
+        only = finished[0].get("found_only_by") or {}
+        for name, other in (("bm25", "dense"), ("dense", "bm25")):
+            qids = only.get(name) or []
+            if qids:
+                print(f"  in the best configuration, {len(qids)} questions were found in the top "
+                      f"k only by {name} ({other} missed them): {', '.join(qids[:12])}"
+                      + (" ..." if len(qids) > 12 else ""))
 
 
 def plot_sweep(axes: Sequence[str], rows: Sequence[dict[str, Any]], path: Path) -> Path | None:
