@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,15 @@ def truncation(embedder: Embedder, texts: list[str], name: str) -> float:
     return over / len(lengths)
 
 
+def make_search(chunks: list[Chunk], method: str, cfg: Config, chunk_vecs: np.ndarray | None,
+                bm25: BM25Index | None, reranker: CrossEncoderReranker | None,
+                encode_query: Callable[[str], np.ndarray] | None = None) -> ConfigSearch:
+    r = cfg.retrieval
+    return ConfigSearch(chunks, method, r.depth, chunk_vecs=chunk_vecs, bm25=bm25,
+                        rrf_k=r.rrf_k, dense_weight=r.dense_weight, bm25_weight=r.bm25_weight,
+                        reranker=reranker, pool=cfg.rerank.pool, encode_query=encode_query)
+
+
 def measure_latency(chunks: list[Chunk], method: str, cfg: Config,
                     chunk_vecs: np.ndarray | None, bm25: BM25Index | None,
                     reranker: CrossEncoderReranker | None, embedder: Embedder | None,
@@ -108,11 +118,8 @@ def measure_latency(chunks: list[Chunk], method: str, cfg: Config,
     n = min(cfg.eval.latency_sample, len(questions))
     if n == 0:
         return {}
-    search = ConfigSearch(chunks, method, cfg.retrieval.depth, chunk_vecs=chunk_vecs, bm25=bm25,
-                          rrf_k=cfg.retrieval.rrf_k, dense_weight=cfg.retrieval.dense_weight,
-                          bm25_weight=cfg.retrieval.bm25_weight, reranker=reranker,
-                          pool=cfg.rerank.pool,
-                          encode_query=embedder.encode_uncached if embedder else None)
+    search = make_search(chunks, method, cfg, chunk_vecs, bm25, reranker,
+                         embedder.encode_uncached if embedder else None)
     for q in questions[:2]:
         search.run(q)
     return latency_summary([search.run(q).times_ms for q in questions[:n]])
@@ -218,10 +225,7 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         reranker = get_reranker(RerankSpec(r.model, r.batch_size, r.max_length))
 
     t = time.perf_counter()
-    search = ConfigSearch(chunks, method, cfg.retrieval.depth, chunk_vecs=chunk_vecs, bm25=bm25,
-                          rrf_k=cfg.retrieval.rrf_k, dense_weight=cfg.retrieval.dense_weight,
-                          bm25_weight=cfg.retrieval.bm25_weight, reranker=reranker,
-                          pool=cfg.rerank.pool)
+    search = make_search(chunks, method, cfg, chunk_vecs, bm25, reranker)
     results = [search.run(q, None if query_vecs is None else query_vecs[i])
                for i, q in enumerate(questions)]
     rankings = [r.final for r in results]
