@@ -126,13 +126,16 @@ def load_chunk_tokenizer(name: str) -> ChunkTokenizer:
 
     if name == "regex":
         return RegexTokenizer()
-    if name == "minilm":
-        return HFTokenizer(name, Tokenizer.from_file(str(minilm_path() / "tokenizer.json")))
-    path = Path(name)
+    path = minilm_path() / "tokenizer.json" if name == "minilm" else Path(name)
     if path.is_dir():
         path = path / "tokenizer.json"
     if path.is_file():
-        return HFTokenizer(name, Tokenizer.from_file(str(path)))
+        try:
+            return HFTokenizer(name, Tokenizer.from_file(str(path)))
+        except Exception as exc:
+            first = (str(exc).splitlines() or [type(exc).__name__])[0][:120]
+            raise SweepError(f"chunk.tokenizer={name!r}: {path} is not a tokenizers "
+                             f"tokenizer.json ({first})") from None
     try:
         return HFTokenizer(name, Tokenizer.from_pretrained(name))
     except Exception as exc:

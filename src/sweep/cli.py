@@ -22,6 +22,11 @@ USAGE = """usage: sweep COMMAND [options] [key=value ...]
 commands:
   validate        check the golden set against the corpus (orphans, bad ids, quotes)
   import          FORMAT SRC --out DIR: squad | beir | chroma data -> corpus/ + golden.jsonl
+  compare         [--experiment NAME] [--sweep latest|RUN_ID] [--metric M] [--json] [--plot DIR]:
+                  a sweep's configurations from MLflow, best first, each tested against the best
+  export          --metric M [--name NAME] [--out-dir DIR]: the winner -> experiments/winners/
+  flips           RUN_A RUN_B [--metric M]: questions one configuration gets right, the other not
+  baseline        check [--tolerance T] [overrides...] | update [--allow-regression]: the CI gate
   (none)          run one configuration; `sweep -m key=a,b ...` sweeps (Hydra multirun)
 
 Every command takes Hydra-style overrides, e.g. corpus.path=DIR golden.path=FILE.
@@ -58,11 +63,13 @@ def cmd_validate(argv: Sequence[str]) -> int:
     parser.add_argument("overrides", nargs="*", help="config overrides, e.g. golden.path=FILE")
     args = parser.parse_args(argv)
 
+    from .config import check_config
     from .golden import load_golden
     from .pipeline import load_corpus_cached, resolve_golden
     from .validate import check_golden
 
     cfg = compose(args.overrides)
+    check_config(cfg)
     docs, fingerprint = load_corpus_cached(cfg)
     golden = load_golden(cfg.golden.path)
     resolved = resolve_golden(golden, docs, fingerprint)
@@ -93,8 +100,15 @@ def cmd_import(argv: Sequence[str]) -> int:
     return run_import_cli(argv)
 
 
-COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {"validate": cmd_validate,
-                                                       "import": cmd_import}
+COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
+    "validate": cmd_validate,
+    "import": cmd_import,
+    # Imported when used: they pull in pandas, MLflow and matplotlib.
+    "compare": lambda argv: __import__("sweep.decide", fromlist=["_"]).cmd_compare(argv),
+    "export": lambda argv: __import__("sweep.decide", fromlist=["_"]).cmd_export(argv),
+    "flips": lambda argv: __import__("sweep.decide", fromlist=["_"]).cmd_flips(argv),
+    "baseline": lambda argv: __import__("sweep.baseline", fromlist=["_"]).cmd_baseline(argv),
+}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

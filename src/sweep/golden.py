@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,11 @@ class GoldenSet:
         return [p for p in self.problems if p.severity == "error"]
 
 
+def _field_name(key: str) -> str:
+    """A key as it can be printed on one line: quoted when it is not a plain name."""
+    return key if re.fullmatch(r"[\w.-]+", key) else json.dumps(key)
+
+
 def _str_list(value: Any, name: str, add: Any) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -108,8 +114,8 @@ def _evidence(value: Any, add: Any) -> tuple[EvidenceRef, ...]:
             continue
         unknown = set(ev) - {"doc_id", "path", "start", "end", "quote", "text"}
         if unknown:
-            add(f"{name}.{sorted(unknown)[0]}", "unknown field (allowed: doc_id, path, start, "
-                "end, quote, text)")
+            add(f"{name}.{_field_name(sorted(unknown)[0])}", "unknown field (allowed: doc_id, "
+                "path, start, end, quote, text)")
         doc_id, path = ev.get("doc_id"), ev.get("path")
         if doc_id is None and path is None:
             add(name, "needs `doc_id` or `path` to name its document")
@@ -160,6 +166,9 @@ def parse_golden_lines(text: str, file: str) -> tuple[list[GoldenItem], list[Pro
         except json.JSONDecodeError as exc:
             add("", f"malformed JSON ({exc.msg} at column {exc.colno})")
             continue
+        except RecursionError:
+            add("", "malformed JSON (nested too deeply)")
+            continue
         if not isinstance(obj, dict):
             add("", f"each line must be a JSON object, got {type(obj).__name__}")
             continue
@@ -184,7 +193,7 @@ def parse_golden_lines(text: str, file: str) -> tuple[list[GoldenItem], list[Pro
             else:
                 question_lines[norm] = lineno
         for key in sorted(set(obj) - KNOWN_FIELDS):
-            add(key, "unknown field (ignored)", "warning")
+            add(_field_name(key), "unknown field (ignored)", "warning")
         chunk_ids = _str_list(obj.get("relevant_chunk_ids"), "relevant_chunk_ids", add)
         mentions = _str_list(obj.get("answer_must_mention"), "answer_must_mention", add)
         doc_ids = _str_list(obj.get("relevant_doc_ids"), "relevant_doc_ids", add)
@@ -229,14 +238,50 @@ def load_golden(path: str | Path) -> GoldenSet:
     reference = None
     ref_path = reference_path(path)
     if ref_path.exists():
-        try:
-            reference = yaml.safe_load(ref_path.read_text(encoding="utf-8")) or {}
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise SweepError(f"{ref_path}: not valid YAML ({exc})") from None
-        if not isinstance(reference, dict) or not isinstance(reference.get("chunk"), dict):
-            raise SweepError(f"{ref_path}: chunk: must be a mapping with boundary/size/overlap")
+        reference = load_reference(ref_path)
     fingerprint = hashlib.sha256(data).hexdigest()[:16]
     return GoldenSet(str(path), items, problems, fingerprint, reference)
+
+
+REFERENCE_KEYS = {"boundary", "size", "overlap", "tokenizer"}
+
+
+def load_reference(ref_path: Path) -> dict[str, Any]:
+    """Read and check a ``*.reference.yaml`` sidecar: ``chunk: {boundary, size, overlap,
+    tokenizer}``. Every fault is a one-line `SweepError` naming the sidecar."""
+    from .chunking import BOUNDARIES
+
+    if not ref_path.is_file():
+        raise SweepError(f"{ref_path}: not a file (the reference chunking sidecar)")
+    try:
+        reference = yaml.safe_load(ref_path.read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise SweepError(f"{ref_path}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise SweepError(f"{ref_path}: not valid UTF-8 (offset {exc.start})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{ref_path}:{mark.line + 1}" if mark is not None else str(ref_path)
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise SweepError(f"{where}: not valid YAML ({problem})") from None
+    chunk = reference.get("chunk") if isinstance(reference, dict) else None
+    if not isinstance(chunk, dict):
+        raise SweepError(f"{ref_path}: chunk: must be a mapping with boundary/size/overlap")
+    unknown = sorted(str(k) for k in set(chunk) - REFERENCE_KEYS)
+    if unknown:
+        raise SweepError(f"{ref_path}: chunk.{_field_name(unknown[0])}: unknown key (allowed: "
+                         f"{', '.join(sorted(REFERENCE_KEYS))})")
+    boundary = chunk.get("boundary", "recursive")
+    if boundary not in BOUNDARIES:
+        raise SweepError(f"{ref_path}: chunk.boundary: {boundary!r} is not one of "
+                         f"{', '.join(BOUNDARIES)}")
+    for key, default in (("size", 256), ("overlap", 0)):
+        value = chunk.get(key, default)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise SweepError(f"{ref_path}: chunk.{key}: must be an integer, got {value!r}")
+    if not isinstance(chunk.get("tokenizer", "minilm"), str):
+        raise SweepError(f"{ref_path}: chunk.tokenizer: must be a string")
+    return reference
 
 
 def require_valid(golden: GoldenSet) -> GoldenSet:

@@ -307,6 +307,8 @@ def _read_json(path: Path, what: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise SweepError(f"{path}:{exc.lineno}:{exc.colno}: malformed JSON ({exc.msg})") from None
+    except RecursionError:
+        raise SweepError(f"{path}: malformed JSON (nested too deeply)") from None
 
 
 def _read_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -321,6 +323,8 @@ def _read_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
         except json.JSONDecodeError as exc:
             raise SweepError(f"{path}:{lineno}: malformed JSON ({exc.msg} at column "
                              f"{exc.colno})") from None
+        except RecursionError:
+            raise SweepError(f"{path}:{lineno}: malformed JSON (nested too deeply)") from None
         if not isinstance(obj, dict):
             raise SweepError(f"{path}:{lineno}: expected a JSON object, got "
                              f"{type(obj).__name__}")
@@ -652,6 +656,9 @@ def convert_chroma(rows: Iterable[tuple[str, dict[str, str]]], corpora: dict[str
         except json.JSONDecodeError as exc:
             raise SweepError(f"{where}: references: malformed JSON ({exc.msg} at column "
                              f"{exc.colno})") from None
+        except RecursionError:
+            raise SweepError(f"{where}: references: malformed JSON (nested too deeply)") \
+                from None
         if not isinstance(refs, list):
             raise SweepError(f"{where}: references: expected a JSON list, got "
                              f"{type(refs).__name__}")

@@ -25,8 +25,8 @@ from .corpus import Document, corpus_fingerprint, load_corpus
 from .embedding import Embedder, EmbeddingSpec, get_embedder
 from .errors import SweepError
 from .evaluate import EvalSpec, evaluate
-from .golden import GoldenSet, load_golden, require_valid
-from .lexical import BM25Index
+from .golden import GoldenSet, load_golden, reference_path, require_valid
+from .lexical import BM25Index, stopwords_for
 from .relevance import CorpusIndex, ResolvedItem, resolve_all
 from .reranking import CrossEncoderReranker, RerankSpec, get_reranker
 from .search import ConfigSearch, latency_summary
@@ -129,12 +129,13 @@ def reference_spec(golden: GoldenSet) -> tuple[ChunkSpec, str] | None:
     """The chunking the golden set's chunk ids were labelled with, from its sidecar."""
     if golden.reference is None:
         return None
-    ref = golden.reference["chunk"]
+    ref = golden.reference["chunk"]  # types checked by golden.load_reference
     try:
-        spec = ChunkSpec(str(ref.get("boundary", "recursive")), int(ref.get("size", 256)),
-                         int(ref.get("overlap", 0)), "none").validate()
-    except (TypeError, ValueError, SweepError) as exc:
-        raise SweepError(f"{golden.path}: reference chunking is invalid ({exc})") from None
+        spec = ChunkSpec(ref.get("boundary", "recursive"), ref.get("size", 256),
+                         ref.get("overlap", 0), "none").validate()
+    except SweepError as exc:
+        raise SweepError(f"{reference_path(Path(golden.path))}: reference chunking is invalid "
+                         f"({exc})") from None
     return spec, str(ref.get("tokenizer", "minilm"))
 
 
@@ -197,6 +198,14 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     questions = [r.item.question for r in resolved]
     index_metrics: dict[str, float] = {}
 
+    # What can fail on bad input is loaded before the expensive embedding step.
+    if uses_bm25 or cfg.retrieval.diagnose:
+        stopwords_for(cfg.retrieval.bm25_stopwords)
+    reranker = None
+    if cfg.rerank.method.value == "cross_encoder":
+        r = cfg.rerank
+        reranker = get_reranker(RerankSpec(r.model, r.batch_size, r.max_length))
+
     embedder = chunk_vecs = query_vecs = None
     truncated = 0.0
     if uses_dense or cfg.retrieval.diagnose:
@@ -218,11 +227,6 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         timings["bm25_index_s"] = time.perf_counter() - t
         index_metrics["index_bytes_bm25"] = float(bm25.size_bytes())
         index_metrics["index_build_bm25_s"] = timings["bm25_index_s"]
-
-    reranker = None
-    if cfg.rerank.method.value == "cross_encoder":
-        r = cfg.rerank
-        reranker = get_reranker(RerankSpec(r.model, r.batch_size, r.max_length))
 
     t = time.perf_counter()
     search = make_search(chunks, method, cfg, chunk_vecs, bm25, reranker)

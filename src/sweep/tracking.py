@@ -246,3 +246,125 @@ def log_job(uri: str, experiment: str, *, run_name: str, plain_config: Mapping[s
         client.set_terminated(run_id, status=status)
     return run_id
 
+
+
+# --- Reading sweeps back (sweep compare / export / flips) -----------------------------------
+
+SWEEP_ROLE_FILTER = "tags.`chunk_sweep.role` = 'sweep'"
+
+
+def _read_guard(uri: str) -> Any:
+    return _guard("reading the store", uri)
+
+
+def _store_exists(uri: str) -> None:
+    db = sqlite_path(uri)
+    if db is not None and not db.is_file():
+        raise SweepError(f"no MLflow store at {db}",
+                         hint="run a sweep first (python -m sweep -m ...) or pass --tracking-uri")
+
+
+def find_sweep(uri: str, experiment: str | None = None, sweep: str = "latest") -> dict[str, Any]:
+    """The parent run of a sweep: the latest one (of ``experiment``, else of the experiment
+    used most recently), or the one with id ``sweep``.
+
+    Returns ``{"run_id", "experiment_id", "experiment", "start_time", "sweep_dir", "status",
+    "tags", "metrics"}``; a one-line `SweepError` when there is none.
+    """
+    _store_exists(uri)
+    client = client_for(uri)
+    with _read_guard(uri):
+        if sweep and sweep != "latest":
+            try:
+                run = client.get_run(sweep)
+            except Exception:
+                raise SweepError(f"no run with id {sweep!r} in {uri}",
+                                 hint="use --sweep latest or a parent run id from the MLflow UI"
+                                 ) from None
+            if run.data.tags.get("chunk_sweep.role") != "sweep":
+                parent = run.data.tags.get("mlflow.parentRunId")
+                if parent:
+                    run = client.get_run(parent)
+                else:
+                    raise SweepError(f"run {sweep} is not a chunk-sweep sweep (parent) run")
+        else:
+            if experiment:
+                exp = client.get_experiment_by_name(experiment)
+                if exp is None:
+                    names = sorted(e.name for e in client.search_experiments())
+                    raise SweepError(f"no experiment named {experiment!r} in {uri} "
+                                     f"(available: {', '.join(names) or 'none'})")
+                exp_ids = [exp.experiment_id]
+            else:
+                exp_ids = [e.experiment_id for e in client.search_experiments()]
+            runs = client.search_runs(exp_ids, filter_string=SWEEP_ROLE_FILTER,
+                                      order_by=["attributes.start_time DESC"],
+                                      max_results=1) if exp_ids else []
+            if not runs:
+                where = f"experiment {experiment!r}" if experiment else uri
+                raise SweepError(f"no sweep in {where}",
+                                 hint="run one with python -m sweep -m ...")
+            run = runs[0]
+        exp = client.get_experiment(run.info.experiment_id)
+    return {"run_id": run.info.run_id, "experiment_id": run.info.experiment_id,
+            "experiment": exp.name, "start_time": run.info.start_time,
+            "sweep_dir": run.data.tags.get("sweep_dir", ""), "status": run.info.status,
+            "tags": dict(run.data.tags), "metrics": dict(run.data.metrics)}
+
+
+def sweep_runs(uri: str, parent: Mapping[str, Any]) -> Any:
+    """The child runs of a sweep as a pandas DataFrame (``mlflow.search_runs``: columns
+    ``run_id``, ``status``, ``params.*``, ``metrics.*``, ``tags.*``)."""
+    _quiet()
+    import mlflow
+
+    preflight(uri)
+    with _read_guard(uri):
+        mlflow.set_tracking_uri(uri)
+        df = mlflow.search_runs(
+            experiment_ids=[parent["experiment_id"]],
+            filter_string=f"tags.`mlflow.parentRunId` = '{parent['run_id']}'",
+            output_format="pandas", max_results=50000)
+    return df
+
+
+def run_info(uri: str, run_id: str) -> dict[str, Any]:
+    """Params, metrics and tags of one run; a one-line `SweepError` for an unknown id."""
+    _store_exists(uri)
+    client = client_for(uri)
+    with _read_guard(uri):
+        try:
+            run = client.get_run(run_id)
+        except Exception:
+            raise SweepError(f"no run with id {run_id!r} in {uri}") from None
+    return {"run_id": run.info.run_id, "experiment_id": run.info.experiment_id,
+            "status": run.info.status, "run_name": run.info.run_name,
+            "params": dict(run.data.params), "metrics": dict(run.data.metrics),
+            "tags": dict(run.data.tags)}
+
+
+def download_artifact(uri: str, run_id: str, name: str, dst: Path) -> Path | None:
+    """Copy one artifact of a run into ``dst``; None when the run does not have it."""
+    client = client_for(uri)
+    dst.mkdir(parents=True, exist_ok=True)
+    try:
+        return Path(client.download_artifacts(run_id, name, str(dst)))
+    except Exception as exc:
+        log.debug("artifact %s of run %s not available: %s", name, run_id, exc)
+        return None
+
+
+def log_artifacts_to(uri: str, run_id: str, paths: Iterable[Path],
+                     artifact_path: str | None = None) -> None:
+    client = client_for(uri)
+    with _guard("logging artifacts", uri):
+        for path in paths:
+            if Path(path).exists():
+                client.log_artifact(run_id, str(path), artifact_path=artifact_path)
+
+
+def set_tags(uri: str, run_id: str, tags: Mapping[str, str]) -> None:
+    client = client_for(uri)
+    with _guard("tagging the run", uri):
+        for key, value in tags.items():
+            client.set_tag(run_id, key, str(value))

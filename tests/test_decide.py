@@ -1,0 +1,355 @@
+"""sweep compare / export / flips: statistics and choices with hand-made numbers, the commands
+on a small hand-built MLflow store, and (slow) export -> re-run reproducing the same metrics."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import ROOT, run_cli
+from sweep import decide, tracking
+from sweep.errors import SweepError
+
+# --- paired bootstrap -----------------------------------------------------------------------
+
+
+def test_bootstrap_identical_scores_are_tied():
+    a = [1, 0, 1, 1, 0, 1]
+    diff, lo, hi, p = decide.paired_bootstrap(a, a)
+    assert (diff, lo, hi, p) == (0.0, 0.0, 0.0, 1.0)
+
+
+def test_bootstrap_clear_difference_is_distinguishable():
+    a = [1.0] * 40
+    b = [1.0] * 10 + [0.0] * 30
+    diff, lo, hi, p = decide.paired_bootstrap(a, b)
+    assert diff == pytest.approx(0.75)
+    assert 0 < lo <= diff <= hi <= 1
+    assert p < 1e-3
+
+
+def test_bootstrap_small_difference_is_not_distinguishable():
+    # One question of 30 differs: the interval must include zero.
+    a = [1.0] * 15 + [0.0] * 15
+    b = list(a)
+    b[0] = 0.0
+    diff, lo, hi, p = decide.paired_bootstrap(a, b)
+    assert diff == pytest.approx(1 / 30)
+    assert lo <= 0 <= hi
+    assert p > 0.05
+
+
+def test_bootstrap_is_deterministic_and_seeded():
+    a = [0.2, 0.9, 0.4, 1.0, 0.0, 0.7, 0.3]
+    b = [0.1, 0.8, 0.6, 0.5, 0.0, 0.9, 0.1]
+    assert decide.paired_bootstrap(a, b) == decide.paired_bootstrap(a, b)
+    assert decide.paired_bootstrap(a, b, seed=1) != decide.paired_bootstrap(a, b, seed=0)
+    # Antisymmetric: swapping the sides flips the difference and the interval.
+    d1, lo1, hi1, p1 = decide.paired_bootstrap(a, b)
+    d2, lo2, hi2, p2 = decide.paired_bootstrap(b, a)
+    assert d2 == pytest.approx(-d1) and p2 == pytest.approx(p1)
+    assert lo2 == pytest.approx(-hi1) and hi2 == pytest.approx(-lo1)
+
+
+def test_bootstrap_p_matches_interval():
+    # p < 0.05 exactly when the 95% interval excludes zero.
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        a = rng.integers(0, 2, 40).astype(float)
+        b = np.where(rng.random(40) < 0.2, 1 - a, a)
+        _, lo, hi, p = decide.paired_bootstrap(a, b, n=2000)
+        assert (p < 0.05) == (lo > 0 or hi < 0)
+
+
+def test_bootstrap_rejects_unpaired_input():
+    with pytest.raises(ValueError):
+        decide.paired_bootstrap([1, 0], [1])
+    with pytest.raises(ValueError):
+        decide.paired_bootstrap([], [])
+
+
+def test_verdict_text():
+    best = [1.0] * 40
+    worse = [1.0] * 10 + [0.0] * 30
+    v = decide.verdict_against_best(best, worse, "recall_at_5")
+    assert not v.tied and v.text.startswith("worse, p=") and "95% CI" in v.text
+    v = decide.verdict_against_best(best, best, "recall_at_5")
+    assert v.tied and v.text.startswith("tied with best")
+    # Lower is better for prompt cost: more tokens than the best is worse.
+    v = decide.verdict_against_best([100.0] * 20, [300.0] * 20, "context_tokens_at_5")
+    assert not v.tied
+
+
+def test_pairing_on_qid_keeps_questions_scored_in_both():
+    a = pd.DataFrame({"qid": ["q1", "q2", "q3", "q4"], "status": ["scored"] * 3 + ["orphan"],
+                      "recall_at_5": [1, 0, 1, None]})
+    b = pd.DataFrame({"qid": ["q4", "q3", "q2", "q5"], "status": ["scored"] * 4,
+                      "recall_at_5": [1, 0, 1, 1]})
+    qids, va, vb = decide.paired_scores(a, b, "recall_at_5")
+    assert qids == ["q2", "q3"]
+    assert va == [0.0, 1.0] and vb == [1.0, 0.0]
+
+
+# --- choosing and writing the winner --------------------------------------------------------
+
+
+def _row(run_id, value, tokens, latency, tied=True):
+    return {"run_id": run_id, "recall_at_5": value, "context_tokens_at_5": tokens,
+            "latency_end_to_end_p95_ms": latency, "tied": tied}
+
+
+ARGS = ("recall_at_5", "context_tokens_at_5", "latency_end_to_end_p95_ms")
+
+
+def test_winner_alone_when_nothing_is_tied():
+    rows = [_row("a", 0.9, 900, 5), _row("b", 0.6, 100, 1, tied=False)]
+    winner, rule = decide.choose_winner(rows, *ARGS)
+    assert winner["run_id"] == "a" and "no tie" in rule
+
+
+def test_winner_fewest_tokens_among_tied():
+    rows = [_row("a", 0.9, 900, 5), _row("b", 0.88, 400, 9), _row("c", 0.5, 100, 1, tied=False)]
+    winner, rule = decide.choose_winner(rows, *ARGS)
+    assert winner["run_id"] == "b"
+    assert rule.startswith("fewest context_tokens_at_5")
+
+
+def test_winner_latency_breaks_a_token_tie():
+    rows = [_row("a", 0.9, 400, 5), _row("b", 0.88, 400, 3), _row("c", 0.87, 500, 1)]
+    winner, rule = decide.choose_winner(rows, *ARGS)
+    assert winner["run_id"] == "b"
+    assert rule.startswith("lowest latency_end_to_end_p95_ms")
+
+
+def test_winner_all_equal_keeps_the_first():
+    rows = [_row("a", 0.9, 400, 5), _row("b", 0.9, 400, 5)]
+    winner, rule = decide.choose_winner(rows, *ARGS)
+    assert winner["run_id"] == "a" and "kept the one ranked first" in rule
+
+
+def test_rank_rows_orders_by_metric_then_cost():
+    rows = [_row("a", 0.5, 100, 1), _row("b", 0.9, 900, 1), _row("c", 0.9, 300, 1),
+            _row("d", None, 1, 1)]
+    ranked = decide.rank_rows(rows, *ARGS)
+    assert [r["run_id"] for r in ranked] == ["c", "b", "a", "d"]
+    ranked = decide.rank_rows(rows, "context_tokens_at_5", "context_tokens_at_5",
+                              "latency_end_to_end_p95_ms")
+    assert ranked[0]["run_id"] == "d"
+
+
+def test_swept_params_ignores_tracking():
+    rows = [{"chunk.size": "128", "chunk.boundary": "fixed", "tracking.uri": "x"},
+            {"chunk.size": "256", "chunk.boundary": "fixed", "tracking.uri": "y"}]
+    assert decide.swept_params(rows) == ["chunk.size"]
+
+
+CONFIG = {
+    "corpus": {"name": "demo", "path": "/p/data/demo/corpus"},
+    "golden": {"name": "demo", "path": "/p/data/demo/golden.jsonl"},
+    "chunk": {"boundary": "heading", "size": 256, "overlap": 0, "header": "path",
+              "tokenizer": "minilm"},
+    "embedding": {"name": "minilm", "family": "sentence_transformers"},
+    "retrieval": {"method": "dense", "depth": 100},
+    "rerank": {"method": "none"},
+    "eval": {"k": [1, 3, 5, 10], "prompt_k": 5, "headline": "recall_at_5"},
+    "tracking": {"enabled": True, "uri": "sqlite:////p/mlflow.db"},
+}
+
+
+def test_winner_name():
+    assert decide.winner_name(CONFIG) == "heading-256-ov0-path-minilm"
+    other = {**CONFIG, "embedding": {"name": "sentence-transformers/all-mpnet-base-v2"},
+             "retrieval": {"method": "hybrid"}, "rerank": {"method": "cross_encoder"}}
+    assert decide.winner_name(other) == "heading-256-ov0-path-all-mpnet-base-v2-hybrid-rerank"
+
+
+def test_winner_sections_drop_default_paths_and_tracking():
+    defaults = {"corpus": CONFIG["corpus"], "golden": CONFIG["golden"]}
+    sections = decide.winner_sections(CONFIG, defaults)
+    assert list(sections) == ["chunk", "embedding", "retrieval", "rerank", "eval"]
+    moved = {**CONFIG, "golden": {"name": "mine", "path": "/x/golden.jsonl"}}
+    assert "golden" in decide.winner_sections(moved, defaults)
+    assert "corpus" not in decide.winner_sections(moved, defaults)
+    text = decide.winner_yaml(sections, ["a header", "", "metrics: x"])
+    assert text.splitlines()[0] == "# @package _global_"
+    assert yaml.safe_load(text) == sections
+    assert "hydra" not in text and "tracking" not in text
+
+
+def test_flip_rows_binary_and_graded():
+    a = pd.DataFrame({"qid": ["q1", "q2", "q3", "q4"], "status": ["scored"] * 4,
+                      "recall_at_5": [1, 0, 1, 0.5], "first_relevant_rank": [2, 9, 1, 4],
+                      "question": ["one", "two", "three", "four"]})
+    b = pd.DataFrame({"qid": ["q1", "q2", "q3", "q4"], "status": ["scored"] * 4,
+                      "recall_at_5": [0, 1, 1, 1.0], "first_relevant_rank": [12, 3, 1, 1],
+                      "question": ["one", "two", "three", "four"]})
+    flips = {r["qid"]: r for r in decide.flip_rows(a, b, "recall_at_5")}
+    assert set(flips) == {"q1", "q2", "q4"}
+    assert flips["q1"]["better"] == "a" and (flips["q1"]["rank_a"], flips["q1"]["rank_b"]) == (2, 12)
+    assert flips["q2"]["better"] == "b"
+    assert flips["q4"]["better"] == "b"
+
+
+# --- the commands on a hand-built MLflow store (no model) ------------------------------------
+
+
+def _job(folder: Path, size: int, boundary: str, scores: list[int], tokens: float) -> dict:
+    config = json.loads(json.dumps(CONFIG))
+    config["chunk"].update(size=size, boundary=boundary)
+    config["corpus"]["path"] = str(ROOT / "data" / "demo" / "corpus")
+    config["golden"]["path"] = str(ROOT / "data" / "demo" / "golden.jsonl")
+    folder.mkdir(parents=True)
+    (folder / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    with (folder / "per_question.csv").open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["qid", "question", "status", "first_relevant_rank", "recall_at_5", "mrr"])
+        for i, s in enumerate(scores):
+            w.writerow([f"q{i:02d}", f"question {i}", "scored", 1 if s else 20, s, float(s)])
+    recall = sum(scores) / len(scores)
+    report = {"status": "FINISHED", "config": config, "config_hash": f"h{size}{boundary}",
+              "headline": {"metric": "recall_at_5", "value": recall},
+              "metrics": {"recall_at_5": recall, "mrr": recall, "context_tokens_at_5": tokens,
+                          "latency_end_to_end_p95_ms": 10.0, "n_questions": len(scores)}}
+    (folder / "report.json").write_text(json.dumps(report))
+    return report
+
+
+@pytest.fixture(scope="module")
+def fake_store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("store")
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    _, parent = tracking.start_parent(uri, "chunk-sweep-demo", run_name="sweep test",
+                                      params={"overrides": "chunk.size=128,256"},
+                                      tags={"sweep_dir": str(root / "multirun")})
+    jobs = {
+        # 40 questions: a and b differ on one question (tied); c is far worse.
+        "a": (256, "heading", [1] * 30 + [0] * 10, 1200.0),
+        "b": (128, "heading", [1] * 29 + [0] * 11, 600.0),
+        "c": (128, "fixed", [1] * 10 + [0] * 30, 500.0),
+    }
+    ids = {}
+    for name, (size, boundary, scores, tokens) in jobs.items():
+        folder = root / "multirun" / name
+        report = _job(folder, size, boundary, scores, tokens)
+        ids[name] = tracking.log_job(
+            uri, "chunk-sweep-demo", run_name=name, plain_config=report["config"],
+            report=report, artifacts=[folder / f for f in
+                                      ("report.json", "per_question.csv", "config.yaml")],
+            parent_run_id=parent)
+    tracking.finish_parent(uri, parent, status="FINISHED", metrics={}, tags={}, artifacts=[])
+    return {"uri": uri, "root": root, "parent": parent, "ids": ids}
+
+
+def test_compare_table_from_mlflow(fake_store, tmp_path):
+    t = decide.load_table(fake_store["uri"], None, "latest", None, tmp_path, n=2000)
+    assert t.parent["run_id"] == fake_store["parent"]
+    assert t.metric == "recall_at_5"  # the headline in report.json
+    assert t.swept == ["chunk.boundary", "chunk.size"]
+    ids = fake_store["ids"]
+    assert [r["run_id"] for r in t.rows] == [ids["a"], ids["b"], ids["c"]]
+    assert t.rows[1]["tied"] and t.rows[1]["verdict"].startswith("tied with best")
+    assert not t.rows[2]["tied"] and t.rows[2]["verdict"].startswith("worse, p=")
+    assert t.rows[2]["n_pairs"] == 40
+    plots = decide.plot_table(t, tmp_path / "plots")
+    assert all(p.is_file() and p.stat().st_size > 1000 for p in plots)
+
+
+def test_compare_errors(fake_store, tmp_path):
+    with pytest.raises(SweepError, match=r"unknown metric 'recal_at_5' \(available: .*mrr"):
+        decide.load_table(fake_store["uri"], None, "latest", "recal_at_5", tmp_path)
+    with pytest.raises(SweepError, match="no run with id"):
+        decide.load_table(fake_store["uri"], None, "0" * 32, None, tmp_path)
+    with pytest.raises(SweepError, match="no experiment named"):
+        decide.load_table(fake_store["uri"], "nope", "latest", None, tmp_path)
+    with pytest.raises(SweepError, match="no MLflow store"):
+        decide.load_table(f"sqlite:///{tmp_path / 'none.db'}", None, "latest", None, tmp_path)
+
+
+def test_export_and_flips_commands(fake_store, tmp_path, capsys):
+    uri = fake_store["uri"]
+    code = decide.cmd_export(["--metric", "recall_at_5", "--tracking-uri", uri,
+                              "--out-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0
+    # a and b are tied on recall_at_5; b reads half the tokens.
+    assert "decided by: fewest context_tokens_at_5" in out
+    path = tmp_path / "heading-128-ov0-path-minilm.yaml"
+    text = path.read_text()
+    assert text.startswith("# @package _global_\n")
+    assert fake_store["parent"] in text and "recall_at_5=0.725" in text
+    body = yaml.safe_load(text)
+    assert body["chunk"]["size"] == 128 and set(body) == set(decide.EXPORTED_SECTIONS)
+    assert tracking.run_info(uri, fake_store["ids"]["b"])["tags"]["winner"] == "true"
+
+    code = decide.cmd_flips([fake_store["ids"]["a"], fake_store["ids"]["c"],
+                             "--tracking-uri", uri])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "A right, B wrong (20)" in out and "B right, A wrong (0)" in out
+    assert re.search(r"q10 .*first_relevant_rank A=1 B=20", out)
+    with pytest.raises(SweepError, match="no run with id"):
+        decide.cmd_flips(["f" * 32, fake_store["ids"]["c"], "--tracking-uri", uri])
+
+
+# --- export -> re-run reproduces the metrics (real model, real sweep) ----------------------
+
+
+def _retrieval_metrics(report: dict) -> dict:
+    return {k: v for k, v in report["metrics"].items()
+            if not k.startswith(("latency_", "time_")) and not k.endswith("_s")}
+
+
+@pytest.mark.slow
+def test_exported_winner_reruns_to_identical_metrics(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    sweep = run_cli("-m", "sweep", "-m", "chunk.size=128,256", f"tracking.uri={uri}",
+                    f"hydra.sweep.dir={tmp_path / 'multirun'}", "eval.latency_sample=5",
+                    cwd=tmp_path)
+    assert sweep.returncode == 0, sweep.stderr[-3000:]
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    exp_dir = tmp_path / "search" / "experiment" / "winners"
+    exported = run_cli("-m", "sweep.cli", "export", "--metric", "recall_at_5", "--name", name,
+                       "--out-dir", str(exp_dir), "--tracking-uri", uri, cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    assert "decided by:" in exported.stdout
+    winner = yaml.safe_load((exp_dir / f"{name}.yaml").read_text())
+    reports = {json.loads(p.read_text())["config"]["chunk"]["size"]: json.loads(p.read_text())
+               for p in (tmp_path / "multirun").glob("*/report.json")}
+    original = reports[winner["chunk"]["size"]]
+
+    rerun = run_cli("-m", "sweep", f"experiment=winners/{name}",
+                    f"hydra.searchpath=[file://{tmp_path / 'search'}]", "tracking=off",
+                    f"hydra.run.dir={tmp_path / 'rerun'}", cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    again = json.loads((tmp_path / "rerun" / "report.json").read_text())
+    assert again["config"]["chunk"] == original["config"]["chunk"]
+    a, b = _retrieval_metrics(original), _retrieval_metrics(again)
+    assert a.keys() == b.keys()
+    for key in a:
+        assert (a[key] == b[key]) or (math.isnan(a[key]) and math.isnan(b[key])), key
+
+
+def test_winners_folder_is_on_the_search_path():
+    # `experiment=winners/NAME` resolves through conf/experiment -> experiments/.
+    from sweep.cli import compose
+
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    path = decide.WINNERS_DIR / f"{name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.write_text(decide.winner_yaml({"chunk": {"size": 192, "boundary": "heading"}},
+                                           ["test"]))
+        cfg = compose([f"experiment=winners/{name}"])
+        assert cfg.chunk.size == 192 and cfg.chunk.boundary.value == "heading"
+    finally:
+        path.unlink(missing_ok=True)
