@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-slow test-all lint ui clean
+.PHONY: help install demo test test-slow test-all lint ui clean compare gate
 
 help: ## show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -38,6 +38,12 @@ test-slow: install ## the slow end-to-end tests (real model, real MLflow store)
 	$(PY) -m pytest -m slow -q
 
 test-all: test test-slow ## both suites
+
+compare: install ## compare the latest sweep in ./mlflow.db (paired tests against the best, plots)
+	$(PY) -m sweep.cli compare
+
+gate: install ## the CI gate: default config vs evals/baseline.json (exit 1 on a regression)
+	$(PY) -m sweep.cli baseline check
 
 lint: install ## ruff
 	$(PY) -m ruff check src tests

@@ -82,7 +82,7 @@ def test_verdict_text():
     best = [1.0] * 40
     worse = [1.0] * 10 + [0.0] * 30
     v = decide.verdict_against_best(best, worse, "recall_at_5")
-    assert not v.tied and v.text.startswith("worse, p=") and "95% CI" in v.text
+    assert not v.tied and v.text.startswith("worse, p") and "95% CI" in v.text
     v = decide.verdict_against_best(best, best, "recall_at_5")
     assert v.tied and v.text.startswith("tied with best")
     # Lower is better for prompt cost: more tokens than the best is worse.
@@ -258,7 +258,7 @@ def test_compare_table_from_mlflow(fake_store, tmp_path):
     ids = fake_store["ids"]
     assert [r["run_id"] for r in t.rows] == [ids["a"], ids["b"], ids["c"]]
     assert t.rows[1]["tied"] and t.rows[1]["verdict"].startswith("tied with best")
-    assert not t.rows[2]["tied"] and t.rows[2]["verdict"].startswith("worse, p=")
+    assert not t.rows[2]["tied"] and t.rows[2]["verdict"].startswith("worse, p")
     assert t.rows[2]["n_pairs"] == 40
     plots = decide.plot_table(t, tmp_path / "plots")
     assert all(p.is_file() and p.stat().st_size > 1000 for p in plots)
