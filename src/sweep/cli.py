@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import os
@@ -94,20 +95,22 @@ def cmd_validate(argv: Sequence[str]) -> int:
     return 1 if failing else 0
 
 
-def cmd_import(argv: Sequence[str]) -> int:
-    from .importers import run_import_cli
+def _lazy(module: str, name: str) -> Callable[[Sequence[str]], int]:
+    """A subcommand imported when used: they pull in pandas, MLflow and matplotlib."""
 
-    return run_import_cli(argv)
+    def run(argv: Sequence[str]) -> int:
+        return getattr(importlib.import_module(module, __package__), name)(argv)
+
+    return run
 
 
 COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "validate": cmd_validate,
-    "import": cmd_import,
-    # Imported when used: they pull in pandas, MLflow and matplotlib.
-    "compare": lambda argv: __import__("sweep.decide", fromlist=["_"]).cmd_compare(argv),
-    "export": lambda argv: __import__("sweep.decide", fromlist=["_"]).cmd_export(argv),
-    "flips": lambda argv: __import__("sweep.decide", fromlist=["_"]).cmd_flips(argv),
-    "baseline": lambda argv: __import__("sweep.baseline", fromlist=["_"]).cmd_baseline(argv),
+    "import": _lazy(".importers", "run_import_cli"),
+    "compare": _lazy(".decide", "cmd_compare"),
+    "export": _lazy(".decide", "cmd_export"),
+    "flips": _lazy(".decide", "cmd_flips"),
+    "baseline": _lazy(".baseline", "cmd_baseline"),
 }
 
 
