@@ -142,8 +142,8 @@ class Embedder:
         getter = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         return int(getter())
 
-    def encode(self, texts: list[str], *, query: bool = False, progress: bool = True,
-               desc: str = "embedding") -> np.ndarray:
+    def encode(self, texts: list[str], *, query: bool = False, progress: bool = True
+               ) -> np.ndarray:
         prefix = self.spec.query_prefix if query else self.spec.document_prefix
         full = [prefix + t for t in texts]
         keys = [hashlib.sha1(t.encode()).digest() for t in full]

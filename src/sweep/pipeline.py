@@ -214,8 +214,8 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         embedder = get_embedder(EmbeddingSpec(e.name, e.family.value, e.distill_from,
                                               e.pca_dims, e.batch_size, e.query_prefix,
                                               e.document_prefix))
-        chunk_vecs = embedder.encode(texts, progress=progress, desc="chunks")
-        query_vecs = embedder.encode(questions, query=True, progress=progress, desc="queries")
+        chunk_vecs = embedder.encode(texts, progress=progress)
+        query_vecs = embedder.encode(questions, query=True, progress=progress)
         timings["embed_s"] = time.perf_counter() - t
         index_metrics["index_bytes_dense"] = float(chunk_vecs.nbytes)
         truncated = truncation(embedder, texts, e.name)

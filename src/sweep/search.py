@@ -17,7 +17,14 @@ import numpy as np
 from .chunking import Chunk
 from .lexical import BM25Index
 from .reranking import CrossEncoderReranker
-from .retrieval import Ranking, lexical_search, rerank, rrf_fuse, tiebreak_order, top_k
+from .retrieval import (
+    Ranking,
+    dense_search,
+    lexical_search,
+    rerank,
+    rrf_fuse,
+    tiebreak_order,
+)
 
 
 @dataclass
@@ -61,7 +68,8 @@ class ConfigSearch:
                 query_vec = self.encode_query(question)
                 times["query_embed"] = _ms(t)
             t = time.perf_counter()
-            dense = top_k(self.chunk_vecs @ query_vec, self.tiebreak, self.depth)
+            dense = dense_search(query_vec[None, :], self.chunk_vecs, self.tiebreak,
+                                 self.depth)[0]
             times["dense_search"] = _ms(t)
         if self.bm25 is not None:
             t = time.perf_counter()
