@@ -99,3 +99,16 @@ def test_a_failing_config_does_not_stop_the_sweep(tmp_path: Path) -> None:
     # The finished job's files are intact.
     done = [json.loads(p.read_text()) for p in (tmp_path / "multirun").glob("*/report.json")]
     assert sorted(r["status"] for r in done) == ["FAILED", "FINISHED"]
+
+
+def test_optuna_sweep_maximises_the_returned_headline(tmp_path: Path) -> None:
+    db = tmp_path / "mlflow.db"
+    res = run_cli("-m", "sweep", "-m", "experiment=optuna_search", "hydra.sweeper.n_trials=2",
+                  "embedding=minilm_static", f"tracking.uri=sqlite:///{db}",
+                  f"hydra.sweep.dir={tmp_path}/multirun", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "Best value:" in res.stdout + res.stderr
+    _, runs = _runs(db)
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(children) == 2 and all(r.info.status == "FINISHED" for r in children)
+    assert all("evidence_recall_at_budget" in r.data.metrics for r in children)
