@@ -56,8 +56,7 @@ def job(cfg: DictConfig) -> float:
     try:
         plain = to_container(cfg)
     except OmegaConfBaseException as exc:
-        plain = {}
-        return _fail(cfg, plain, job_dir, exc, multirun)
+        return _fail({}, job_dir, exc, multirun)
     try:
         typed: Config = OmegaConf.to_object(cfg)  # type: ignore[assignment]
         check_config(typed)
@@ -65,7 +64,7 @@ def job(cfg: DictConfig) -> float:
             tracking.preflight(typed.tracking.uri)
         result = run_config(typed)
     except (SweepError, OmegaConfBaseException) as exc:
-        return _fail(cfg, plain, job_dir, exc, multirun)
+        return _fail(plain, job_dir, exc, multirun)
 
     rep = result.report
     paths = [rp.write_report(job_dir, rep), rp.write_per_question(job_dir, result.rows),
@@ -86,8 +85,7 @@ def job(cfg: DictConfig) -> float:
     return float(rep["headline"]["value"])
 
 
-def _fail(cfg: DictConfig, plain: dict[str, Any], job_dir: Path, exc: BaseException,
-          multirun: bool) -> float:
+def _fail(plain: dict[str, Any], job_dir: Path, exc: BaseException, multirun: bool) -> float:
     message = _error_line(exc)
     rep = {"status": "FAILED", "error": message, "config": plain}
     rp.write_report(job_dir, rep)
