@@ -65,7 +65,7 @@ def test_same_configuration_twice_gives_identical_metrics(tmp_path: Path) -> Non
     for i in range(2):
         res = run_cli("-m", "sweep", "chunk.size=200", "chunk.boundary=paragraph",
                       "chunk.header=title", "tracking=off", f"hydra.run.dir={tmp_path}/run{i}",
-                      cwd=tmp_path)
+                      f"cache.dir={tmp_path}/cache", cwd=tmp_path)
         assert res.returncode == 0, res.stderr[-3000:]
         reports.append(json.loads((tmp_path / f"run{i}" / "report.json").read_text()))
     def quality(metrics: dict) -> dict:
@@ -78,6 +78,9 @@ def test_same_configuration_twice_gives_identical_metrics(tmp_path: Path) -> Non
     assert len(quality(reports[0]["metrics"])) > 40
     assert reports[0]["config_hash"] == reports[1]["config_hash"]
     assert reports[0]["metrics"]["n_scored"] == 60
+    # The second process found every chunk and question in the disk cache.
+    assert reports[0]["metrics"]["n_texts_encoded"] > 100
+    assert reports[1]["metrics"]["n_texts_encoded"] == 0
 
 
 def test_a_failing_config_does_not_stop_the_sweep(tmp_path: Path) -> None:

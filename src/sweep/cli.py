@@ -22,6 +22,7 @@ USAGE = """usage: sweep COMMAND [options] [key=value ...]
 
 commands:
   validate        check the golden set against the corpus (orphans, bad ids, quotes)
+  cache           info | clear: the on-disk embedding cache
   import          FORMAT SRC --out DIR: squad | beir | chroma data -> corpus/ + golden.jsonl
   compare         [--experiment NAME] [--sweep latest|RUN_ID] [--metric M] [--json] [--plot DIR]:
                   a sweep's configurations from MLflow, best first, each tested against the best
@@ -95,6 +96,27 @@ def cmd_validate(argv: Sequence[str]) -> int:
     return 1 if failing else 0
 
 
+def cmd_cache(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="sweep cache",
+                                     description="Inspect or empty the embedding cache.")
+    parser.add_argument("action", choices=["info", "clear"])
+    parser.add_argument("overrides", nargs="*", help="config overrides, e.g. cache.dir=DIR")
+    args = parser.parse_args(argv)
+    from .cache import get_cache
+
+    cfg = compose(args.overrides)
+    cache = get_cache(cfg.cache.dir)
+    if args.action == "clear":
+        print(f"removed {cache.clear()} vectors from {cache.path}")
+        return 0
+    info = cache.info()
+    print(f"{info['path']}: {info['vectors']} vectors, {info['bytes_on_disk'] / 1e6:.1f} MB "
+          "on disk")
+    for model, stats in info["models"].items():  # type: ignore[union-attr]
+        print(f"  model {model}: {stats['vectors']} vectors")
+    return 0
+
+
 def _lazy(module: str, name: str) -> Callable[[Sequence[str]], int]:
     """A subcommand imported when used: they pull in pandas, MLflow and matplotlib."""
 
@@ -106,6 +128,7 @@ def _lazy(module: str, name: str) -> Callable[[Sequence[str]], int]:
 
 COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "validate": cmd_validate,
+    "cache": cmd_cache,
     "import": _lazy(".importers", "run_import_cli"),
     "compare": _lazy(".decide", "cmd_compare"),
     "export": _lazy(".decide", "cmd_export"),

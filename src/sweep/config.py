@@ -148,6 +148,12 @@ class TrackingConfig:
 
 
 @dataclass
+class CacheConfig:
+    enabled: bool = True
+    dir: str = "${project_root:}/.cache"
+
+
+@dataclass
 class Config:
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
     golden: GoldenConfig = field(default_factory=GoldenConfig)
@@ -157,6 +163,7 @@ class Config:
     rerank: RerankConfig = field(default_factory=RerankConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
 
 
 def register() -> None:

@@ -4,8 +4,9 @@
 ``minilm_static`` is a model2vec static model distilled from it on first use and cached on disk.
 Any other ``name`` is handed to sentence-transformers as a local path or hub id.
 
-Models load once per process; vectors are float32 and L2-normalised; a text embedded once in a
-process is never embedded again (the cache key is model fingerprint + text).
+Models load once per process; vectors are float32 and L2-normalised; a text embedded once is
+never embedded again: in memory within a process, and on disk across processes and sweeps
+(`cache.EmbeddingCache`, keyed by model fingerprint + sha256 of the text).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .cache import EmbeddingCache, text_key
 from .errors import SweepError
 
 log = logging.getLogger(__name__)
@@ -126,10 +128,14 @@ class Embedder:
             path = resolve_model_path(spec.name)
         self.path = path
         self.model = _load_sentence_transformer(path, spec.name)
+        # Everything that changes a vector: the weights (file names, sizes, first bytes), the
+        # prefixes, truncation length and normalisation.
         self.fingerprint = hashlib.sha256(
-            f"{_fingerprint_path(path)}|{spec.query_prefix}|{spec.document_prefix}".encode()
+            f"{_fingerprint_path(path)}|{spec.query_prefix}|{spec.document_prefix}|"
+            f"{self.max_seq_length}|l2".encode()
         ).hexdigest()[:16]
         self._cache: dict[bytes, np.ndarray] = {}
+        self.cache: EmbeddingCache | None = None  # the disk cache, set by the caller
         self.encoded_texts = 0  # texts actually sent through the model (cache misses)
 
     @property
@@ -144,13 +150,19 @@ class Embedder:
 
     def encode(self, texts: list[str], *, query: bool = False, progress: bool = True
                ) -> np.ndarray:
+        """Vectors for ``texts``: from memory, else from the disk cache, else the model."""
         prefix = self.spec.query_prefix if query else self.spec.document_prefix
         full = [prefix + t for t in texts]
-        keys = [hashlib.sha1(t.encode()).digest() for t in full]
+        keys = [text_key(t) for t in full]
         missing: dict[bytes, str] = {}
         for k, t in zip(keys, full, strict=True):
             if k not in self._cache:
                 missing.setdefault(k, t)
+        if missing and self.cache is not None:
+            found = self.cache.get_many(self.fingerprint, list(missing))
+            self._cache.update(found)
+            for k in found:
+                del missing[k]
         if missing:
             todo = list(missing.items())
             vectors = self.model.encode(
@@ -160,8 +172,10 @@ class Embedder:
                 normalize_embeddings=True,
                 convert_to_numpy=True,
             ).astype(np.float32, copy=False)
-            for (k, _), v in zip(todo, vectors, strict=True):
-                self._cache[k] = v
+            fresh = [(k, v) for (k, _), v in zip(todo, vectors, strict=True)]
+            self._cache.update(fresh)
+            if self.cache is not None:
+                self.cache.put_many(self.fingerprint, fresh)
             self.encoded_texts += len(todo)
         if not keys:
             return np.zeros((0, self.dimension), dtype=np.float32)

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .cache import get_cache
 from .chunking import Chunk, ChunkSpec, chunk_corpus, chunk_stats, load_chunk_tokenizer
 from .config import Config, to_container
 from .corpus import Document, corpus_fingerprint, load_corpus
@@ -214,9 +215,12 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         embedder = get_embedder(EmbeddingSpec(e.name, e.family.value, e.distill_from,
                                               e.pca_dims, e.batch_size, e.query_prefix,
                                               e.document_prefix))
+        embedder.cache = get_cache(cfg.cache.dir) if cfg.cache.enabled else None
+        encoded_before = embedder.encoded_texts
         chunk_vecs = embedder.encode(texts, progress=progress)
         query_vecs = embedder.encode(questions, query=True, progress=progress)
         timings["embed_s"] = time.perf_counter() - t
+        index_metrics["n_texts_encoded"] = float(embedder.encoded_texts - encoded_before)
         index_metrics["index_bytes_dense"] = float(chunk_vecs.nbytes)
         truncated = truncation(embedder, texts, e.name)
 

@@ -1,0 +1,106 @@
+"""Content-addressed embedding cache on disk: a text embedded once is never embedded again.
+
+Key: (model fingerprint, sha256 of the exact text sent to the model, prefix included). Value:
+the float32 vector as raw bytes (no pickle). Storage: one SQLite file in WAL mode; every write
+is a transaction, so a crash leaves either the whole batch or none of it, and several jobs may
+read and write at once (SQLite serialises the writers; a busy writer is waited for).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .errors import SweepError
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS embeddings (
+    model TEXT NOT NULL,
+    key BLOB NOT NULL,
+    dim INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model, key)
+) WITHOUT ROWID
+"""
+_BATCH = 500  # keys per SELECT (SQLite's variable limit is far above)
+
+
+def text_key(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+class EmbeddingCache:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(self.path), timeout=120, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise SweepError(f"cache.dir: cannot open the embedding cache {self.path} ({exc})",
+                             hint="set cache.dir to a writable folder or cache.enabled=false") \
+                from None
+
+    def get_many(self, model: str, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        found: dict[bytes, np.ndarray] = {}
+        unique = list(dict.fromkeys(keys))
+        for lo in range(0, len(unique), _BATCH):
+            part = unique[lo : lo + _BATCH]
+            marks = ",".join("?" * len(part))
+            rows = self._db.execute(
+                f"SELECT key, dim, vector FROM embeddings WHERE model = ? AND key IN ({marks})",
+                [model, *part],
+            )
+            for key, dim, blob in rows:
+                vec = np.frombuffer(blob, dtype=np.float32)
+                if vec.shape[0] == dim:  # a torn value can only be ignored, never trusted
+                    found[bytes(key)] = vec
+        return found
+
+    def put_many(self, model: str, items: Iterable[tuple[bytes, np.ndarray]]) -> int:
+        rows = [(model, key, int(vec.shape[0]), np.asarray(vec, dtype=np.float32).tobytes())
+                for key, vec in items]
+        if not rows:
+            return 0
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?, ?)", rows)
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        return len(rows)
+
+    def info(self) -> dict[str, object]:
+        models = self._db.execute(
+            "SELECT model, COUNT(*), SUM(LENGTH(vector)) FROM embeddings GROUP BY model"
+        ).fetchall()
+        size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*"))
+        return {"path": str(self.path), "bytes_on_disk": size,
+                "models": {m: {"vectors": n, "vector_bytes": b} for m, n, b in models},
+                "vectors": sum(n for _, n, _ in models)}
+
+    def clear(self) -> int:
+        n = self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+        self._db.execute("DELETE FROM embeddings")
+        self._db.execute("VACUUM")
+        return int(n)
+
+    def close(self) -> None:
+        self._db.close()
+
+
+_CACHES: dict[Path, EmbeddingCache] = {}
+
+
+def get_cache(folder: str | Path) -> EmbeddingCache:
+    path = (Path(folder) / "embeddings.sqlite").resolve()
+    if path not in _CACHES:
+        _CACHES[path] = EmbeddingCache(path)
+    return _CACHES[path]
