@@ -305,8 +305,9 @@ def test_export_and_flips_commands(fake_store, tmp_path, capsys):
 
 
 def _retrieval_metrics(report: dict) -> dict:
-    return {k: v for k, v in report["metrics"].items()
-            if not k.startswith(("latency_", "time_")) and not k.endswith("_s")}
+    from sweep.report import result_metrics
+
+    return result_metrics(report["metrics"])
 
 
 @pytest.mark.slow

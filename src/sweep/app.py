@@ -8,6 +8,7 @@ recorded (report + FAILED child run) and the sweep goes on, then exits 1 at the 
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -25,7 +26,7 @@ from . import report as rp
 from . import tracking
 from .config import Config, check_config, config_error_line, to_container
 from .errors import SweepError
-from .pipeline import run_config
+from .pipeline import config_hash, load_corpus_cached, load_golden_cached, run_config
 
 log = logging.getLogger("sweep")
 
@@ -62,6 +63,9 @@ def job(cfg: DictConfig) -> float:
         check_config(typed)
         if typed.tracking.enabled:
             tracking.preflight(typed.tracking.uri)
+            resumed = _resume(typed, plain, job_dir)
+            if resumed is not None:
+                return resumed
         result = run_config(typed)
     except (SweepError, OmegaConfBaseException) as exc:
         return _fail(plain, job_dir, exc, multirun)
@@ -82,6 +86,26 @@ def job(cfg: DictConfig) -> float:
             rep["tracking_error"] = str(exc)
             rp.write_report(job_dir, rep)
             return _exit_or_nan(str(exc), multirun, exc)
+    return float(rep["headline"]["value"])
+
+
+def _resume(cfg: Config, plain: dict[str, Any], job_dir: Path) -> float | None:
+    """Skip a configuration the store already has as FINISHED (same config_hash): an
+    interrupted sweep re-run with the same overrides loses nothing and repeats nothing."""
+    if cfg.sweep.force:
+        return None
+    _, corpus_fp = load_corpus_cached(cfg)
+    golden_fp = load_golden_cached(cfg.golden.path).fingerprint
+    chash = config_hash(plain, corpus_fp, golden_fp)
+    run_id = tracking.find_finished(cfg.tracking.uri, cfg.tracking.experiment, chash)
+    if run_id is None:
+        return None
+    path = tracking.download_report(cfg.tracking.uri, run_id, job_dir)
+    rep = json.loads(path.read_text(encoding="utf-8"))
+    rep["resumed_from_run"] = run_id
+    rp.write_report(job_dir, rep)
+    log.info("skipped: this configuration (config_hash %s) is already FINISHED as run %s; "
+             "sweep.force=true re-runs it", chash, run_id)
     return float(rep["headline"]["value"])
 
 

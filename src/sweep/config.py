@@ -154,6 +154,13 @@ class CacheConfig:
 
 
 @dataclass
+class SweepConfig:
+    # Re-run configurations the store already has as FINISHED (same config_hash); by default
+    # they are skipped, so an interrupted sweep resumes where it stopped.
+    force: bool = False
+
+
+@dataclass
 class Config:
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
     golden: GoldenConfig = field(default_factory=GoldenConfig)
@@ -164,6 +171,7 @@ class Config:
     eval: EvalConfig = field(default_factory=EvalConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
 
 
 def register() -> None:

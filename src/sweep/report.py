@@ -34,6 +34,15 @@ TABLE_METRICS = [
 ]
 
 
+def result_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The metrics that are results of the configuration, without the measurements of the
+    machine (latencies, build times) and of the cache (texts encoded this time), which differ
+    from run to run by nature."""
+    return {k: v for k, v in metrics.items()
+            if not k.startswith(("latency_", "time_")) and not k.endswith("_s")
+            and k != "n_texts_encoded"}
+
+
 def _atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")

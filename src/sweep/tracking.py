@@ -368,3 +368,26 @@ def set_tags(uri: str, run_id: str, tags: Mapping[str, str]) -> None:
     with _guard("tagging the run", uri):
         for key, value in tags.items():
             client.set_tag(run_id, key, str(value))
+
+
+def find_finished(uri: str, experiment: str, config_hash: str) -> str | None:
+    """The id of a FINISHED configuration run with this ``config_hash``, if the store has one."""
+    client = client_for(uri)
+    with _guard("looking for finished runs", uri):
+        exp = client.get_experiment_by_name(experiment)
+        if exp is None:
+            return None
+        runs = client.search_runs(
+            [exp.experiment_id],
+            filter_string=f"tags.config_hash = '{config_hash}' and "
+                          "tags.`chunk_sweep.role` = 'config' and attributes.status = 'FINISHED'",
+            max_results=1,
+        )
+    return runs[0].info.run_id if runs else None
+
+
+def download_report(uri: str, run_id: str, folder: Path) -> Path:
+    """Copy a run's ``report.json`` artifact into ``folder``."""
+    client = client_for(uri)
+    with _guard("downloading a report", uri):
+        return Path(client.download_artifacts(run_id, "report.json", str(folder)))
