@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-slow test-all lint ui clean compare gate
+.PHONY: help install demo test test-slow test-all lint ui clean compare gate mlflow-server
 
 help: ## show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -50,6 +50,11 @@ lint: install ## ruff
 
 ui: install ## open the MLflow UI on the local store (http://127.0.0.1:5000, PORT=... to change)
 	$(PY) -m mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --port $(PORT)
+
+MLFLOW_PORT ?= 5001
+mlflow-server: install ## an MLflow tracking server on 127.0.0.1:5001 (SQLite backend) for parallel jobs
+	$(PY) -m mlflow server --backend-store-uri sqlite:///$(CURDIR)/mlflow-server.db \
+		--artifacts-destination $(CURDIR)/mlartifacts-server --host 127.0.0.1 --port $(MLFLOW_PORT)
 
 clean: ## remove run outputs (keeps .venv and the model cache)
 	rm -rf outputs multirun mlflow.db mlartifacts

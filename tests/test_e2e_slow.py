@@ -155,3 +155,49 @@ def test_killed_sweep_resumes_without_losing_or_repeating(tmp_path: Path) -> Non
     assert sizes == ["128", "160", "192", "96"]
     # The second sweep's table still has all four configurations.
     assert len(list((tmp_path / "second").glob("*/report.json"))) == 4
+
+
+def test_joblib_workers_log_to_a_tracking_server(tmp_path: Path) -> None:
+    """Two worker processes, one real `mlflow server` on loopback: one parent, four children."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri",
+         f"sqlite:///{tmp_path}/server.db", "--artifacts-destination", str(tmp_path / "art"),
+         "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    uri = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(f"{uri}/health", timeout=2)
+                break
+            except OSError:
+                time.sleep(1)
+        res = run_cli("-m", "sweep", "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+                      "chunk.size=128,256", "chunk.boundary=fixed,heading",
+                      "embedding=minilm_static", "eval.latency_sample=5", "tracking=server",
+                      f"hydra.sweep.dir={tmp_path}/multirun", f"cache.dir={tmp_path}/cache",
+                      env={"MLFLOW_TRACKING_URI": uri}, cwd=tmp_path)
+        assert res.returncode == 0, res.stderr[-3000:]
+        from mlflow import MlflowClient
+
+        client = MlflowClient(uri)
+        runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+        parents = [r for r in runs if r.data.tags.get("chunk_sweep.role") == "sweep"]
+        children = [r for r in runs if r.data.tags.get("chunk_sweep.role") == "config"]
+        assert len(parents) == 1 and parents[0].info.status == "FINISHED"
+        assert len(children) == 4
+        assert all(r.info.status == "FINISHED" for r in children)
+        assert {r.data.tags["mlflow.parentRunId"] for r in children} == {parents[0].info.run_id}
+        assert len({r.data.tags["config_hash"] for r in children}) == 4
+    finally:
+        server.terminate()
+        server.wait(30)
