@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-slow test-all lint ui clean compare gate mlflow-server
+.PHONY: help install demo test test-slow test-all lint ui clean compare gate mlflow-server bench
 
 help: ## show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -44,6 +44,9 @@ compare: install ## compare the latest sweep in ./mlflow.db (paired tests agains
 
 gate: install ## the CI gate: default config vs evals/baseline.json (exit 1 on a regression)
 	$(PY) -m sweep.cli baseline check
+
+bench: install ## sweep cost vs bare encoding on COVID-QA (cold, warm, static); needs ../shared/data
+	$(PY) benchmarks/bench.py
 
 lint: install ## ruff
 	$(PY) -m ruff check src tests

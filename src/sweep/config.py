@@ -212,6 +212,12 @@ def check_config(cfg: Config) -> None:
                          f"retrieval.depth={cfg.retrieval.depth}")
     if cfg.eval.latency_sample < 0:
         raise SweepError(f"eval.latency_sample={cfg.eval.latency_sample} must be >= 0")
+    from .evaluate import metric_names
+
+    names = metric_names(cfg.eval.k, cfg.eval.prompt_k)
+    if cfg.eval.headline not in names:
+        raise SweepError(f"eval.headline={cfg.eval.headline!r} is not a metric of this run "
+                         f"(one of: {', '.join(names)})")
     if cfg.embedding.batch_size < 1:
         raise SweepError(f"embedding.batch_size={cfg.embedding.batch_size} must be >= 1")
 

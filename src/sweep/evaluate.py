@@ -20,6 +20,15 @@ class EvalSpec:
     min_overlap: float = 0.5
 
 
+def metric_names(k: Sequence[int], prompt_k: int) -> list[str]:
+    """Every per-question metric `evaluate` averages, for a headline check before any work."""
+    ks = sorted(set(k) | {prompt_k})
+    names = ["mrr", "doc_mrr", "evidence_recall_at_budget"]
+    for prefix in ("recall", "hit", "ndcg", "evidence_recall", "context_tokens", "doc_recall"):
+        names += [f"{prefix}_at_{n}" for n in ks]
+    return names
+
+
 def evaluate(
     resolved: Sequence[ResolvedItem],
     chunks: Sequence[Chunk],

@@ -1,0 +1,105 @@
+"""`make bench`: what a sweep costs beyond the encoding it cannot avoid.
+
+Imports COVID-QA from ../shared/data, runs a 12-configuration sweep (3 sizes x 2 boundaries x
+2 headers, MiniLM, hybrid retrieval) against an empty embedding cache (cold), times a bare
+SentenceTransformer.encode of exactly the unique texts that sweep needed, runs the sweep again
+on the warm cache (sweep.force=true, so nothing is skipped), then the same sweep with the static
+model. The last lines are the figures; nothing here is asserted.
+
+    python benchmarks/bench.py [--sizes 128,256,512] [--out .cache/bench]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COVID = ROOT.parent / "shared" / "data" / "covid_qa" / "200423_covidQA.json"
+
+
+def sweep(out: Path, name: str, cache: Path, sizes: str, extra: list[str]) -> float:
+    data = out / "covid"
+    args = [sys.executable, "-m", "sweep", "-m", f"chunk.size={sizes}",
+            "chunk.boundary=recursive,heading", "chunk.header=none,path", "retrieval=hybrid",
+            f"corpus.path={data}/corpus", f"golden.path={data}/golden.jsonl",
+            "corpus.name=covid", "golden.name=covid", f"cache.dir={cache}",
+            f"tracking.uri=sqlite:///{out}/mlflow.db", "sweep.force=true",
+            f"hydra.sweep.dir={out}/{name}", "eval.latency_sample=20", *extra]
+    start = time.perf_counter()
+    res = subprocess.run(args, cwd=out, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - start
+    if res.returncode != 0:
+        sys.exit(f"bench: the {name} sweep failed:\n{res.stderr[-2000:]}")
+    return wall
+
+
+def unique_texts(out: Path, sizes: str) -> list[str]:
+    """Exactly the texts the sweep sent to the model: every chunk of every chunking, and the
+    questions."""
+    from sweep.chunking import ChunkSpec, chunk_corpus, load_chunk_tokenizer
+    from sweep.corpus import load_corpus
+    from sweep.golden import load_golden
+
+    docs = load_corpus(out / "covid" / "corpus")
+    tok = load_chunk_tokenizer("minilm")
+    texts: dict[str, None] = {}
+    for size in sizes.split(","):
+        for boundary in ("recursive", "heading"):
+            for header in ("none", "path"):
+                for c in chunk_corpus(docs, ChunkSpec(boundary, int(size), 0, header), tok):
+                    texts.setdefault(c.embed_text, None)
+    for item in load_golden(out / "covid" / "golden.jsonl").items:
+        texts.setdefault(item.question, None)
+    return list(texts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="128,256,512")
+    parser.add_argument("--out", default=str(ROOT / ".cache" / "bench"))
+    args = parser.parse_args()
+    if not COVID.is_file():
+        sys.exit(f"bench: COVID-QA not found at {COVID} (../shared/data is needed)")
+    out = Path(args.out).resolve()
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    subprocess.run([sys.executable, "-m", "sweep.cli", "import", "squad", str(COVID), "--out",
+                    str(out / "covid")], check=True, stdout=subprocess.DEVNULL)
+
+    cold_s = sweep(out, "cold", out / "cache", args.sizes, [])
+    peak_rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    warm_s = sweep(out, "warm", out / "cache", args.sizes, [])
+    static_s = sweep(out, "static", out / "cache-static", args.sizes,
+                     ["embedding=minilm_static"])
+
+    from sentence_transformers import SentenceTransformer
+
+    from sweep.chunking import minilm_path
+
+    texts = unique_texts(out, args.sizes)
+    model = SentenceTransformer(str(minilm_path()), device="cpu")
+    model.encode(texts[:64], batch_size=32)  # warm-up, as the sweep's first batch is
+    start = time.perf_counter()
+    model.encode(texts, batch_size=32, normalize_embeddings=True)
+    unique_encode_s = time.perf_counter() - start
+
+    print(f"configurations={4 * len(args.sizes.split(','))} unique_texts={len(texts)}")
+    print(f"cold_s={cold_s:.1f}")
+    print(f"unique_encode_s={unique_encode_s:.1f}")
+    print(f"overhead_ratio={cold_s / unique_encode_s:.3f}  (target <= 1.15)")
+    print(f"warm_s={warm_s:.1f}")
+    print(f"warm_ratio={warm_s / cold_s:.3f}  (target <= 0.05)")
+    print(f"static_cold_s={static_s:.1f}")
+    print(f"peak_rss_mb={peak_rss_mb:.0f}")
+
+
+if __name__ == "__main__":
+    main()
