@@ -30,6 +30,7 @@ import yaml
 from . import tracking
 from .config import PROJECT_ROOT
 from .errors import SweepError
+from .report import format_value
 
 DEFAULT_METRIC = "recall_at_5"
 N_RESAMPLES = 10_000
@@ -199,31 +200,21 @@ def choose_winner(rows: Sequence[dict[str, Any]], metric: str, cost: str, latenc
     n = len(tied)
     cheapest = [r for r in tied if _num(r.get(cost)) == _num(winner.get(cost))]
     if len(cheapest) == 1:
-        rule = (f"fewest {cost} ({_fmt(winner.get(cost))}) among the {n} configurations not "
+        rule = (f"fewest {cost} ({format_value(winner.get(cost))}) among the {n} configurations not "
                 f"distinguishable from the best on {metric}")
     else:
         fastest = [r for r in cheapest if _num(r.get(latency)) == _num(winner.get(latency))]
         if len(fastest) == 1:
-            rule = (f"lowest {latency} ({_fmt(winner.get(latency))}) among the {len(cheapest)} "
+            rule = (f"lowest {latency} ({format_value(winner.get(latency))}) among the {len(cheapest)} "
                     f"with the fewest {cost}, of the {n} configurations not distinguishable "
                     f"from the best on {metric}")
         else:
             rule = (f"{len(fastest)} configurations tied on {metric}, {cost} and {latency}: "
                     f"kept the one ranked first on {metric}")
     if winner is not best:
-        rule += f" (the top {metric} was {_fmt(best.get(metric))}, this one "
-        rule += f"{_fmt(winner.get(metric))})"
+        rule += f" (the top {metric} was {format_value(best.get(metric))}, this one "
+        rule += f"{format_value(winner.get(metric))})"
     return winner, rule
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return "-"
-        return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3f}"
-    return str(value)
 
 
 def winner_name(config: Mapping[str, Any]) -> str:
@@ -423,7 +414,7 @@ def print_table(t: SweepTable) -> None:
 
     frame = table_frame(t)
     for c in t.shown:
-        frame[c] = frame[c].map(_fmt)
+        frame[c] = frame[c].map(format_value)
     started = datetime.fromtimestamp((t.parent.get("start_time") or 0) / 1000, UTC)
     print(f"sweep {t.parent['run_id']} (experiment {t.parent['experiment']}, "
           f"{started:%Y-%m-%d %H:%M} UTC): {len(t.rows)} configurations"
@@ -590,7 +581,7 @@ def cmd_export(argv: Sequence[str]) -> int:
         raise SweepError(f"--name {name!r}: use letters, digits, '.', '_' and '-' only")
     sections = winner_sections(config, _default_sections())
     now = datetime.now(UTC)
-    shown = "  ".join(f"{m}={_fmt(winner.get(m))}" for m in t.shown)
+    shown = "  ".join(f"{m}={format_value(winner.get(m))}" for m in t.shown)
     header = [
         f"Winner of sweep {t.parent['run_id']} (experiment {t.parent['experiment']}), "
         f"exported {now:%Y-%m-%d %H:%M} UTC by `sweep export --metric {t.metric}`",
@@ -612,10 +603,10 @@ def cmd_export(argv: Sequence[str]) -> int:
                                                 "winner_name": name})
     best = t.rows[0]
     print(f"winner: {winner_name(config)} (run {winner['run_id']}, "
-          f"{t.metric}={_fmt(winner.get(t.metric))}, {t.cost}={_fmt(winner.get(t.cost))}, "
-          f"{t.latency}={_fmt(winner.get(t.latency))})")
+          f"{t.metric}={format_value(winner.get(t.metric))}, {t.cost}={format_value(winner.get(t.cost))}, "
+          f"{t.latency}={format_value(winner.get(t.latency))})")
     if winner is not best:
-        print(f"  (top {t.metric}: run {best['run_id']}, {_fmt(best.get(t.metric))})")
+        print(f"  (top {t.metric}: run {best['run_id']}, {format_value(best.get(t.metric))})")
     print(f"decided by: {rule}")
     print(f"{'overwrote' if existed else 'wrote'} {path}")
     print(f"re-run: python -m sweep experiment=winners/{name}")
@@ -673,7 +664,7 @@ def cmd_flips(argv: Sequence[str]) -> int:
                 else f"{side.upper()} better than {other.upper()}")
         print(f"\n{what} ({len(chosen)}):")
         for r in chosen:
-            print(f"  {r['qid']:<10} {args.metric} A={_fmt(r['a'])} B={_fmt(r['b'])}  "
-                  f"first_relevant_rank A={_fmt(r['rank_a'])} B={_fmt(r['rank_b'])}  "
+            print(f"  {r['qid']:<10} {args.metric} A={format_value(r['a'])} B={format_value(r['b'])}  "
+                  f"first_relevant_rank A={format_value(r['rank_a'])} B={format_value(r['rank_b'])}  "
                   f"{str(r['question'])[:70]}")
     return 0
