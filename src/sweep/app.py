@@ -100,8 +100,13 @@ def _resume(cfg: Config, plain: dict[str, Any], job_dir: Path) -> float | None:
     run_id = tracking.find_finished(cfg.tracking.uri, cfg.tracking.experiment, chash)
     if run_id is None:
         return None
-    path = tracking.download_report(cfg.tracking.uri, run_id, job_dir)
-    rep = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        path = tracking.download_report(cfg.tracking.uri, run_id, job_dir)
+        rep = json.loads(path.read_text(encoding="utf-8"))
+    except (SweepError, OSError, json.JSONDecodeError) as exc:
+        log.warning("run %s has this config_hash but its report cannot be read (%s); "
+                    "running the configuration again", run_id, exc)
+        return None
     rep["resumed_from_run"] = run_id
     rp.write_report(job_dir, rep)
     log.info("skipped: this configuration (config_hash %s) is already FINISHED as run %s; "
