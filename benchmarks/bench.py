@@ -83,7 +83,9 @@ def main() -> None:
     from sentence_transformers import SentenceTransformer
 
     from sweep.chunking import minilm_path
+    from sweep.embedding import _quiet_transformers
 
+    _quiet_transformers()
     texts = unique_texts(out, args.sizes)
     model = SentenceTransformer(str(minilm_path()), device="cpu")
     model.encode(texts[:64], batch_size=32)  # warm-up, as the sweep's first batch is
