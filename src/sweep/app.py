@@ -109,6 +109,9 @@ def _resume(cfg: Config, plain: dict[str, Any], job_dir: Path) -> float | None:
         return None
     rep["resumed_from_run"] = run_id
     rp.write_report(job_dir, rep)
+    parent = os.environ.get(tracking.PARENT_ENV)
+    if parent:  # so that `sweep compare` on this sweep still sees every configuration
+        tracking.tag_run(cfg.tracking.uri, parent, f"resumed.{chash}", run_id)
     log.info("skipped: this configuration (config_hash %s) is already FINISHED as run %s; "
              "sweep.force=true re-runs it", chash, run_id)
     return float(rep["headline"]["value"])

@@ -325,6 +325,19 @@ def sweep_runs(uri: str, parent: Mapping[str, Any]) -> Any:
             experiment_ids=[parent["experiment_id"]],
             filter_string=f"tags.`mlflow.parentRunId` = '{parent['run_id']}'",
             output_format="pandas", max_results=50000)
+        # Configurations a resumed sweep skipped live under the sweep that ran them; the
+        # parent names them in `resumed.<config_hash>` tags.
+        resumed = sorted({v for k, v in (parent.get("tags") or {}).items()
+                          if k.startswith("resumed.")})
+        if resumed:
+            ids = ", ".join(f"'{r}'" for r in resumed)
+            more = mlflow.search_runs(
+                experiment_ids=[parent["experiment_id"]],
+                filter_string=f"attributes.run_id IN ({ids})",
+                output_format="pandas", max_results=50000)
+            import pandas as pd
+
+            df = pd.concat([df, more], ignore_index=True)
     return df
 
 
@@ -384,6 +397,12 @@ def find_finished(uri: str, experiment: str, config_hash: str) -> str | None:
             max_results=1,
         )
     return runs[0].info.run_id if runs else None
+
+
+def tag_run(uri: str, run_id: str, key: str, value: str) -> None:
+    client = client_for(uri)
+    with _guard("tagging a run", uri):
+        client.set_tag(run_id, key, value)
 
 
 def download_report(uri: str, run_id: str, folder: Path) -> Path:
