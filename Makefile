@@ -16,7 +16,7 @@ help: ## show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
-	@test -x $(PY) || { echo ">> creating $(VENV) (about 1.5 GB once installed; torch alone is ~750 MB)"; $(PYTHON) -m venv $(VENV); }
+	@test -x $(PY) || { echo ">> creating $(VENV) (about 2.3 GB once installed; torch alone is ~750 MB)"; $(PYTHON) -m venv $(VENV); }
 	@$(PY) -c 'import sys; assert sys.version_info >= (3, 11), "chunk-sweep needs Python >= 3.11"'
 	$(PY) -m pip install --upgrade --progress-bar on pip
 	@# The CPU build of torch must be in place before sentence-transformers asks for torch,
