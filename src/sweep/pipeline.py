@@ -79,14 +79,15 @@ def chunks_for(docs: list[Document], fingerprint: str, spec: ChunkSpec,
     return _MEMO.chunks[key]
 
 
-def bm25_for(chunks: list[Chunk], chunk_key: tuple, cfg: Config) -> tuple[BM25Index, float]:
+def bm25_for(chunks: list[Chunk], chunk_key: tuple, cfg: Config, backend: str
+             ) -> tuple[BM25Index, float]:
     """The BM25 index of a chunking (built once per process) and the seconds its build took."""
     r = cfg.retrieval
-    key = (chunk_key, r.bm25_backend.value, r.bm25_k1, r.bm25_b, r.bm25_stopwords)
+    key = (chunk_key, backend, r.bm25_k1, r.bm25_b, r.bm25_stopwords)
     if key not in _MEMO.bm25:
         start = time.perf_counter()
         index = BM25Index([c.embed_text for c in chunks], k1=r.bm25_k1, b=r.bm25_b,
-                          backend=r.bm25_backend.value, stopwords=r.bm25_stopwords)
+                          backend=backend, stopwords=r.bm25_stopwords)
         _MEMO.bm25[key] = (index, time.perf_counter() - start)
     return _MEMO.bm25[key]
 
@@ -229,7 +230,10 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
 
     bm25 = None
     if uses_bm25 or cfg.retrieval.diagnose:
-        bm25, build_s = bm25_for(chunks, (corpus_fp, spec, cfg.chunk.tokenizer), cfg)
+        # The diagnosis-only BM25 list uses bm25s: the same scores as rank-bm25 (tested on
+        # SciFact), ~70x faster per question, and it never changes the metrics.
+        backend = cfg.retrieval.bm25_backend.value if uses_bm25 else "bm25s"
+        bm25, build_s = bm25_for(chunks, (corpus_fp, spec, cfg.chunk.tokenizer), cfg, backend)
         index_metrics["index_bytes_bm25"] = float(bm25.size_bytes())
         index_metrics["index_build_bm25_s"] = build_s
 
