@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .cache import EmbeddingCache, text_key
-from .errors import SweepError
+from .errors import SweepError, model_load_error
 
 log = logging.getLogger(__name__)
 
@@ -209,11 +209,9 @@ def _load_sentence_transformer(path: str, name: str) -> Any:
     try:
         return SentenceTransformer(path, device="cpu")
     except Exception as exc:
-        offline = os.environ.get("HF_HUB_OFFLINE") == "1"
-        hint = ("the model hub is unreachable offline: use embedding=minilm, "
-                "embedding=minilm_static or a local model folder") if offline else None
-        raise SweepError(f"embedding.name={name!r}: cannot load model "
-                         f"({type(exc).__name__}: {str(exc)[:120]})", hint=hint) from None
+        raise model_load_error("embedding.name", name, "model", exc,
+                               "the model hub is unreachable offline: use embedding=minilm, "
+                               "embedding=minilm_static or a local model folder") from None
 
 
 _EMBEDDERS: dict[EmbeddingSpec, Embedder] = {}

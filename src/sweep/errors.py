@@ -14,3 +14,15 @@ class SweepError(Exception):
         self.message = message
         self.hint = hint
         super().__init__(message if not hint else f"{message} ({hint})")
+
+
+def model_load_error(setting: str, value: str, what: str, exc: BaseException,
+                     offline_hint: str) -> SweepError:
+    """The one-line error for a model that would not load; the hint applies offline only,
+    where a hub id cannot work."""
+    import os
+
+    first = (str(exc).splitlines() or [""])[0][:120]
+    hint = offline_hint if os.environ.get("HF_HUB_OFFLINE") == "1" else None
+    return SweepError(f"{setting}={value!r}: cannot load {what} ({type(exc).__name__}: {first})",
+                      hint=hint)

@@ -8,7 +8,6 @@ sequence-classification model with its tokenizer). Where a hub is reachable, a h
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .embedding import _quiet_transformers
-from .errors import SweepError
+from .errors import model_load_error
 
 
 @dataclass(frozen=True)
@@ -35,11 +34,9 @@ class CrossEncoderReranker:
         try:
             self.model: Any = CrossEncoder(spec.model, device="cpu", max_length=spec.max_length)
         except Exception as exc:
-            offline = os.environ.get("HF_HUB_OFFLINE") == "1"
-            hint = ("offline, rerank.model must be a local CrossEncoder folder (see README, "
-                    "'Reranking')") if offline else None
-            raise SweepError(f"rerank.model={spec.model!r}: cannot load cross-encoder "
-                             f"({type(exc).__name__}: {str(exc)[:120]})", hint=hint) from None
+            raise model_load_error("rerank.model", spec.model, "cross-encoder", exc,
+                                   "offline, rerank.model must be a local CrossEncoder folder "
+                                   "(see README, 'Reranking')") from None
 
     def scores(self, query: str, texts: Sequence[str]) -> np.ndarray:
         if not texts:
