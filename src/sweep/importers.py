@@ -301,6 +301,11 @@ def _decode(path: Path, data: bytes, *, keep_bom: bool = False) -> str:
         raise SweepError(f"{path}:{line}: not valid UTF-8 (offset {exc.start})") from None
 
 
+def _require_object(value: Any, where: str) -> None:
+    if not isinstance(value, dict):
+        raise SweepError(f"{where}: expected an object, got {type(value).__name__}")
+
+
 def _read_json(path: Path, what: str) -> Any:
     text = _decode(path, _read_bytes(path, what))
     try:
@@ -372,8 +377,7 @@ def convert_squad(data: Any, source: str) -> ImportResult:
     articles = data["data"]
     for a_index, article in enumerate(_progress(articles, "articles")):
         where = f"{source}: data[{a_index}]"
-        if not isinstance(article, dict):
-            raise SweepError(f"{where}: expected an object, got {type(article).__name__}")
+        _require_object(article, where)
         paragraphs = _field(article, "paragraphs", where, (list,))
         title = article.get("title")
         if not isinstance(title, str | int) or isinstance(title, bool) or not str(title).strip():
@@ -385,9 +389,7 @@ def convert_squad(data: Any, source: str) -> ImportResult:
         contexts: list[tuple[str, OffsetMap]] = []
         for p_index, paragraph in enumerate(paragraphs):
             p_where = f"{where}.paragraphs[{p_index}]"
-            if not isinstance(paragraph, dict):
-                raise SweepError(f"{p_where}: expected an object, got "
-                                 f"{type(paragraph).__name__}")
+            _require_object(paragraph, p_where)
             raw = _field(paragraph, "context", p_where, (str,))
             contexts.append((raw, OffsetMap(raw)))
         bases, pos = [], 0
@@ -407,8 +409,7 @@ def convert_squad(data: Any, source: str) -> ImportResult:
             raw, omap = contexts[p_index]
             for q_index, qa in enumerate(_field(paragraph, "qas", p_where, (list,))):
                 q_where = f"{p_where}.qas[{q_index}]"
-                if not isinstance(qa, dict):
-                    raise SweepError(f"{q_where}: expected an object, got {type(qa).__name__}")
+                _require_object(qa, q_where)
                 rep.bump("questions_read")
                 qid = _id_field(qa, "id", q_where)
                 question = _field(qa, "question", q_where, (str,)).strip()
@@ -417,9 +418,7 @@ def convert_squad(data: Any, source: str) -> ImportResult:
                 if doc_text.strip():
                     for an_index, answer in enumerate(answers):
                         an_where = f"{q_where}.answers[{an_index}]"
-                        if not isinstance(answer, dict):
-                            raise SweepError(f"{an_where}: expected an object, got "
-                                             f"{type(answer).__name__}")
+                        _require_object(answer, an_where)
                         text = _field(answer, "text", an_where, (str,))
                         start = _field(answer, "answer_start", an_where, (int,))
                         spans.add(doc_id, bases[p_index], omap.clean,
@@ -671,8 +670,7 @@ def convert_chroma(rows: Iterable[tuple[str, dict[str, str]]], corpora: dict[str
         spans = _Spans(rep, qid)
         for r_index, ref in enumerate(refs):
             r_where = f"{where}: references[{r_index}]"
-            if not isinstance(ref, dict):
-                raise SweepError(f"{r_where}: expected an object, got {type(ref).__name__}")
+            _require_object(ref, r_where)
             content = _field(ref, "content", r_where, (str,))
             start = _field(ref, "start_index", r_where, (int,))
             end = _field(ref, "end_index", r_where, (int,))
