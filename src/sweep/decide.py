@@ -30,7 +30,7 @@ import yaml
 from . import tracking
 from .config import PROJECT_ROOT
 from .errors import SweepError
-from .report import format_value
+from .report import differing_keys, format_value
 
 DEFAULT_METRIC = "recall_at_5"
 N_RESAMPLES = 10_000
@@ -151,9 +151,7 @@ def paired_scores(a: Any, b: Any, metric: str) -> tuple[list[str], list[float], 
 
 def swept_params(param_rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """Param keys whose value differs between configurations (tracking.* excluded)."""
-    keys = sorted({k for r in param_rows for k in r})
-    return [k for k in keys if not k.startswith(_IGNORED_PARAM_PREFIXES)
-            and len({str(r.get(k)) for r in param_rows}) > 1]
+    return [k for k in differing_keys(param_rows) if not k.startswith(_IGNORED_PARAM_PREFIXES)]
 
 
 def _num(value: Any) -> float:

@@ -10,7 +10,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,11 +109,15 @@ def read_reports(sweep_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
     return sorted(found, key=order)
 
 
+def differing_keys(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Keys whose value differs between the flat ``rows``: a sweep's axes."""
+    keys = sorted({k for r in rows for k in r})
+    return [k for k in keys if len({json.dumps(r.get(k), sort_keys=True) for r in rows}) > 1]
+
+
 def varying_params(reports: Sequence[dict[str, Any]]) -> list[str]:
     """Config keys whose value differs between jobs: the sweep's axes."""
-    flats = [flatten(r.get("config", {})) for r in reports]
-    keys = sorted({k for f in flats for k in f})
-    return [k for k in keys if len({json.dumps(f.get(k), sort_keys=True) for f in flats}) > 1]
+    return differing_keys([flatten(r.get("config", {})) for r in reports])
 
 
 def comparison_rows(reports: Sequence[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
