@@ -30,7 +30,7 @@ import yaml
 from . import tracking
 from .config import PROJECT_ROOT
 from .errors import SweepError
-from .report import differing_keys, format_value
+from .report import differing_keys, format_value, plot_metric_vs_size, pyplot, save_figure
 
 DEFAULT_METRIC = "recall_at_5"
 N_RESAMPLES = 10_000
@@ -439,44 +439,21 @@ def table_json(t: SweepTable) -> dict[str, Any]:
 def plot_table(t: SweepTable, folder: Path) -> list[Path]:
     """``compare_<metric>_vs_size.png`` (one line per combination of the other swept params)
     and ``compare_recall_vs_tokens.png`` (quality against prompt cost)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     folder.mkdir(parents=True, exist_ok=True)
-    out = []
     others = [p for p in t.swept if p != "chunk.size"]
 
     def label(r: dict[str, Any]) -> str:
         return ", ".join(f"{p.split('.')[-1]}={r.get(p)}" for p in others) or "all"
 
-    fig, ax = plt.subplots(figsize=(8, 5))
     groups: dict[str, list[tuple[float, float]]] = {}
     for r in t.rows:
         size, value = _num(r.get("params", {}).get("chunk.size")), _num(r.get(t.metric))
         if math.isfinite(size) and math.isfinite(value):
             groups.setdefault(label(r), []).append((size, value))
-    for name, points in sorted(groups.items()):
-        xs, ys = zip(*sorted(points), strict=True)
-        ax.plot(xs, ys, marker="o", label=name)
-    sizes = sorted({x for pts in groups.values() for x, _ in pts})
-    if sizes:
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(sizes, [f"{s:g}" for s in sizes])
-    ax.set_xlabel("chunk.size (tokens)")
-    ax.set_ylabel(t.metric)
-    ax.set_title(f"{t.metric} vs chunk size")
-    if len(groups) > 1:
-        ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    path = folder / f"compare_{t.metric}_vs_size.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    out.append(path)
+    out = [plot_metric_vs_size(groups, t.metric, folder / f"compare_{t.metric}_vs_size.png")]
 
     recall = next((m for m in t.shown if m.startswith("recall_at_")), t.metric)
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = pyplot().subplots(figsize=(8, 5))
     for name in sorted({label(r) for r in t.rows}):
         pts = [(_num(r.get(t.cost)), _num(r.get(recall))) for r in t.rows if label(r) == name]
         pts = [(x, y) for x, y in pts if math.isfinite(x) and math.isfinite(y)]
@@ -488,11 +465,7 @@ def plot_table(t: SweepTable, folder: Path) -> list[Path]:
     ax.set_title(f"{recall} vs prompt cost")
     if len(groups) > 1:
         ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    path = folder / "compare_recall_vs_tokens.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    out.append(path)
+    out.append(save_figure(fig, folder / "compare_recall_vs_tokens.png"))
     return out
 
 

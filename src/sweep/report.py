@@ -223,44 +223,62 @@ def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> Non
                       + (" ..." if len(qids) > 12 else ""))
 
 
+def pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    pyplot().close(fig)
+    return path
+
+
+def plot_metric_vs_size(groups: Mapping[str, Sequence[tuple[float, float]]], metric: str,
+                        path: Path) -> Path:
+    """``metric`` against chunk size (log scale), one line per group of configurations."""
+    fig, ax = pyplot().subplots(figsize=(8, 5))
+    for label, points in sorted(groups.items()):
+        xs, ys = zip(*sorted(points), strict=True)
+        ax.plot(xs, ys, marker="o", label=label)
+    sizes = sorted({x for points in groups.values() for x, _ in points})
+    if sizes:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sizes, [f"{s:g}" for s in sizes])
+    ax.set_xlabel("chunk.size (tokens)")
+    ax.set_ylabel(metric)
+    ax.set_title(f"{metric} vs chunk size")
+    if len(groups) > 1:
+        ax.legend(fontsize=7, loc="best")
+    return save_figure(fig, path)
+
+
 def plot_sweep(axes: Sequence[str], rows: Sequence[dict[str, Any]], path: Path) -> Path | None:
     """Headline metric vs chunk size, one line per combination of the other swept axes
     (a bar per configuration when chunk size was not swept)."""
     finished = [r for r in rows if r["status"] == "FINISHED" and r.get("headline") is not None]
     if not finished:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     metric = finished[0]["headline_metric"]
-    fig, ax = plt.subplots(figsize=(8, 5))
     if "chunk.size" in axes:
         others = [a for a in axes if a != "chunk.size"]
         groups: dict[str, list[tuple[float, float]]] = {}
         for r in finished:
             label = ", ".join(f"{a.split('.')[-1]}={r[a]}" for a in others) or metric
             groups.setdefault(label, []).append((float(r["chunk.size"]), float(r["headline"])))
-        for label, points in sorted(groups.items()):
-            xs, ys = zip(*sorted(points), strict=True)
-            ax.plot(xs, ys, marker="o", label=label)
-        ax.set_xlabel("chunk.size (tokens)")
-        ax.set_xscale("log", base=2)
-        sizes = sorted({float(r["chunk.size"]) for r in finished})
-        ax.set_xticks(sizes, [f"{s:g}" for s in sizes])
-        if len(groups) > 1:
-            ax.legend(fontsize=7, loc="best")
-    else:
-        labels = [", ".join(f"{a.split('.')[-1]}={r[a]}" for a in axes) or "config"
-                  for r in finished]
-        ax.barh(range(len(finished)), [r["headline"] for r in finished])
-        ax.set_yticks(range(len(finished)), labels, fontsize=7)
-        ax.invert_yaxis()
+        return plot_metric_vs_size(groups, metric, path)
+    labels = [", ".join(f"{a.split('.')[-1]}={r[a]}" for a in axes) or "config"
+              for r in finished]
+    fig, ax = pyplot().subplots(figsize=(8, 5))
+    ax.barh(range(len(finished)), [r["headline"] for r in finished])
+    ax.set_yticks(range(len(finished)), labels, fontsize=7)
+    ax.invert_yaxis()
     ax.set_title(f"{metric} per configuration")
-    ax.set_ylabel(metric) if "chunk.size" in axes else ax.set_xlabel(metric)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    ax.set_xlabel(metric)
+    return save_figure(fig, path)
