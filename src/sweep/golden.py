@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -284,10 +285,16 @@ def load_reference(ref_path: Path) -> dict[str, Any]:
     return reference
 
 
-def require_valid(golden: GoldenSet) -> GoldenSet:
-    """Raise the first error as a one-line `SweepError` (pointing at `sweep validate`)."""
-    errors = golden.errors
+def raise_first_error(problems: Sequence[Problem]) -> None:
+    """Raise the first error among ``problems`` as a one-line `SweepError` (pointing at
+    `sweep validate` for the rest); warnings alone pass."""
+    errors = [p for p in problems if p.severity == "error"]
     if errors:
         more = f" (and {len(errors) - 1} more: run `sweep validate`)" if len(errors) > 1 else ""
         raise SweepError(f"{errors[0]}{more}")
+
+
+def require_valid(golden: GoldenSet) -> GoldenSet:
+    """The golden set, or its first error as a one-line `SweepError`."""
+    raise_first_error(golden.problems)
     return golden

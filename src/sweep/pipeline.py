@@ -26,7 +26,7 @@ from .corpus import Document, corpus_fingerprint, load_corpus
 from .embedding import Embedder, EmbeddingSpec, get_embedder
 from .errors import SweepError
 from .evaluate import EvalSpec, evaluate
-from .golden import GoldenSet, load_golden, reference_path, require_valid
+from .golden import GoldenSet, load_golden, raise_first_error, reference_path, require_valid
 from .lexical import BM25Index, stopwords_for
 from .relevance import CorpusIndex, ResolvedItem, resolve_all
 from .reranking import CrossEncoderReranker, RerankSpec, get_reranker
@@ -181,11 +181,7 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     docs, corpus_fp = load_corpus_cached(cfg)
     golden = load_golden_cached(cfg.golden.path)
     resolved = resolve_golden(golden, docs, corpus_fp)
-    placement_errors = [p for r in resolved for p in r.problems if p.severity == "error"]
-    if placement_errors:
-        more = f" (and {len(placement_errors) - 1} more: run `sweep validate`)" \
-            if len(placement_errors) > 1 else ""
-        raise SweepError(f"{placement_errors[0]}{more}")
+    raise_first_error([p for r in resolved for p in r.problems])
     timings["load_s"] = time.perf_counter() - t0
 
     t = time.perf_counter()
