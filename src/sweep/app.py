@@ -26,7 +26,13 @@ from . import report as rp
 from . import tracking
 from .config import Config, check_config, config_error_line, to_container
 from .errors import SweepError
-from .pipeline import config_hash, load_corpus_cached, load_golden_cached, run_config
+from .pipeline import (
+    config_hash,
+    load_corpus_cached,
+    load_golden_cached,
+    run_config,
+    run_generation_for,
+)
 
 log = logging.getLogger("sweep")
 
@@ -71,8 +77,19 @@ def job(cfg: DictConfig) -> float:
         return _fail(plain, job_dir, exc, multirun)
 
     rep = result.report
+    # Retrieval results are on disk before generation starts: a crash there loses nothing.
     paths = [rp.write_report(job_dir, rep), rp.write_per_question(job_dir, result.rows),
              rp.write_config(job_dir, plain)]
+    gen_error: SweepError | None = None
+    if typed.generation.method.value != "none":
+        try:
+            run_generation_for(typed, result, progress=not multirun)
+        except SweepError as exc:
+            gen_error = exc
+            rep["status"] = "FAILED"
+            rep["error"] = f"{exc} (the retrieval metrics of this configuration are kept)"
+        rp.write_report(job_dir, rep)
+        rp.write_per_question(job_dir, result.rows)
     _print_summary(rep, job_dir, multirun)
     if cfg.tracking.enabled:
         try:
@@ -81,11 +98,14 @@ def job(cfg: DictConfig) -> float:
                 plain_config=plain, report=rep, artifacts=paths,
                 artifact_dirs={"hydra": job_dir / ".hydra"},
                 parent_run_id=os.environ.get(tracking.PARENT_ENV),
+                status=rep["status"], error=rep.get("error"),
             )
         except SweepError as exc:
             rep["tracking_error"] = str(exc)
             rp.write_report(job_dir, rep)
             return _exit_or_nan(str(exc), multirun, exc)
+    if gen_error is not None:
+        return _exit_or_nan(rep["error"], multirun, gen_error)
     return float(rep["headline"]["value"])
 
 
@@ -148,11 +168,16 @@ def _print_summary(rep: dict[str, Any], job_dir: Path, multirun: bool) -> None:
     m = rep["metrics"]
     head = rep["headline"]
     shown = {head["metric"]: head["value"]}
-    for name in ("recall_at_5", "mrr", "evidence_recall_at_5"):
-        shown.setdefault(name, m.get(name))
+    for name in ("recall_at_5", "mrr", "evidence_recall_at_5", "answer_accuracy_oracle",
+                 "answer_accuracy_live", "retrieval_tax"):
+        if name in m:
+            shown.setdefault(name, m[name])
     line = "  ".join(f"{k}={rp.format_value(v)}" for k, v in shown.items())
     line += (f"  chunks={m.get('n_chunks')}  scored={m.get('n_scored')}/{m.get('n_questions')}"
              f"  orphans={m.get('n_orphans')}")
+    if "generation" in rep:
+        line += "  diagnosis: " + " ".join(f"{k}={v}" for k, v in
+                                           rep["generation"]["diagnosis"].items())
     if multirun:
         log.info("%s", line)
     else:

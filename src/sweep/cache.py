@@ -104,3 +104,41 @@ def get_cache(folder: str | Path) -> EmbeddingCache:
     if path not in _CACHES:
         _CACHES[path] = EmbeddingCache(path)
     return _CACHES[path]
+
+
+class JudgeCache:
+    """Verdicts already paid for: key = sha256 of (judge model, prompt version, question,
+    answer, reference), value = the judge's raw reply. A re-run of the same sweep asks the judge
+    nothing. Same SQLite/WAL arrangement as the embedding cache; used from one thread."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(self.path), timeout=120, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS verdicts (key BLOB PRIMARY KEY, "
+                             "reply TEXT NOT NULL) WITHOUT ROWID")
+        except (OSError, sqlite3.Error) as exc:
+            raise SweepError(f"cache.dir: cannot open the judge cache {self.path} ({exc})",
+                             hint="set cache.dir to a writable folder or cache.enabled=false") \
+                from None
+
+    @staticmethod
+    def key(*parts: str) -> bytes:
+        h = hashlib.sha256()
+        for part in parts:  # length-prefixed, so ("ab", "c") and ("a", "bc") differ
+            data = part.encode("utf-8")
+            h.update(len(data).to_bytes(8, "big") + data)
+        return h.digest()
+
+    def get(self, key: bytes) -> str | None:
+        row = self._db.execute("SELECT reply FROM verdicts WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def put(self, key: bytes, reply: str) -> None:
+        self._db.execute("INSERT OR REPLACE INTO verdicts VALUES (?, ?)", (key, reply))
+
+
+def get_judge_cache(folder: str | Path) -> JudgeCache:
+    return JudgeCache((Path(folder) / "judge.sqlite").resolve())

@@ -71,6 +71,17 @@ class RerankMethod(StrEnum):
     cross_encoder = "cross_encoder"
 
 
+class GenerationMethod(StrEnum):
+    none = "none"
+    extractive = "extractive"
+    openai = "openai"
+
+
+class JudgeMethod(StrEnum):
+    none = "none"
+    openai = "openai"
+
+
 @dataclass
 class CorpusConfig:
     name: str = MISSING
@@ -131,6 +142,42 @@ class RerankConfig:
 
 
 @dataclass
+class GenerationConfig:
+    method: GenerationMethod = GenerationMethod.none
+    # Only the first `limit` scorable questions (0 = all): generation is the expensive half.
+    limit: int = 0
+    # extractive: the context sentences closest to the question, best first, up to:
+    max_chars: int = 400
+    max_sentences: int = 2
+    # openai: any OpenAI-compatible chat-completions endpoint.
+    base_url: str = "http://127.0.0.1:11434/v1"
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"  # the NAME of the variable holding the key
+    system_prompt: str = ""
+    prompt: str = "{context}\n\nQuestion: {question}"
+    temperature: float = 0.0
+    max_tokens: int = 256
+    timeout_s: float = 60.0
+    max_retries: int = 4
+    concurrency: int = 4
+    price_input_per_mtok: float = 0.0  # USD per million tokens, for the cost estimate
+    price_output_per_mtok: float = 0.0
+
+
+@dataclass
+class JudgeConfig:
+    method: JudgeMethod = JudgeMethod.none
+    base_url: str = "http://127.0.0.1:11434/v1"
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 60.0
+    max_retries: int = 4
+    concurrency: int = 4
+    price_input_per_mtok: float = 0.0
+    price_output_per_mtok: float = 0.0
+
+
+@dataclass
 class EvalConfig:
     k: list[int] = field(default_factory=lambda: [1, 3, 5, 10])
     prompt_k: int = 5
@@ -169,6 +216,8 @@ class Config:
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     rerank: RerankConfig = field(default_factory=RerankConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    generation: GenerationConfig = field(default_factory=GenerationConfig)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
@@ -220,6 +269,31 @@ def check_config(cfg: Config) -> None:
                          f"(one of: {', '.join(names)})")
     if cfg.embedding.batch_size < 1:
         raise SweepError(f"embedding.batch_size={cfg.embedding.batch_size} must be >= 1")
+    check_generation(cfg)
+
+
+def check_generation(cfg: Config) -> None:
+    g, j = cfg.generation, cfg.judge
+    if g.method == GenerationMethod.none:
+        return
+    if g.limit < 0:
+        raise SweepError(f"generation.limit={g.limit} must be >= 0 (0 = every question)")
+    if g.max_chars < 1 or g.max_sentences < 1:
+        raise SweepError("generation.max_chars and generation.max_sentences must be >= 1")
+    for name, value in (("generation.max_tokens", g.max_tokens),
+                        ("generation.concurrency", g.concurrency),
+                        ("judge.concurrency", j.concurrency)):
+        if value < 1:
+            raise SweepError(f"{name}={value} must be >= 1")
+    for name, value in (("generation.timeout_s", g.timeout_s), ("judge.timeout_s", j.timeout_s)):
+        if value <= 0:
+            raise SweepError(f"{name}={value} must be > 0")
+    if g.max_retries < 0 or j.max_retries < 0:
+        raise SweepError("generation.max_retries and judge.max_retries must be >= 0")
+    if g.method == GenerationMethod.openai:
+        missing = [p for p in ("{context}", "{question}") if p not in g.prompt]
+        if missing:
+            raise SweepError(f"generation.prompt must contain {' and '.join(missing)}")
 
 
 def to_container(cfg: Any) -> dict[str, Any]:

@@ -19,17 +19,32 @@ from typing import Any
 
 import numpy as np
 
-from .cache import get_cache
+from .cache import get_cache, get_judge_cache
 from .chunking import Chunk, ChunkSpec, chunk_corpus, chunk_stats, load_chunk_tokenizer
 from .config import Config, to_container
 from .corpus import Document, corpus_fingerprint, load_corpus
 from .embedding import Embedder, EmbeddingSpec, get_embedder
 from .errors import SweepError
 from .evaluate import EvalSpec, evaluate
+from .generation import (
+    DIAGNOSES,
+    ChatClient,
+    ChatReader,
+    Endpoint,
+    ExtractiveReader,
+    GenItem,
+    Judge,
+    Passage,
+    Reader,
+    cost_usd,
+    run_generation,
+)
 from .golden import GoldenSet, load_golden, raise_first_error, reference_path, require_valid
 from .lexical import BM25Index, stopwords_for
-from .relevance import CorpusIndex, ResolvedItem, resolve_all
+from .metrics import covered_chars
+from .relevance import ChunkLocator, CorpusIndex, ResolvedItem, resolve_all
 from .reranking import CrossEncoderReranker, RerankSpec, get_reranker
+from .retrieval import Ranking
 from .search import ConfigSearch, latency_summary
 
 log = logging.getLogger(__name__)
@@ -43,6 +58,9 @@ class JobResult:
     report: dict[str, Any]
     rows: list[dict[str, Any]]
     chunks: list[Chunk] = field(repr=False)
+    # What the generation half reuses: the resolved items and the final rankings.
+    resolved: list[ResolvedItem] = field(default_factory=list, repr=False)
+    rankings: list[Ranking] = field(default_factory=list, repr=False)
 
 
 @dataclass
@@ -164,12 +182,30 @@ def load_golden_cached(path: str) -> GoldenSet:
     return _MEMO.goldens[key]
 
 
+# Generation keys that change no answer: how calls are made, and what they cost.
+_GEN_UNHASHED = ("timeout_s", "max_retries", "concurrency", "price_input_per_mtok",
+                 "price_output_per_mtok", "api_key_env")
+
+
 def config_hash(plain: dict[str, Any], corpus_fp: str, golden_fp: str) -> str:
-    """Identity of a configuration's results: same hash, same numbers."""
+    """Identity of a configuration's results: same hash, same numbers. Generation and judge
+    count only when generation runs, so retrieval-only hashes stay what they were."""
     payload = {k: plain[k] for k in HASHED_SECTIONS if k in plain}
+    if plain.get("generation", {}).get("method", "none") != "none":
+        for section in ("generation", "judge"):
+            payload[section] = {k: v for k, v in plain.get(section, {}).items()
+                                if k not in _GEN_UNHASHED}
     payload["corpus"] = corpus_fp
     payload["golden"] = golden_fp
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def embedder_for(cfg: Config) -> Embedder:
+    e = cfg.embedding
+    embedder = get_embedder(EmbeddingSpec(e.name, e.family.value, e.distill_from, e.pca_dims,
+                                          e.batch_size, e.query_prefix, e.document_prefix))
+    embedder.cache = get_cache(cfg.cache.dir) if cfg.cache.enabled else None
+    return embedder
 
 
 def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
@@ -211,18 +247,14 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     truncated = 0.0
     if uses_dense or cfg.retrieval.diagnose:
         t = time.perf_counter()
-        e = cfg.embedding
-        embedder = get_embedder(EmbeddingSpec(e.name, e.family.value, e.distill_from,
-                                              e.pca_dims, e.batch_size, e.query_prefix,
-                                              e.document_prefix))
-        embedder.cache = get_cache(cfg.cache.dir) if cfg.cache.enabled else None
+        embedder = embedder_for(cfg)
         encoded_before = embedder.encoded_texts
         chunk_vecs = embedder.encode(texts, progress=progress)
         query_vecs = embedder.encode(questions, query=True, progress=progress)
         timings["embed_s"] = time.perf_counter() - t
         index_metrics["n_texts_encoded"] = float(embedder.encoded_texts - encoded_before)
         index_metrics["index_bytes_dense"] = float(chunk_vecs.nbytes)
-        truncated = truncation(embedder, texts, e.name)
+        truncated = truncation(embedder, texts, cfg.embedding.name)
 
     bm25 = None
     if uses_bm25 or cfg.retrieval.diagnose:
@@ -283,4 +315,92 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         + [str(p) for r in resolved for p in r.problems if p.severity == "warning"],
         "n_documents": len(docs),
     }
-    return JobResult(report, rows, chunks)
+    return JobResult(report, rows, chunks, list(resolved), rankings)
+
+
+def gen_items(result: JobResult, prompt_k: int, docs: list[Document], limit: int = 0
+              ) -> list[GenItem]:
+    """The scorable questions with their oracle context (every chunk of this configuration
+    that holds evidence, in document order) and live context (the top ``prompt_k``)."""
+    chunks = result.chunks
+    position = {c.chunk_id: i for i, c in enumerate(chunks)}  # chunk_corpus keeps doc order
+    locator = ChunkLocator(chunks)
+    text = {d.doc_id: d.text for d in docs}
+    items = []
+    for row, res, ranking in zip(result.rows, result.resolved, result.rankings, strict=True):
+        if row["status"] != "scored":
+            continue
+        # Every chunk that holds any evidence character, not only those over min_overlap:
+        # the oracle must hand over all of the evidence.
+        oracle = sorted({position[c.chunk_id] for d, a, b in res.spans
+                         for c in locator.overlapping(d, a, b)})
+        live = list(ranking.indices[:prompt_k])
+        covered, total = covered_chars(res.spans, [(chunks[i].doc_id, chunks[i].start,
+                                                    chunks[i].end) for i in live])
+        items.append(GenItem(
+            qid=res.item.qid, question=res.item.question,
+            mentions=tuple(res.item.answer_must_mention),
+            reference="\n".join(f"- {text[d][a:b]}" for d, a, b in res.spans),
+            oracle=tuple(passage(chunks[i]) for i in oracle),
+            live=tuple(passage(chunks[i]) for i in live),
+            evidence_in_live=covered == total))
+        if limit and len(items) == limit:
+            break
+    return items
+
+
+def passage(chunk: Chunk) -> Passage:
+    return Passage(" > ".join(chunk.heading_path) or chunk.doc_id, chunk.text)
+
+
+def make_reader(cfg: Config) -> Reader:
+    g = cfg.generation
+    if g.method.value == "extractive":
+        return ExtractiveReader(embedder_for(cfg).encode, g.max_chars, g.max_sentences)
+    client = ChatClient(Endpoint("generation", g.base_url, g.model, g.api_key_env,
+                                 g.timeout_s, g.max_retries, g.concurrency))
+    client.preflight()
+    return ChatReader(client, g.system_prompt, g.prompt, g.temperature, g.max_tokens)
+
+
+def make_judge(cfg: Config) -> Judge | None:
+    j = cfg.judge
+    if j.method.value == "none":
+        return None
+    client = ChatClient(Endpoint("judge", j.base_url, j.model, j.api_key_env, j.timeout_s,
+                                 j.max_retries, j.concurrency))
+    client.preflight()
+    return Judge(client, get_judge_cache(cfg.cache.dir) if cfg.cache.enabled else None)
+
+
+def run_generation_for(cfg: Config, result: JobResult, *, progress: bool = True) -> None:
+    """The generation half on a finished retrieval result: adds its metrics to the report and
+    its columns to the rows, in place. Raises `SweepError` (endpoint down, key refused): the
+    caller keeps the retrieval numbers."""
+    if cfg.generation.method.value == "none":
+        return
+    t = time.perf_counter()
+    docs, _ = load_corpus_cached(cfg)
+    items = gen_items(result, cfg.eval.prompt_k, docs, cfg.generation.limit)
+    reader = make_reader(cfg)
+    judge = make_judge(cfg)
+    outcome = run_generation(items, reader, judge, progress=progress)
+    metrics = result.report["metrics"]
+    metrics.update(outcome.summary)
+    g, j = cfg.generation, cfg.judge
+    costs = [cost_usd(outcome.usage["gen"], g.price_input_per_mtok, g.price_output_per_mtok)]
+    if "judge" in outcome.usage:
+        costs.append(cost_usd(outcome.usage["judge"], j.price_input_per_mtok,
+                              j.price_output_per_mtok))
+    if any(c is not None for c in costs):
+        metrics["cost_estimate_usd"] = sum(c or 0.0 for c in costs)
+    for row in result.rows:
+        row.update(outcome.rows.get(row["qid"], {}))
+    result.report["timings_s"]["generate_s"] = time.perf_counter() - t
+    result.report["generation"] = {
+        "reader": reader.name, "judge": cfg.judge.method.value,
+        "questions": len(items),
+        "diagnosis": {d: int(outcome.summary[f"n_{d}"]) for d in DIAGNOSES},
+        "note": "accuracy over questions graded on both sides; ungraded ones are counted in "
+                "ungraded_count, never as wrong",
+    }

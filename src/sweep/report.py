@@ -25,12 +25,14 @@ PER_QUESTION_COLUMNS = [
     "qid", "question", "status", "first_relevant_rank", "dense_first_relevant_rank",
     "bm25_first_relevant_rank", "found_by", "mrr", "recall_at_1", "recall_at_5",
     "evidence_coverage_at_prompt_k", "relevant_ids", "retrieved_ids", "evidence_source",
-    "orphan_reason",
+    "orphan_reason", "diagnosis", "oracle_correct", "live_correct", "grade_method",
+    "evidence_in_live", "oracle_answer", "live_answer",
 ]
 # Shown in the comparison table, after the swept parameters, when present.
 TABLE_METRICS = [
     "recall_at_5", "mrr", "ndcg_at_5", "evidence_recall_at_5", "evidence_recall_at_budget",
     "context_tokens_at_5", "latency_end_to_end_p50_ms", "n_chunks", "n_orphans",
+    "answer_accuracy_oracle", "answer_accuracy_live", "retrieval_tax",
 ]
 
 

@@ -136,7 +136,10 @@ def git_sha() -> str:
 
 
 def redact(params: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: ("***" if SECRET_KEYS.search(k) and v else v) for k, v in params.items()}
+    """Values of secret-looking keys as ``***``; a ``*_env`` key names an environment variable
+    (``generation.api_key_env``), not a secret, and is kept."""
+    return {k: ("***" if SECRET_KEYS.search(k) and v and not k.endswith("_env") else v)
+            for k, v in params.items()}
 
 
 def params_of(plain_config: Mapping[str, Any]) -> dict[str, str]:
