@@ -29,6 +29,8 @@ commands:
   export          --metric M [--name NAME] [--out-dir DIR]: the winner -> experiments/winners/
   flips           RUN_A RUN_B [--metric M]: questions one configuration gets right, the other not
   baseline        check [--tolerance T] [overrides...] | update [--allow-regression]: the CI gate
+  rerun           --top N [--sweep latest|RUN_ID] [--metric M] [overrides...]: the best N of a
+                  sweep again as a new sweep (generation on the best few; static -> transformer)
   (none)          run one configuration; `sweep -m key=a,b ...` sweeps (Hydra multirun)
 
 Every command takes Hydra-style overrides, e.g. corpus.path=DIR golden.path=FILE.
@@ -134,6 +136,7 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "export": _lazy(".decide", "cmd_export"),
     "flips": _lazy(".decide", "cmd_flips"),
     "baseline": _lazy(".baseline", "cmd_baseline"),
+    "rerun": _lazy(".rerun", "cmd_rerun"),
 }
 
 
