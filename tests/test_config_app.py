@@ -127,3 +127,16 @@ def test_python_m_sweep_help_works_from_another_folder(tmp_path: Path) -> None:
     res = run_cli("-m", "sweep", "--cfg", "job", "tracking=off", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert str(ROOT / "data" / "demo" / "corpus") in res.stdout or "project_root" in res.stdout
+
+
+def test_a_sweep_that_left_no_report_fails_instead_of_finishing_empty(tmp_path, capsys) -> None:
+    from omegaconf import OmegaConf
+
+    from sweep.app import MlflowSweepCallback
+
+    cfg = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path / "multirun")}}})
+    with pytest.raises(SystemExit) as exc:
+        MlflowSweepCallback().on_multirun_end(cfg)
+    assert exc.value.code == 1
+    err = capsys.readouterr().err
+    assert f"error: no job report under {tmp_path / 'multirun'}" in err

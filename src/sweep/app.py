@@ -235,9 +235,13 @@ class MlflowSweepCallback(Callback):
             artifacts.append(plot)
         rp.print_comparison(axes, rows)
         failed = [r for r in rows if r["status"] != "FINISHED"]
+        if not rows:
+            # e.g. remote workers that resolved a relative hydra.sweep.dir in their own cwd
+            failed = [{"error": f"no job report under {sweep_dir} (the jobs wrote elsewhere or "
+                       "never ran; use an absolute hydra.sweep.dir on a shared filesystem)"}]
         if self.parent and self.uri:
             best = next((r for r in rows if r["status"] == "FINISHED"), None)
-            metrics = {"n_configs": len(rows), "n_failed": len(failed)}
+            metrics = {"n_configs": len(rows), "n_failed": len(failed) if rows else 0}
             if best is not None and isinstance(best["headline"], int | float):
                 metrics[f"best_{best['headline_metric']}"] = best["headline"]
             try:
@@ -252,6 +256,9 @@ class MlflowSweepCallback(Callback):
                 sys.exit(1)
             finally:
                 os.environ.pop(tracking.PARENT_ENV, None)
+        if not rows:
+            print(f"error: {failed[0]['error']}", file=sys.stderr)
+            sys.exit(1)
         if failed:
             print(f"error: {len(failed)} of {len(rows)} configurations failed; first: "
                   f"{failed[0].get('error')}", file=sys.stderr)

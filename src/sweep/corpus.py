@@ -59,8 +59,8 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 def normalize_text(text: str) -> str:
     """NFC, no BOM, ``\\n`` line ends: offsets are then stable whatever editor wrote the file."""
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    # lstrip, not one character: a file saved twice by BOM-adding tools starts with two
+    text = text.lstrip("\ufeff")
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     return unicodedata.normalize("NFC", text)
 

@@ -1,0 +1,117 @@
+"""Launcher configs for sweeps that outgrow one machine (conf/hydra/launcher/*.yaml, fast).
+
+The plugins are optional extras (`.[slurm]`, `.[ray]`) that CI does not install: the YAML
+structure is always checked; composing through Hydra is checked when the plugin is importable.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import tomllib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from sweep import tracking
+
+LAUNCHERS = ROOT / "conf" / "hydra" / "launcher"
+
+
+def _load(name: str) -> dict[str, Any]:
+    data = yaml.safe_load((LAUNCHERS / f"{name}.yaml").read_text(encoding="utf-8"))
+    assert isinstance(data, dict), name
+    return data
+
+
+def _has(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+HAS_SUBMITIT = _has("hydra_plugins.hydra_submitit_launcher")
+HAS_RAY = _has("hydra_plugins.hydra_ray_launcher")
+
+
+def test_slurm_yaml_extends_submitit_slurm_with_the_documented_keys() -> None:
+    cfg = _load("slurm")
+    assert cfg["defaults"] == ["submitit_slurm", "_self_"]
+    for key in ("partition", "timeout_min", "cpus_per_task", "mem_gb", "array_parallelism",
+                "setup"):
+        assert key in cfg, key
+    assert cfg["timeout_min"] > 0 and cfg["cpus_per_task"] >= 1 and cfg["mem_gb"] >= 1
+    assert "export HF_HUB_OFFLINE=1" in cfg["setup"]
+    assert cfg["additional_parameters"]["export"] == "ALL"  # carries the parent run id
+    assert all(isinstance(line, str) for line in cfg["setup"])
+
+
+def test_slurm_local_yaml_uses_the_local_executor() -> None:
+    cfg = _load("slurm_local")
+    assert cfg["defaults"] == ["submitit_local", "_self_"]
+    assert cfg["timeout_min"] > 0
+
+
+def test_ray_cluster_yaml_joins_a_cluster_and_forwards_the_parent_run_id() -> None:
+    cfg = _load("ray_cluster")
+    assert cfg["defaults"] == ["ray", "_self_"]
+    init, remote = cfg["ray"]["init"], cfg["ray"]["remote"]
+    assert "RAY_ADDRESS" in init["address"]
+    # hydra-ray-launcher would otherwise add object_store_memory, which Ray refuses when
+    # joining an existing cluster.
+    assert "object_store_memory" in init and init["object_store_memory"] is None
+    env = remote["runtime_env"]["env_vars"]
+    # Workers of a running cluster do not inherit the driver's environment: the variable the
+    # sweep callback sets must be the one forwarded, or child runs lose their parent.
+    assert tracking.PARENT_ENV in env and tracking.PARENT_ENV in env[tracking.PARENT_ENV]
+    assert env["HF_HUB_OFFLINE"] == "1"
+    assert all(isinstance(v, str) for v in env.values())  # Ray wants strings
+
+
+def test_extras_declare_the_launcher_plugins() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = project["optional-dependencies"]
+    assert any(dep.startswith("hydra-submitit-launcher") for dep in extras["slurm"])
+    assert any(dep.startswith("hydra-ray-launcher") for dep in extras["ray"])
+
+
+@pytest.fixture
+def hydra_launcher_config(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    from hydra import compose, initialize_config_dir
+
+    from sweep.config import conf_dir, register
+
+    register()
+    monkeypatch.setenv(tracking.PARENT_ENV, "parent-123")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+
+    def launcher(name: str, *overrides: str) -> Any:
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3",
+                                   job_name="sweep"):
+            cfg = compose(config_name="config", return_hydra_config=True,
+                          overrides=[f"hydra/launcher={name}", *overrides])
+        return cfg.hydra.launcher
+
+    yield launcher
+
+
+@pytest.mark.skipif(not HAS_SUBMITIT, reason="optional extra not installed: pip install -e '.[slurm]'")
+def test_slurm_composes_through_hydra(hydra_launcher_config: Any) -> None:
+    launcher = hydra_launcher_config("slurm", "hydra.launcher.partition=cpu")
+    assert launcher._target_.endswith("SlurmLauncher")
+    assert launcher.partition == "cpu"
+    assert launcher.cpus_per_task == 4 and launcher.mem_gb == 16
+    assert "export HF_HUB_OFFLINE=1" in list(launcher.setup)
+    local = hydra_launcher_config("slurm_local")
+    assert local._target_.endswith("LocalLauncher")
+
+
+@pytest.mark.skipif(not HAS_RAY, reason="optional extra not installed: pip install -e '.[ray]'")
+def test_ray_cluster_composes_through_hydra(hydra_launcher_config: Any) -> None:
+    launcher = hydra_launcher_config("ray_cluster")
+    assert launcher._target_.endswith("RayLauncher")
+    assert launcher.ray.init.address == "auto"
+    assert launcher.ray.remote.runtime_env.env_vars[tracking.PARENT_ENV] == "parent-123"
