@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-slow test-all lint ui clean compare gate mlflow-server bench
+.PHONY: help install demo test test-slow test-all lint ui clean compare gate mlflow-server bench browser
 
 help: ## show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -34,8 +34,19 @@ demo: install ## sweep the bundled demo corpus (experiments/chunking_grid.yaml) 
 test: install ## the fast test suite (what CI gates on)
 	$(PY) -m pytest -m "not slow" -q
 
-test-slow: install ## the slow end-to-end tests (real model, real MLflow store)
+test-slow: install browser ## the slow end-to-end tests (real model, real MLflow store, browser)
 	$(PY) -m pytest -m slow -q
+
+# The `sweep label` browser test drives Debian's chromium; apt-get only when one is missing.
+browser: ## install chromium + chromedriver (apt-get; sudo when not root) for the browser test
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then \
+		echo ">> chromium and chromedriver are installed"; \
+	else \
+		SUDO=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
+		echo ">> installing chromium chromium-driver with apt-get"; \
+		$$SUDO apt-get update -q && \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
+	fi
 
 test-all: test test-slow ## both suites
 

@@ -31,6 +31,8 @@ commands:
   baseline        check [--tolerance T] [overrides...] | update [--allow-regression]: the CI gate
   rerun           --top N [--sweep latest|RUN_ID] [--metric M] [overrides...]: the best N of a
                   sweep again as a new sweep (generation on the best few; static -> transformer)
+  label           [--corpus DIR] [--golden FILE] [--port 8765] [--no-dense]: a local page
+                  (127.0.0.1) to label golden questions: search, select evidence, save
   (none)          run one configuration; `sweep -m key=a,b ...` sweeps (Hydra multirun)
 
 Every command takes Hydra-style overrides, e.g. corpus.path=DIR golden.path=FILE.
@@ -137,6 +139,7 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "flips": _lazy(".decide", "cmd_flips"),
     "baseline": _lazy(".baseline", "cmd_baseline"),
     "rerun": _lazy(".rerun", "cmd_rerun"),
+    "label": _lazy(".label", "cmd_label"),
 }
 
 

@@ -107,6 +107,57 @@ def _similar(a: NumberMention, b: NumberMention, min_overlap: float) -> bool:
     return shared >= 5 and shared / smaller >= min_overlap
 
 
+@dataclass(frozen=True)
+class Conflict:
+    """A number in some evidence (``mine``) and a near-duplicate passage in another document
+    that states a different value (``other``)."""
+
+    mine: NumberMention
+    other: NumberMention
+
+
+class NumberIndex:
+    """Every number with a unit in a corpus, built once, to check evidence spans against.
+
+    Shared by `sweep validate` (whole golden set) and `sweep label` (one selection at a time).
+    """
+
+    def __init__(self, docs: Sequence[Document], min_overlap: float = 0.6) -> None:
+        self.min_overlap = min_overlap
+        self.by_doc = {d.doc_id: d for d in docs}
+        self.mentions = {d.doc_id: number_mentions(d) for d in docs}
+        self.by_unit: dict[str, list[NumberMention]] = {}
+        for ms in self.mentions.values():
+            for mention in ms:
+                self.by_unit.setdefault(mention.unit, []).append(mention)
+
+    def conflicts(self, doc_id: str, start: int, end: int,
+                  reported: set[tuple[str, int]] | None = None) -> list[Conflict]:
+        """Numbers inside ``[start, end)`` of ``doc_id`` contradicted elsewhere; a passage
+        already in ``reported`` (updated in place) is not reported twice."""
+        reported = set() if reported is None else reported
+        out = []
+        for mine in self.mentions.get(doc_id, []):
+            if not start <= mine.start < end:
+                continue
+            for other in self.by_unit.get(mine.unit, []):
+                if (other.doc_id == doc_id or other.value == mine.value
+                        or (other.doc_id, other.start) in reported
+                        or not _similar(mine, other, self.min_overlap)):
+                    continue
+                reported.add((other.doc_id, other.start))
+                out.append(Conflict(mine, other))
+        return out
+
+    def describe(self, conflict: Conflict) -> str:
+        """``says '30 days' (a.md) but a near-duplicate passage in faq.md:23 says '14 days'``"""
+        mine, other = conflict.mine, conflict.other
+        odoc = self.by_doc[other.doc_id]
+        line = odoc.text.count("\n", 0, other.start) + 1
+        return (f"says {mine.phrase!r} ({self.by_doc[mine.doc_id].source}) but a near-duplicate "
+                f"passage in {odoc.source}:{line} says {other.phrase!r}")
+
+
 def conflict_problems(resolved: Sequence[ResolvedItem], docs: Sequence[Document], file: str,
                       min_overlap: float = 0.6) -> list[Problem]:
     """Evidence that states a number which a near-duplicate passage elsewhere contradicts.
@@ -115,30 +166,13 @@ def conflict_problems(resolved: Sequence[ResolvedItem], docs: Sequence[Document]
     in an item's evidence is compared with every number of the same unit in OTHER documents;
     when the words around them match (see `_similar`) and the values differ, the item gets a warning naming both places.
     """
-    by_doc = {d.doc_id: d for d in docs}
-    mentions = {d.doc_id: number_mentions(d) for d in docs}
-    by_unit: dict[str, list[NumberMention]] = {}
-    for ms in mentions.values():
-        for mention in ms:
-            by_unit.setdefault(mention.unit, []).append(mention)
+    index = NumberIndex(docs, min_overlap)
     problems = []
     for item in resolved:
         reported: set[tuple[str, int]] = set()
         for i, (doc_id, start, end) in enumerate(item.spans):
-            for mine in mentions.get(doc_id, []):
-                if not start <= mine.start < end:
-                    continue
-                for other in by_unit.get(mine.unit, []):
-                    if (other.doc_id == doc_id or other.value == mine.value
-                            or (other.doc_id, other.start) in reported
-                            or not _similar(mine, other, min_overlap)):
-                        continue
-                    reported.add((other.doc_id, other.start))
-                    odoc = by_doc[other.doc_id]
-                    line = odoc.text.count("\n", 0, other.start) + 1
-                    problems.append(Problem(
-                        file, item.item.line, f"evidence[{i}]" if item.source == "evidence"
-                        else "relevant_chunk_ids",
-                        f"says {mine.phrase!r} ({by_doc[doc_id].source}) but a near-duplicate "
-                        f"passage in {odoc.source}:{line} says {other.phrase!r}", "warning"))
+            for conflict in index.conflicts(doc_id, start, end, reported):
+                problems.append(Problem(
+                    file, item.item.line, f"evidence[{i}]" if item.source == "evidence"
+                    else "relevant_chunk_ids", index.describe(conflict), "warning"))
     return problems
