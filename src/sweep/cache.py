@@ -33,19 +33,26 @@ def text_key(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
 
 
+def open_db(path: Path, schema: str, what: str) -> sqlite3.Connection:
+    """A SQLite file in WAL mode (readers never wait for the writer; a busy writer is waited
+    for up to two minutes), autocommit, with ``schema`` applied."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(str(path), timeout=120, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute(schema)
+    except (OSError, sqlite3.Error) as exc:
+        raise SweepError(f"cache.dir: cannot open the {what} {path} ({exc})",
+                         hint="set cache.dir to a writable folder or cache.enabled=false") \
+            from None
+    return db
+
+
 class EmbeddingCache:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(self.path), timeout=120, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(_SCHEMA)
-        except (OSError, sqlite3.Error) as exc:
-            raise SweepError(f"cache.dir: cannot open the embedding cache {self.path} ({exc})",
-                             hint="set cache.dir to a writable folder or cache.enabled=false") \
-                from None
+        self._db = open_db(self.path, _SCHEMA, "embedding cache")
 
     def get_many(self, model: str, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         found: dict[bytes, np.ndarray] = {}
@@ -113,16 +120,8 @@ class JudgeCache:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(self.path), timeout=120, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS verdicts (key BLOB PRIMARY KEY, "
-                             "reply TEXT NOT NULL) WITHOUT ROWID")
-        except (OSError, sqlite3.Error) as exc:
-            raise SweepError(f"cache.dir: cannot open the judge cache {self.path} ({exc})",
-                             hint="set cache.dir to a writable folder or cache.enabled=false") \
-                from None
+        self._db = open_db(self.path, "CREATE TABLE IF NOT EXISTS verdicts (key BLOB PRIMARY "
+                           "KEY, reply TEXT NOT NULL) WITHOUT ROWID", "judge cache")
 
     @staticmethod
     def key(*parts: str) -> bytes:
