@@ -399,13 +399,23 @@ def chunk_document(doc: Document, starts: np.ndarray, spec: ChunkSpec) -> list[C
     return chunks
 
 
+def corpus_token_starts(docs: Sequence[Document], tokenizer: ChunkTokenizer
+                        ) -> list[np.ndarray]:
+    """Token starts of every document: the same for every chunking with this tokenizer, so a
+    sweep computes them once (tokenising is most of the cost of chunking)."""
+    return [tokenizer.token_starts(doc.text) for doc in docs]
+
+
 def chunk_corpus(
-    docs: Sequence[Document], spec: ChunkSpec, tokenizer: ChunkTokenizer
+    docs: Sequence[Document], spec: ChunkSpec, tokenizer: ChunkTokenizer,
+    starts: Sequence[np.ndarray] | None = None,
 ) -> list[Chunk]:
     spec.validate()
+    if starts is None:
+        starts = corpus_token_starts(docs, tokenizer)
     chunks: list[Chunk] = []
-    for doc in docs:
-        chunks.extend(chunk_document(doc, tokenizer.token_starts(doc.text), spec))
+    for doc, doc_starts in zip(docs, starts, strict=True):
+        chunks.extend(chunk_document(doc, doc_starts, spec))
     return chunks
 
 

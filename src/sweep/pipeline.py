@@ -20,7 +20,14 @@ from typing import Any
 import numpy as np
 
 from .cache import get_cache, get_judge_cache
-from .chunking import Chunk, ChunkSpec, chunk_corpus, chunk_stats, load_chunk_tokenizer
+from .chunking import (
+    Chunk,
+    ChunkSpec,
+    chunk_corpus,
+    chunk_stats,
+    corpus_token_starts,
+    load_chunk_tokenizer,
+)
 from .config import Config, to_container
 from .corpus import Document, corpus_fingerprint, load_corpus
 from .embedding import Embedder, EmbeddingSpec, get_embedder
@@ -67,6 +74,7 @@ class JobResult:
 class _Memo:
     corpora: dict[tuple, tuple[list[Document], str]] = field(default_factory=dict)
     chunks: dict[tuple, list[Chunk]] = field(default_factory=dict)
+    starts: dict[tuple, list[np.ndarray]] = field(default_factory=dict)
     bm25: dict[tuple, tuple[BM25Index, float]] = field(default_factory=dict)
     goldens: dict[str, GoldenSet] = field(default_factory=dict)
     resolved: dict[tuple, list[ResolvedItem]] = field(default_factory=dict)
@@ -93,7 +101,10 @@ def chunks_for(docs: list[Document], fingerprint: str, spec: ChunkSpec,
                tokenizer: str) -> list[Chunk]:
     key = (fingerprint, spec, tokenizer)
     if key not in _MEMO.chunks:
-        _MEMO.chunks[key] = chunk_corpus(docs, spec, load_chunk_tokenizer(tokenizer))
+        tok = load_chunk_tokenizer(tokenizer)
+        if (fingerprint, tokenizer) not in _MEMO.starts:
+            _MEMO.starts[(fingerprint, tokenizer)] = corpus_token_starts(docs, tok)
+        _MEMO.chunks[key] = chunk_corpus(docs, spec, tok, _MEMO.starts[(fingerprint, tokenizer)])
     return _MEMO.chunks[key]
 
 
