@@ -167,6 +167,9 @@ def test_run_generation_accuracy_tax_and_diagnosis_by_hand() -> None:
     assert (s["n_ok"], s["n_retrieval_bug"], s["n_generation_bug"], s["n_oracle_fail"],
             s["n_ungraded"]) == (1, 1, 1, 1, 1)
     assert out.rows["5"]["oracle_correct"] is None and out.rows["5"]["grade_method"] == "none"
+    # per-question values whose means are the summary (what `sweep compare` pairs)
+    assert [out.rows[q].get("retrieval_tax") for q in "12345"] == [0.0, 1.0, 1.0, 0.0, None]
+    assert [out.rows[q].get("answer_accuracy_live") for q in "1234"] == [1.0, 0.0, 0.0, 0.0]
     assert s["gen_calls"] == 10 and s["gen_prompt_tokens"] == 50
     assert s["gen_completion_tokens"] == 10
 
@@ -320,3 +323,12 @@ def test_first_failure_stops_the_batch_quickly() -> None:
         with pytest.raises(SweepError, match="HTTP 400"):
             client.complete_all([[{"role": "user", "content": "x"}]] * 50, 0.0, 8, False, "t")
     assert len(srv.requests) < 50  # what had not started was cancelled
+
+
+def test_compare_ranks_generation_metrics_the_right_way_round() -> None:
+    from sweep.decide import lower_is_better
+
+    assert lower_is_better("retrieval_tax") and lower_is_better("n_retrieval_bug")
+    assert lower_is_better("cost_estimate_usd") and lower_is_better("ungraded_count")
+    assert not lower_is_better("answer_accuracy_live")
+    assert not lower_is_better("answer_accuracy_oracle") and not lower_is_better("n_ok")

@@ -43,7 +43,9 @@ WINNERS_DIR = PROJECT_ROOT / "experiments" / "winners"
 # Params that never make a configuration different.
 _IGNORED_PARAM_PREFIXES = ("tracking.",)
 _LOWER_IS_BETTER = ("context_tokens_", "latency_", "time_", "index_bytes_", "index_build_",
-                    "n_orphans", "truncated_fraction", "n_oversize")
+                    "n_orphans", "truncated_fraction", "n_oversize", "retrieval_tax",
+                    "ungraded_count", "n_ungraded", "n_retrieval_bug", "n_generation_bug",
+                    "n_oracle_fail", "cost_estimate_usd", "gen_", "judge_")
 
 
 # --- statistics (pure) ---------------------------------------------------------------------

@@ -474,6 +474,11 @@ def run_generation(items: Sequence[GenItem], reader: Reader, judge: Judge | None
             "grade_method": ohow[i] if ohow[i] == lhow[i] else f"{ohow[i]}/{lhow[i]}",
             "evidence_in_live": it.evidence_in_live, "diagnosis": d,
         }
+        if ov[i] is not None and lv[i] is not None:
+            # Per-question values of the averaged metrics, so `sweep compare` can pair them.
+            rows[it.qid].update(answer_accuracy_oracle=float(ov[i]),
+                                answer_accuracy_live=float(lv[i]),
+                                retrieval_tax=float(ov[i]) - float(lv[i]))
     summary: dict[str, float] = {
         "n_generated": float(len(items)),
         "n_graded": float(len(both)),
