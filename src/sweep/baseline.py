@@ -26,6 +26,7 @@ from typing import Any
 
 from .config import PROJECT_ROOT, flatten
 from .errors import SweepError
+from .files import atomic_write
 
 BASELINE_PATH = PROJECT_ROOT / "evals" / "baseline.json"
 GATED = ("recall_at_5", "mrr", "evidence_recall_at_5")
@@ -282,7 +283,7 @@ def _update(argv: Sequence[str]) -> int:
                   "(pass --allow-regression to accept it)", file=sys.stderr)
             return 1
     args.baseline.parent.mkdir(parents=True, exist_ok=True)
-    args.baseline.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    atomic_write(Path(args.baseline), json.dumps(doc, indent=2) + "\n")
     for m in metrics:
         before = f"{float(old['metrics'][m]):.4f} -> " if old and m in old["metrics"] else ""
         print(f"{m:<24} {before}{doc['metrics'][m]:.4f}")

@@ -30,6 +30,7 @@ import yaml
 from . import tracking
 from .config import PROJECT_ROOT
 from .errors import SweepError
+from .files import atomic_write
 from .report import differing_keys, format_value, plot_metric_vs_size, pyplot, save_figure
 
 DEFAULT_METRIC = "recall_at_5"
@@ -569,7 +570,7 @@ def cmd_export(argv: Sequence[str]) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name}.yaml"
     existed = path.exists()
-    path.write_text(winner_yaml(sections, header), encoding="utf-8")
+    atomic_write(path, winner_yaml(sections, header))
     tracking.set_tags(uri, winner["run_id"], {"winner": "true", "winner_name": name,
                                               "winner_metric": t.metric})
     tracking.set_tags(uri, t.parent["run_id"], {"winner_run_id": winner["run_id"],

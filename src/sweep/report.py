@@ -8,8 +8,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ from typing import Any
 import yaml
 
 from .config import flatten
+from .files import atomic_write
 
 REPORT = "report.json"
 PER_QUESTION = "per_question.csv"
@@ -45,18 +44,6 @@ def result_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
             and k != "n_texts_encoded"}
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _json_safe(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -69,13 +56,13 @@ def _json_safe(value: Any) -> Any:
 
 def write_report(folder: Path, report: dict[str, Any]) -> Path:
     path = folder / REPORT
-    _atomic_write(path, json.dumps(_json_safe(report), indent=2, sort_keys=False) + "\n")
+    atomic_write(path, json.dumps(_json_safe(report), indent=2, sort_keys=False) + "\n")
     return path
 
 
 def write_config(folder: Path, plain_config: dict[str, Any]) -> Path:
     path = folder / CONFIG
-    _atomic_write(path, yaml.safe_dump(plain_config, sort_keys=False))
+    atomic_write(path, yaml.safe_dump(plain_config, sort_keys=False))
     return path
 
 
@@ -91,7 +78,7 @@ def write_per_question(folder: Path, rows: Sequence[dict[str, Any]]) -> Path:
     writer.writeheader()
     for row in rows:
         writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in columns})
-    _atomic_write(path, buf.getvalue())
+    atomic_write(path, buf.getvalue())
     return path
 
 
@@ -170,14 +157,14 @@ def write_comparison(sweep_dir: Path, axes: Sequence[str], rows: Sequence[dict[s
     for row in rows:
         writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in columns})
     csv_path = Path(sweep_dir) / "comparison.csv"
-    _atomic_write(csv_path, buf.getvalue())
+    atomic_write(csv_path, buf.getvalue())
     shown = [*axes, "headline", *TABLE_METRICS]
     lines = ["| rank | " + " | ".join(shown) + " |", "|" + "---|" * (len(shown) + 1)]
     for i, row in enumerate(rows, start=1):
         cells = [format_value(row.get(c)) for c in shown]
         lines.append(f"| {i} | " + " | ".join(cells) + " |")
     md_path = Path(sweep_dir) / "comparison.md"
-    _atomic_write(md_path, "\n".join(lines) + "\n")
+    atomic_write(md_path, "\n".join(lines) + "\n")
     return [csv_path, md_path]
 
 

@@ -342,7 +342,7 @@ class LabelApp:
         ref = reference_path(self.store.path)
         if self.reference_from != "new" or ref.exists():
             return
-        from .store import atomic_write
+        from ..files import atomic_write
 
         spec = self.settings.chunk
         text = ("# The chunking that the chunk ids in "

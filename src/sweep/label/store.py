@@ -20,8 +20,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
-import tempfile
 import threading
 from collections import Counter
 from dataclasses import dataclass
@@ -29,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SweepError
+from ..files import atomic_write, fsync_dir
 from ..golden import KNOWN_FIELDS, parse_golden_lines
 
 # Field order of a written line: the seed format first, as in data/demo/golden.jsonl.
@@ -63,19 +62,6 @@ def dump_line(obj: dict[str, Any]) -> str:
     return json.dumps(ordered, ensure_ascii=False)
 
 
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # some platforms cannot open a folder; the rename is still atomic
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def append_bytes(path: Path, data: bytes) -> None:
     """Append ``data`` in one write; on failure the file is cut back to its previous length."""
     created = not path.exists()
@@ -96,24 +82,7 @@ def append_bytes(path: Path, data: bytes) -> None:
     finally:
         os.close(fd)
     if created:
-        _fsync_dir(path.parent)
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data``: temp file in the same folder, fsync, rename, fsync."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if path.exists():
-            shutil.copymode(path, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
+        fsync_dir(path.parent)
 
 
 class GoldenFile:
