@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from tqdm.auto import tqdm
 from .cache import JudgeCache
 from .chunking import split_sentences
 from .errors import SweepError
+from .net import connect_error
 
 log = logging.getLogger(__name__)
 
@@ -289,14 +289,10 @@ class ChatClient:
     def preflight(self, timeout: float = 3.0) -> None:
         """Fail in seconds when nothing listens at ``base_url`` (the SDK would retry with
         back-off first)."""
-        parsed = urlparse(self.ep.base_url)
-        port = parsed.port or (443 if parsed.scheme == "https" else 80)
-        try:
-            socket.create_connection((parsed.hostname, port), timeout=timeout).close()
-        except OSError as exc:
+        reason = connect_error(self.ep.base_url, timeout)
+        if reason is not None:
             raise SweepError(f"{self.ep.section}.base_url={self.ep.base_url}: cannot reach the "
-                             f"endpoint ({exc.strerror or exc})",
-                             hint="start the server or fix the URL") from None
+                             f"endpoint ({reason})", hint="start the server or fix the URL")
 
     def complete(self, messages: Sequence[dict[str, str]], temperature: float,
                  max_tokens: int) -> Answer:

@@ -11,16 +11,15 @@ import logging
 import math
 import os
 import re
-import socket
 import subprocess
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from .config import PROJECT_ROOT, flatten
 from .errors import SweepError
+from .net import connect_error
 
 log = logging.getLogger(__name__)
 
@@ -44,17 +43,11 @@ def sqlite_path(uri: str) -> Path | None:
 def check_reachable(uri: str, timeout: float = 5.0) -> None:
     """Fail in seconds, not minutes, when an http(s) tracking server is not listening
     (MLflow's own client retries with back-off for several minutes)."""
-    parsed = urlparse(uri)
-    if parsed.scheme not in ("http", "https"):
-        return
-    port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    try:
-        socket.create_connection((parsed.hostname or "localhost", port), timeout=timeout).close()
-    except OSError as exc:
-        raise SweepError(f"tracking.uri={uri}: cannot reach the MLflow server "
-                         f"({exc.strerror or exc})",
+    reason = connect_error(uri, timeout)
+    if reason is not None:
+        raise SweepError(f"tracking.uri={uri}: cannot reach the MLflow server ({reason})",
                          hint="start the server, fix the URI, or set tracking.enabled=false; "
-                         "reports are still written to the job folder") from None
+                         "reports are still written to the job folder")
 
 
 def preflight(uri: str) -> None:
