@@ -211,10 +211,14 @@ def config_hash(plain: dict[str, Any], corpus_fp: str, golden_fp: str) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def embedder_for(cfg: Config) -> Embedder:
+def embedding_spec(cfg: Config) -> EmbeddingSpec:
     e = cfg.embedding
-    embedder = get_embedder(EmbeddingSpec(e.name, e.family.value, e.distill_from, e.pca_dims,
-                                          e.batch_size, e.query_prefix, e.document_prefix))
+    return EmbeddingSpec(e.name, e.family.value, e.distill_from, e.pca_dims, e.batch_size,
+                         e.query_prefix, e.document_prefix)
+
+
+def embedder_for(cfg: Config) -> Embedder:
+    embedder = get_embedder(embedding_spec(cfg))
     embedder.cache = get_cache(cfg.cache.dir) if cfg.cache.enabled else None
     return embedder
 

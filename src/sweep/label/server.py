@@ -326,11 +326,9 @@ def cmd_label(argv: Sequence[str]) -> int:
     server.quiet = not args.verbose
     dense_spec = None
     if not args.no_dense:
-        from ..embedding import EmbeddingSpec
+        from ..pipeline import embedding_spec
 
-        e = cfg.embedding
-        dense_spec = EmbeddingSpec(e.name, e.family.value, e.distill_from, e.pca_dims,
-                                   e.batch_size, e.query_prefix, e.document_prefix)
+        dense_spec = embedding_spec(cfg)
     say(f"sweep label: corpus {settings.corpus}, golden {settings.golden}")
     try:
         server.app = build_app(settings, dense_spec=dense_spec,
