@@ -25,18 +25,23 @@ class ValidationResult:
         return [p for p in self.problems if p.severity == "warning"]
 
 
+def absent_mentions(mentions: Sequence[str], evidence: Sequence[str]) -> list[int]:
+    """Indexes of the ``mentions`` found (case-insensitively) in none of the ``evidence`` texts;
+    none when there is no evidence to look in. Shared by `sweep validate` and `sweep label`."""
+    texts = [t.lower() for t in evidence]
+    if not texts:
+        return []
+    return [i for i, m in enumerate(mentions) if not any(m.lower() in t for t in texts)]
+
+
 def mention_problems(resolved: ResolvedItem, docs: dict[str, Document], file: str
                      ) -> list[Problem]:
     """``answer_must_mention`` strings that occur in none of the item's evidence text."""
-    texts = [docs[d].text[s:e].lower() for d, s, e in resolved.spans]
-    if not texts:
-        return []
-    return [
-        Problem(file, resolved.item.line, f"answer_must_mention[{i}]",
-                f"{mention!r} occurs in none of the item's evidence", "warning")
-        for i, mention in enumerate(resolved.item.answer_must_mention)
-        if not any(mention.lower() in t for t in texts)
-    ]
+    mentions = resolved.item.answer_must_mention
+    evidence = [docs[d].text[s:e] for d, s, e in resolved.spans]
+    return [Problem(file, resolved.item.line, f"answer_must_mention[{i}]",
+                    f"{mentions[i]!r} occurs in none of the item's evidence", "warning")
+            for i in absent_mentions(mentions, evidence)]
 
 
 def check_golden(golden: GoldenSet, resolved: list[ResolvedItem], docs: list[Document]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..corpus import Document
 from ..lexical import ENGLISH_STOPWORDS
-from ..validate import _NUMBER, NumberIndex
+from ..validate import _NUMBER, NumberIndex, absent_mentions
 
 # Share of the question's content words found in the evidence from which it is flagged.
 OVERLAP_WARN = 0.6
@@ -131,8 +131,6 @@ def label_warnings(question: str, spans: Sequence[Span], mentions: Sequence[str]
                                 f"{shared} of the question's {total} content words appear in "
                                 "the evidence: a real user rarely uses the document's own "
                                 "wording (synthetic-question smell); rephrase it as they would"))
-    texts = [s.quote.lower() for s in spans]
-    for mention in mentions:
-        if texts and not any(mention.lower() in t for t in texts):
-            out.append(Warning_("mention", f"{mention!r} occurs in none of the evidence"))
+    for i in absent_mentions(mentions, [s.quote for s in spans]):
+        out.append(Warning_("mention", f"{mentions[i]!r} occurs in none of the evidence"))
     return out
