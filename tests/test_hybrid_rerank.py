@@ -56,6 +56,23 @@ def test_rerank_follows_scores_within_the_pool_and_keeps_the_tail() -> None:
 def test_lexical_search_drops_chunks_without_a_query_word() -> None:
     scores = np.array([0.0, 2.0, 0.0, 1.0])
     assert lexical_search(scores, np.arange(4), 10).indices == (1, 3)
+    assert lexical_search(scores, np.array([3, 2, 1, 0]), 1) == Ranking((1,), (2.0,))
+    assert lexical_search(np.zeros(5), np.arange(5), 3) == Ranking((), ())
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_lexical_search_equals_a_full_sort_without_the_zeros(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    # Mostly zeros, few distinct positive values: many ties, at the cut too.
+    scores = np.where(rng.random(n) < 0.8, 0.0, rng.integers(1, 5, n).astype(float))
+    tiebreak = rng.permutation(n)
+    depth = int(rng.integers(1, 60))
+    expected = sorted((i for i in range(n) if scores[i] > 0),
+                      key=lambda i: (-scores[i], tiebreak[i]))[:depth]
+    got = lexical_search(scores, tiebreak, depth)
+    assert got.indices == tuple(expected)
+    assert got.scores == tuple(scores[i] for i in expected)
 
 
 def test_bm25_backends_give_the_same_scores_on_a_small_corpus() -> None:
@@ -95,6 +112,12 @@ def test_search_diagnosis_and_latency_stages() -> None:
         res.times_ms)
     summary = latency_summary([res.times_ms, search.run("refund").times_ms])
     assert summary["latency_end_to_end_p50_ms"] <= summary["latency_end_to_end_p95_ms"]
+    # A query embedded (and timed) elsewhere: its time is the query_embed stage and counts
+    # into end_to_end, on top of this search's own stages.
+    timed = search.run("ERR_4021", np.array([0, 0, 1], dtype=np.float32), query_ms=1000.0)
+    assert timed.final == res.final and timed.times_ms["query_embed"] == 1000.0
+    own = sum(v for k, v in timed.times_ms.items() if k not in ("query_embed", "end_to_end"))
+    assert 1000.0 + own <= timed.times_ms["end_to_end"] < 2000.0  # counted once
 
 
 @pytest.fixture(scope="module")
@@ -181,3 +204,18 @@ def test_bm25s_ranks_scifact_like_rank_bm25(shared_data: Path) -> None:
             compared += 1
     assert len(questions) == 300
     assert compared >= 295
+
+
+def test_bm25_index_is_shared_by_chunkings_with_the_same_texts() -> None:
+    from sweep.cli import compose
+    from sweep.pipeline import bm25_for
+
+    cfg = compose(["retrieval=bm25"])
+    a, _ = bm25_for(["alpha beta", "gamma"], cfg, "bm25s")
+    assert bm25_for(["alpha beta", "gamma"], cfg, "bm25s")[0] is a
+    # Same characters, cut differently: a different index.
+    assert bm25_for(["alpha", "beta gamma"], cfg, "bm25s")[0] is not a
+    assert bm25_for(["alpha betagamma"], cfg, "bm25s")[0] is not a
+    assert bm25_for(["alpha beta", "gamma"], cfg, "rank_bm25")[0] is not a
+    other = compose(["retrieval=bm25", "retrieval.bm25_k1=1.2"])
+    assert bm25_for(["alpha beta", "gamma"], other, "bm25s")[0] is not a

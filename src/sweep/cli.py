@@ -114,8 +114,8 @@ def cmd_cache(argv: Sequence[str]) -> int:
         print(f"removed {cache.clear()} vectors from {cache.path}")
         return 0
     info = cache.info()
-    print(f"{info['path']}: {info['vectors']} vectors, {info['bytes_on_disk'] / 1e6:.1f} MB "
-          "on disk")
+    print(f"{info['path']}: {info['vectors']} vectors, {info['token_lengths']} token lengths, "
+          f"{info['bytes_on_disk'] / 1e6:.1f} MB on disk")
     for model, stats in info["models"].items():  # type: ignore[union-attr]
         print(f"  model {model}: {stats['vectors']} vectors")
     return 0

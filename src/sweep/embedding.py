@@ -16,6 +16,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,8 @@ class Embedder:
             f"{self.max_seq_length}|l2".encode()
         ).hexdigest()[:16]
         self._cache: dict[bytes, np.ndarray] = {}
+        self._lengths: dict[bytes, int] = {}
+        self._timed: dict[str, tuple[np.ndarray, float]] = {}
         self.cache: EmbeddingCache | None = None  # the disk cache, set by the caller
         self.encoded_texts = 0  # texts actually sent through the model (cache misses)
 
@@ -188,15 +191,43 @@ class Embedder:
                                 normalize_embeddings=True, convert_to_numpy=True)
         return np.asarray(vec[0], dtype=np.float32)
 
+    def timed_queries(self, questions: list[str]) -> list[tuple[np.ndarray, float]]:
+        """Each question straight through the model, one at a time, with its wall time in ms:
+        what embedding a live query costs. Timed once per question in a process (the cost
+        depends on the model and the text, not on the chunking), after two untimed warm-up
+        calls, so every configuration of a sweep adds the same embedding times to its own
+        search times instead of its own noise."""
+        todo = [q for q in dict.fromkeys(questions) if q not in self._timed]
+        for q in todo[:2]:
+            self.encode_uncached(q)
+        for q in todo:
+            start = time.perf_counter()
+            vec = self.encode_uncached(q)
+            self._timed[q] = (vec, (time.perf_counter() - start) * 1000.0)
+        return [self._timed[q] for q in questions]
+
     def token_lengths(self, texts: list[str]) -> list[int] | None:
-        """Model-token lengths with special tokens, to detect silent truncation."""
+        """Model-token lengths with special tokens, to detect silent truncation: from memory,
+        else from the disk cache, else the tokenizer."""
         tokenizer = getattr(self.model, "tokenizer", None)
         if tokenizer is None or self.max_seq_length is None or not callable(tokenizer):
             return None
-        prefix = self.spec.document_prefix
-        ids = tokenizer([prefix + t for t in texts], add_special_tokens=True,
-                        truncation=False)["input_ids"]
-        return [len(x) for x in ids]
+        full = [self.spec.document_prefix + t for t in texts]
+        keys = [text_key(t) for t in full]
+        missing = {k: t for k, t in zip(keys, full, strict=True) if k not in self._lengths}
+        if missing and self.cache is not None:
+            found = self.cache.get_lengths(self.fingerprint, list(missing))
+            self._lengths.update(found)
+            for k in found:
+                del missing[k]
+        if missing:
+            ids = tokenizer(list(missing.values()), add_special_tokens=True,
+                            truncation=False)["input_ids"]
+            fresh = [(k, len(x)) for k, x in zip(missing, ids, strict=True)]
+            self._lengths.update(fresh)
+            if self.cache is not None:
+                self.cache.put_lengths(self.fingerprint, fresh)
+        return [self._lengths[k] for k in keys]
 
 
 def _load_sentence_transformer(path: str, name: str) -> Any:

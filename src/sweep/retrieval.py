@@ -42,7 +42,7 @@ def top_k(scores: np.ndarray, tiebreak: np.ndarray, depth: int) -> Ranking:
         candidates = np.arange(n)
     order = np.lexsort((tiebreak[candidates], -scores[candidates]))[:depth]
     chosen = candidates[order]
-    return Ranking(tuple(int(i) for i in chosen), tuple(float(s) for s in scores[chosen]))
+    return Ranking(tuple(chosen.tolist()), tuple(scores[chosen].tolist()))
 
 
 def dense_search(
@@ -63,9 +63,12 @@ def dense_search(
 def lexical_search(scores: np.ndarray, tiebreak: np.ndarray, depth: int) -> Ranking:
     """Top of a BM25 score vector; chunks with score 0 share no word with the query and are
     not retrieved (a lexical retriever that matched nothing returns nothing)."""
-    ranking = top_k(scores, tiebreak, depth)
-    keep = [i for i, s in enumerate(ranking.scores) if s > 0]
-    return Ranking(tuple(ranking.indices[i] for i in keep), tuple(ranking.scores[i] for i in keep))
+    # Ranked among the matches only: with fewer than ``depth`` of them, a top-k over all
+    # scores would sort every zero-score chunk just to drop it.
+    matched = np.flatnonzero(scores > 0)
+    ranking = top_k(scores[matched], tiebreak[matched], depth)
+    chosen = matched[np.asarray(ranking.indices, dtype=np.int64)]
+    return Ranking(tuple(chosen.tolist()), ranking.scores)
 
 
 def rrf_fuse(lists: Sequence[Sequence[int]], weights: Sequence[float], k: int,
