@@ -38,6 +38,24 @@ def test_rrf_hand_computed() -> None:
     assert weighted.scores[0] == pytest.approx(1 / 63 + 2 / 61, abs=1e-15)
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_rrf_equals_a_running_sum_sorted_by_score_then_id(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 80))
+    lists = [rng.permutation(n)[: int(rng.integers(0, n + 1))].tolist() for _ in range(2)]
+    weights = [float(rng.choice([0.5, 1.0, 2.0])), 1.0]
+    tie = rng.permutation(n)
+    depth = int(rng.integers(1, 100))
+    fused: dict[int, float] = {}
+    for ranked, w in zip(lists, weights, strict=True):
+        for rank, i in enumerate(ranked, start=1):
+            fused[i] = fused.get(i, 0.0) + w / (60 + rank)
+    expected = sorted(fused, key=lambda i: (-fused[i], tie[i]))[:depth]
+    got = rrf_fuse(lists, weights, 60, tie, depth)
+    assert got.indices == tuple(expected)
+    assert got.scores == tuple(fused[i] for i in expected)  # bit for bit
+
+
 def test_rrf_ties_are_broken_by_chunk_id() -> None:
     tie = tiebreak_order(["b#0", "a#0"])  # chunk 1 ("a#0") sorts first
     fused = rrf_fuse([[0], [1]], [1.0, 1.0], 60, tie, depth=2)

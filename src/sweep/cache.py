@@ -2,9 +2,10 @@
 
 Key: (model fingerprint, sha256 of the exact text sent to the model, prefix included). Value:
 the float32 vector as raw bytes (no pickle); beside it, under the same key, the text's length
-in model tokens (what the truncation check needs, so a warm run never re-tokenises). Storage: one SQLite file in WAL mode; every write
-is a transaction, so a crash leaves either the whole batch or none of it, and several jobs may
-read and write at once (SQLite serialises the writers; a busy writer is waited for).
+in model tokens (what the truncation check needs, so a warm run never re-tokenises).
+Storage: one SQLite file in WAL mode; every write is a transaction, so a crash leaves either
+the whole batch or none of it, and several jobs may read and write at once (SQLite serialises
+the writers; a busy writer is waited for).
 """
 
 from __future__ import annotations

@@ -49,6 +49,7 @@ def evaluate(
     finds call for hybrid search; answers found but ranked 5-15 call for a reranker.
     """
     locator = ChunkLocator(chunks)
+    position = {c.chunk_id: i for i, c in enumerate(chunks)}
     ks = sorted(set(spec.k) | {spec.prompt_k})
     rows: list[dict[str, Any]] = []
     values: dict[str, list[float]] = {}
@@ -88,9 +89,9 @@ def evaluate(
                 m.evidence_recall_at_budget(spans, tokens, item.spans, spec.token_budget))
             row["evidence_coverage_at_prompt_k"] = row[f"evidence_recall_at_{spec.prompt_k}"]
             found = []
+            rel_positions = {position[c] for c in rel if c in position}
             for name, lists in diagnostics.items():
-                other = [chunks[i].chunk_id for i in lists[n].indices]
-                r = m.first_relevant_rank(other, rel)
+                r = m.first_relevant_rank(lists[n].indices, rel_positions)
                 row[f"{name}_first_relevant_rank"] = r
                 if r is not None and r <= spec.prompt_k:
                     found.append(name)

@@ -12,7 +12,8 @@ Conventions (the same as trec_eval, ranx and the seed article):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import TypeVar
 
 Span = tuple[str, int, int]  # (doc_id, start, end), end exclusive
 
@@ -40,8 +41,12 @@ def hit_at_k(ranked: Sequence[str], relevant: set[str] | frozenset[str], k: int)
     return 1.0 if any(r in relevant for r in ranked[:k]) else 0.0
 
 
-def first_relevant_rank(ranked: Sequence[str], relevant: set[str] | frozenset[str]) -> int | None:
-    """1-based rank of the first relevant id in ``ranked``, or None when none was retrieved."""
+Id = TypeVar("Id", bound=Hashable)
+
+
+def first_relevant_rank(ranked: Sequence[Id], relevant: set[Id] | frozenset[Id]) -> int | None:
+    """1-based rank of the first relevant id in ``ranked``, or None when none was retrieved
+    (ids are chunk ids, or positions in a chunk list)."""
     for rank, rid in enumerate(ranked, start=1):
         if rid in relevant:
             return rank

@@ -76,12 +76,16 @@ def rrf_fuse(lists: Sequence[Sequence[int]], weights: Sequence[float], k: int,
     """Reciprocal rank fusion: ``score(d) = Σ_i w_i / (k + rank_i(d))`` over the lists that
     contain ``d`` (ranks from 1). Fused on rank, never on score, so a dense cosine and a BM25
     score need not be comparable."""
-    fused: dict[int, float] = {}
-    for ranked, weight in zip(lists, weights, strict=True):
-        for rank, idx in enumerate(ranked, start=1):
-            fused[idx] = fused.get(idx, 0.0) + weight / (k + rank)
-    order = sorted(fused, key=lambda i: (-fused[i], int(tiebreak[i])))[:depth]
-    return Ranking(tuple(order), tuple(fused[i] for i in order))
+    if not any(len(ranked) for ranked in lists):
+        return Ranking((), ())
+    idx = np.concatenate([np.asarray(ranked, dtype=np.int64) for ranked in lists])
+    parts = [weight / (k + np.arange(1, len(ranked) + 1, dtype=np.float64))
+             for ranked, weight in zip(lists, weights, strict=True)]
+    chunk, where = np.unique(idx, return_inverse=True)
+    fused = np.zeros(chunk.shape[0], dtype=np.float64)
+    np.add.at(fused, where, np.concatenate(parts))  # in list order, as a running sum would
+    order = np.lexsort((tiebreak[chunk], -fused))[:depth]
+    return Ranking(tuple(chunk[order].tolist()), tuple(fused[order].tolist()))
 
 
 def rerank(ranking: Ranking, scores: Sequence[float], tiebreak: np.ndarray) -> Ranking:
