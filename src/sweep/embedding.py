@@ -17,9 +17,10 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -155,31 +156,21 @@ class Embedder:
                ) -> np.ndarray:
         """Vectors for ``texts``: from memory, else from the disk cache, else the model."""
         prefix = self.spec.query_prefix if query else self.spec.document_prefix
-        full = [prefix + t for t in texts]
-        keys = [text_key(t) for t in full]
-        missing: dict[bytes, str] = {}
-        for k, t in zip(keys, full, strict=True):
-            if k not in self._cache:
-                missing.setdefault(k, t)
-        if missing and self.cache is not None:
-            found = self.cache.get_many(self.fingerprint, list(missing))
-            self._cache.update(found)
-            for k in found:
-                del missing[k]
-        if missing:
-            todo = list(missing.items())
-            vectors = self.model.encode(
-                [t for _, t in todo],
+
+        def run_model(todo: list[str]) -> np.ndarray:
+            self.encoded_texts += len(todo)
+            return self.model.encode(
+                todo,
                 batch_size=self.spec.batch_size,
                 show_progress_bar=progress and len(todo) > self.spec.batch_size,
                 normalize_embeddings=True,
                 convert_to_numpy=True,
             ).astype(np.float32, copy=False)
-            fresh = [(k, v) for (k, _), v in zip(todo, vectors, strict=True)]
-            self._cache.update(fresh)
-            if self.cache is not None:
-                self.cache.put_many(self.fingerprint, fresh)
-            self.encoded_texts += len(todo)
+
+        disk = self.cache
+        keys = _tiered([prefix + t for t in texts], self._cache,
+                       disk.get_many if disk is not None else None,
+                       disk.put_many if disk is not None else None, self.fingerprint, run_model)
         if not keys:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.stack([self._cache[k] for k in keys])
@@ -212,22 +203,42 @@ class Embedder:
         tokenizer = getattr(self.model, "tokenizer", None)
         if tokenizer is None or self.max_seq_length is None or not callable(tokenizer):
             return None
-        full = [self.spec.document_prefix + t for t in texts]
-        keys = [text_key(t) for t in full]
-        missing = {k: t for k, t in zip(keys, full, strict=True) if k not in self._lengths}
-        if missing and self.cache is not None:
-            found = self.cache.get_lengths(self.fingerprint, list(missing))
-            self._lengths.update(found)
-            for k in found:
-                del missing[k]
-        if missing:
-            ids = tokenizer(list(missing.values()), add_special_tokens=True,
-                            truncation=False)["input_ids"]
-            fresh = [(k, len(x)) for k, x in zip(missing, ids, strict=True)]
-            self._lengths.update(fresh)
-            if self.cache is not None:
-                self.cache.put_lengths(self.fingerprint, fresh)
+
+        def run_tokenizer(todo: list[str]) -> list[int]:
+            ids = tokenizer(todo, add_special_tokens=True, truncation=False)["input_ids"]
+            return [len(x) for x in ids]
+
+        disk = self.cache
+        keys = _tiered([self.spec.document_prefix + t for t in texts], self._lengths,
+                       disk.get_lengths if disk is not None else None,
+                       disk.put_lengths if disk is not None else None, self.fingerprint,
+                       run_tokenizer)
         return [self._lengths[k] for k in keys]
+
+
+V = TypeVar("V")
+
+
+def _tiered(texts: list[str], memory: dict[bytes, V],
+            disk_get: Callable[[str, list[bytes]], dict[bytes, V]] | None,
+            disk_put: Callable[[str, list[tuple[bytes, V]]], int] | None, model: str,
+            compute: Callable[[list[str]], Sequence[V]]) -> list[bytes]:
+    """Fill ``memory`` with a value for every text (keyed by `text_key`): what it lacks from
+    the disk cache, what that lacks computed, each distinct text once, and written back to
+    disk. Returns the texts' keys, in order."""
+    keys = [text_key(t) for t in texts]
+    missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in memory}
+    if missing and disk_get is not None:
+        found = disk_get(model, list(missing))
+        memory.update(found)
+        for k in found:
+            del missing[k]
+    if missing:
+        fresh = list(zip(missing, compute(list(missing.values())), strict=True))
+        memory.update(fresh)
+        if disk_put is not None:
+            disk_put(model, fresh)
+    return keys
 
 
 def _load_sentence_transformer(path: str, name: str) -> Any:
