@@ -136,6 +136,11 @@ def test_search_diagnosis_and_latency_stages() -> None:
     assert timed.final == res.final and timed.times_ms["query_embed"] == 1000.0
     own = sum(v for k, v in timed.times_ms.items() if k not in ("query_embed", "end_to_end"))
     assert 1000.0 + own <= timed.times_ms["end_to_end"] < 2000.0  # counted once
+    # Dense ranking handed in: no embedding stage, so query_ms is not counted.
+    given = search.run("ERR_4021", dense=res.dense, query_ms=1000.0)
+    assert "query_embed" not in given.times_ms and given.times_ms["end_to_end"] < 1000.0
+    with pytest.raises(ValueError, match="query vector or encode_query"):
+        ConfigSearch(chunks, "dense", 3, chunk_vecs=vecs).run("refund")
 
 
 @pytest.fixture(scope="module")

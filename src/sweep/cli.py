@@ -111,7 +111,7 @@ def cmd_cache(argv: Sequence[str]) -> int:
     cfg = compose(args.overrides)
     cache = get_cache(cfg.cache.dir)
     if args.action == "clear":
-        print(f"removed {cache.clear()} vectors from {cache.path}")
+        print(f"removed {cache.clear()} vectors (and their token lengths) from {cache.path}")
         return 0
     info = cache.info()
     print(f"{info['path']}: {info['vectors']} vectors, {info['token_lengths']} token lengths, "

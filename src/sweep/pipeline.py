@@ -158,6 +158,8 @@ def measure_latency(chunks: list[Chunk], method: str, cfg: Config,
         return {}
     search = make_search(chunks, method, cfg, chunk_vecs, bm25, reranker)
     sample = questions[:n]
+    if chunk_vecs is not None and embedder is None:
+        raise ValueError("dense latency needs the embedder")
     timed = (embedder.timed_queries(sample) if chunk_vecs is not None and embedder
              else [(None, None)] * n)
     for q, (vec, _) in zip(sample[:2], timed, strict=False):
@@ -276,8 +278,10 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         timings["embed_s"] = time.perf_counter() - t
         index_metrics["n_texts_encoded"] = float(embedder.encoded_texts - encoded_before)
         index_metrics["index_bytes_dense"] = float(chunk_vecs.nbytes)
-        truncated = truncation(embedder, texts, cfg.embedding.name)
 
+    t = time.perf_counter()
+    if embedder is not None:
+        truncated = truncation(embedder, texts, cfg.embedding.name)
     bm25 = None
     if uses_bm25 or cfg.retrieval.diagnose:
         # The diagnosis-only BM25 list uses bm25s: the same scores as rank-bm25 (tested on
@@ -286,6 +290,7 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         bm25, build_s = bm25_for(texts, cfg, backend)
         index_metrics["index_bytes_bm25"] = float(bm25.size_bytes())
         index_metrics["index_build_bm25_s"] = build_s
+    timings["index_s"] = time.perf_counter() - t  # truncation check, BM25 index
 
     t = time.perf_counter()
     search = make_search(chunks, method, cfg, chunk_vecs, bm25, reranker)
