@@ -41,6 +41,16 @@ def text_key(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
 
 
+def parts_key(parts: Iterable[str]) -> bytes:
+    """sha256 of a sequence of strings, each length-prefixed, so ("ab", "c") and ("a", "bc")
+    differ."""
+    h = hashlib.sha256()
+    for part in parts:
+        data = part.encode("utf-8")
+        h.update(len(data).to_bytes(8, "big") + data)
+    return h.digest()
+
+
 def open_db(path: Path, schema: str, what: str) -> sqlite3.Connection:
     """A SQLite file in WAL mode (readers never wait for the writer; a busy writer is waited
     for up to two minutes), autocommit, with ``schema`` applied."""
@@ -148,11 +158,7 @@ class JudgeCache:
 
     @staticmethod
     def key(*parts: str) -> bytes:
-        h = hashlib.sha256()
-        for part in parts:  # length-prefixed, so ("ab", "c") and ("a", "bc") differ
-            data = part.encode("utf-8")
-            h.update(len(data).to_bytes(8, "big") + data)
-        return h.digest()
+        return parts_key(parts)
 
     def get(self, key: bytes) -> str | None:
         row = self._db.execute("SELECT reply FROM verdicts WHERE key = ?", (key,)).fetchone()

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .cache import get_cache, get_judge_cache
+from .cache import get_cache, get_judge_cache, parts_key
 from .chunking import (
     Chunk,
     ChunkSpec,
@@ -112,11 +112,7 @@ def bm25_for(texts: list[str], cfg: Config, backend: str) -> tuple[BM25Index, fl
     for each distinct list of chunk texts: two chunkings that cut the corpus identically (a
     heading split of a corpus without headings is a recursive split) share one index."""
     r = cfg.retrieval
-    h = hashlib.sha256()
-    for text in texts:
-        data = text.encode("utf-8")
-        h.update(len(data).to_bytes(8, "big") + data)
-    key = (h.digest(), backend, r.bm25_k1, r.bm25_b, r.bm25_stopwords)
+    key = (parts_key(texts), backend, r.bm25_k1, r.bm25_b, r.bm25_stopwords)
     if key not in _MEMO.bm25:
         start = time.perf_counter()
         index = BM25Index(texts, k1=r.bm25_k1, b=r.bm25_b, backend=backend,
@@ -152,7 +148,8 @@ def measure_latency(chunks: list[Chunk], method: str, cfg: Config,
                     questions: list[str]) -> dict[str, float]:
     """p50/p95 per stage over up to ``eval.latency_sample`` questions, run one at a time with
     only the stages this method uses, after two warm-up questions. The query embedding is the
-    uncached model call, timed once per model and question (`Embedder.timed_queries`)."""
+    uncached model call, timed once per embedding setting and question
+    (`Embedder.timed_queries`)."""
     n = min(cfg.eval.latency_sample, len(questions))
     if n == 0:
         return {}
@@ -160,7 +157,7 @@ def measure_latency(chunks: list[Chunk], method: str, cfg: Config,
     sample = questions[:n]
     if chunk_vecs is not None and embedder is None:
         raise ValueError("dense latency needs the embedder")
-    timed = (embedder.timed_queries(sample) if chunk_vecs is not None and embedder
+    timed = (embedder.timed_queries(sample) if chunk_vecs is not None and embedder is not None
              else [(None, None)] * n)
     for q, (vec, _) in zip(sample[:2], timed, strict=False):
         search.run(q, vec)
@@ -332,8 +329,8 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
                          "model": embedder.fingerprint if embedder else ""},
         "latency_note": "milliseconds per question, one question at a time, after a warm-up "
                         "(model loaded, index built, caches warm); query embedding is not "
-                        "served from the embedding cache: it is timed once per model and "
-                        "question in a sweep process and added to each configuration's "
+                        "served from the embedding cache: it is timed once per embedding "
+                        "setting and question in a sweep process and added to each configuration's "
                         "end-to-end time",
         "found_only_by": {k: [r["qid"] for r in rows if r.get("found_by") == f"{k}_only"]
                           for k in ("dense", "bm25")},
