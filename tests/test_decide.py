@@ -17,6 +17,7 @@ import yaml
 from conftest import ROOT, run_cli
 from sweep import decide, tracking
 from sweep.errors import SweepError
+from sweep.identity import RESULT_SECTIONS
 
 # --- paired bootstrap -----------------------------------------------------------------------
 
@@ -288,7 +289,7 @@ def test_export_and_flips_commands(fake_store, tmp_path, capsys):
     assert text.startswith("# @package _global_\n")
     assert fake_store["parent"] in text and "recall_at_5=0.725" in text
     body = yaml.safe_load(text)
-    assert body["chunk"]["size"] == 128 and set(body) == set(decide.EXPORTED_SECTIONS)
+    assert body["chunk"]["size"] == 128 and set(body) == set(RESULT_SECTIONS)
     assert tracking.run_info(uri, fake_store["ids"]["b"])["tags"]["winner"] == "true"
 
     code = decide.cmd_flips([fake_store["ids"]["a"], fake_store["ids"]["c"],

@@ -26,8 +26,8 @@ from . import report as rp
 from . import tracking
 from .config import Config, check_config, config_error_line, to_container
 from .errors import SweepError
+from .identity import config_hash
 from .pipeline import (
-    config_hash,
     load_corpus_cached,
     load_golden_cached,
     run_config,

@@ -27,13 +27,12 @@ from typing import Any
 from .config import PROJECT_ROOT, flatten
 from .errors import SweepError
 from .files import atomic_write
+from .identity import RESULT_SECTIONS, unhashed_flat_keys
 
 BASELINE_PATH = PROJECT_ROOT / "evals" / "baseline.json"
 GATED = ("recall_at_5", "mrr", "evidence_recall_at_5")
 DEFAULT_TOLERANCE = 0.05
 _EPS = 1e-9
-_CONFIG_SECTIONS = ("chunk", "embedding", "retrieval", "rerank", "eval")
-_UNGATED_KEYS = ("eval.latency_sample",)  # timing only; the gate skips the latency pass
 
 
 # --- pure logic -----------------------------------------------------------------------------
@@ -107,10 +106,10 @@ def lowered(old: Mapping[str, float], new: Mapping[str, float], metrics: Sequenc
 
 
 def config_differences(base: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
-    a = flatten({k: base.get(k, {}) for k in _CONFIG_SECTIONS})
-    b = flatten({k: now.get(k, {}) for k in _CONFIG_SECTIONS})
+    a = flatten({k: base.get(k, {}) for k in RESULT_SECTIONS})
+    b = flatten({k: now.get(k, {}) for k in RESULT_SECTIONS})
     return [f"{k}={b.get(k)} (baseline {a.get(k)})" for k in sorted(set(a) | set(b))
-            if a.get(k) != b.get(k) and k not in _UNGATED_KEYS]
+            if a.get(k) != b.get(k) and k not in unhashed_flat_keys()]
 
 
 # --- running the configuration --------------------------------------------------------------
@@ -146,7 +145,7 @@ def evaluate_config(overrides: Sequence[str]) -> dict[str, Any]:
         "n_questions": int(rep["metrics"].get("n_questions", 0)),
         "n_scored": int(rep["metrics"].get("n_scored", 0)),
         "prompt_k": int(plain["eval"]["prompt_k"]),
-        "config": {k: plain[k] for k in (*_CONFIG_SECTIONS, "corpus", "golden") if k in plain},
+        "config": {k: plain[k] for k in (*RESULT_SECTIONS, "corpus", "golden") if k in plain},
         "config_hash": rep.get("config_hash"),
         "fingerprints": rep.get("fingerprints", {}),
         "per_question": {str(r["qid"]): r.get("first_relevant_rank") for r in result.rows},

@@ -31,6 +31,7 @@ from . import tracking
 from .config import PROJECT_ROOT
 from .errors import SweepError
 from .files import atomic_write
+from .identity import RESULT_SECTIONS
 from .report import differing_keys, format_value, plot_metric_vs_size, pyplot, save_figure
 
 DEFAULT_METRIC = "recall_at_5"
@@ -39,7 +40,6 @@ ALPHA = 0.05
 SEED = 0
 # Sections of a job's config.yaml that define the configuration (corpus/golden only when they
 # differ from the defaults; tracking and hydra never).
-EXPORTED_SECTIONS = ("chunk", "embedding", "retrieval", "rerank", "eval")
 WINNERS_DIR = PROJECT_ROOT / "experiments" / "winners"
 # Params that never make a configuration different.
 _IGNORED_PARAM_PREFIXES = ("tracking.",)
@@ -236,7 +236,7 @@ def winner_name(config: Mapping[str, Any]) -> str:
 def winner_sections(config: Mapping[str, Any], defaults: Mapping[str, Any] | None
                     ) -> dict[str, Any]:
     """The part of a job's resolved config that reproduces it as a Hydra experiment."""
-    out = {k: config[k] for k in EXPORTED_SECTIONS if k in config}
+    out = {k: config[k] for k in RESULT_SECTIONS if k in config}
     for extra in ("corpus", "golden"):
         if extra not in config:
             continue

@@ -8,8 +8,6 @@ launcher pays for it once.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -46,6 +44,7 @@ from .generation import (
     run_generation,
 )
 from .golden import GoldenSet, load_golden, raise_first_error, reference_path, require_valid
+from .identity import config_hash
 from .lexical import BM25Index, stopwords_for
 from .metrics import covered_chars
 from .relevance import ChunkLocator, CorpusIndex, ResolvedItem, resolve_all
@@ -54,10 +53,6 @@ from .retrieval import Ranking
 from .search import ConfigSearch, latency_summary
 
 log = logging.getLogger(__name__)
-
-# Sections of the config that change results; tracking and output paths do not.
-HASHED_SECTIONS = ("chunk", "embedding", "retrieval", "eval")
-
 
 @dataclass
 class JobResult:
@@ -197,24 +192,6 @@ def load_golden_cached(path: str) -> GoldenSet:
     if key not in _MEMO.goldens:
         _MEMO.goldens[key] = require_valid(load_golden(path))
     return _MEMO.goldens[key]
-
-
-# Generation keys that change no answer: how calls are made, and what they cost.
-_GEN_UNHASHED = ("timeout_s", "max_retries", "concurrency", "price_input_per_mtok",
-                 "price_output_per_mtok", "api_key_env")
-
-
-def config_hash(plain: dict[str, Any], corpus_fp: str, golden_fp: str) -> str:
-    """Identity of a configuration's results: same hash, same numbers. Generation and judge
-    count only when generation runs, so retrieval-only hashes stay what they were."""
-    payload = {k: plain[k] for k in HASHED_SECTIONS if k in plain}
-    if plain.get("generation", {}).get("method", "none") != "none":
-        for section in ("generation", "judge"):
-            payload[section] = {k: v for k, v in plain.get(section, {}).items()
-                                if k not in _GEN_UNHASHED}
-    payload["corpus"] = corpus_fp
-    payload["golden"] = golden_fp
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def embedding_spec(cfg: Config) -> EmbeddingSpec:
