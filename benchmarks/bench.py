@@ -55,9 +55,10 @@ def job_seconds(folder: Path) -> str:
 def unique_texts(out: Path, sizes: str) -> list[str]:
     """Exactly the texts the sweep sent to the model: every chunk of every chunking, and the
     questions."""
-    from sweep.chunking import ChunkSpec, chunk_corpus, load_chunk_tokenizer
-    from sweep.corpus import load_corpus
-    from sweep.golden import load_golden
+    from sweep.chunking.chunkers import ChunkSpec, chunk_corpus
+    from sweep.chunking.tokenizers import load_chunk_tokenizer
+    from sweep.data.corpus import load_corpus
+    from sweep.data.golden import load_golden
 
     docs = load_corpus(out / "covid" / "corpus")
     tok = load_chunk_tokenizer("minilm")
@@ -96,8 +97,8 @@ def main() -> None:
 
     from sentence_transformers import SentenceTransformer
 
-    from sweep.chunking import minilm_path
-    from sweep.embedding import _quiet_transformers
+    from sweep.chunking.tokenizers import minilm_path
+    from sweep.embedding.models import _quiet_transformers
 
     _quiet_transformers()
     texts = unique_texts(out, args.sizes)

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sweep.cache import EmbeddingCache, text_key
+from sweep.common.sqlite import text_key
+from sweep.embedding.cache import EmbeddingCache
 
 
 def _vec(i: int) -> np.ndarray:
@@ -101,7 +102,7 @@ class _FakeModel:
 
 @pytest.fixture
 def fake_embedder(monkeypatch: pytest.MonkeyPatch):
-    import sweep.embedding as emb
+    import sweep.embedding.models as emb
 
     models: list[_FakeModel] = []
 

@@ -14,19 +14,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sweep.chunking import (
+from sweep.chunking.chunkers import (
     BOUNDARIES,
     Chunk,
     ChunkSpec,
-    RegexTokenizer,
     chunk_corpus,
     chunk_document,
     chunk_stats,
     header_for,
-    load_chunk_tokenizer,
 )
-from sweep.corpus import Document, parse_document
-from sweep.errors import SweepError
+from sweep.chunking.tokenizers import RegexTokenizer, load_chunk_tokenizer
+from sweep.common.errors import SweepError
+from sweep.data.corpus import Document, parse_document
 
 REGEX = RegexTokenizer()
 NEVER_OVERSIZE = ("fixed", "recursive", "heading")

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from conftest import DEMO, ROOT, run_cli
-from sweep.cli import compose
-from sweep.config import check_config
-from sweep.errors import SweepError
+from sweep.common.errors import SweepError
+from sweep.config.checks import check_config
+from sweep.config.compose import compose
 
 
 def test_default_config_composes_with_absolute_demo_paths() -> None:
@@ -132,7 +132,7 @@ def test_python_m_sweep_help_works_from_another_folder(tmp_path: Path) -> None:
 def test_a_sweep_that_left_no_report_fails_instead_of_finishing_empty(tmp_path, capsys) -> None:
     from omegaconf import OmegaConf
 
-    from sweep.app import MlflowSweepCallback
+    from sweep.cli.hydra_job import MlflowSweepCallback
 
     cfg = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path / "multirun")}}})
     with pytest.raises(SystemExit) as exc:

@@ -1,4 +1,4 @@
-"""Parsing rules of `sweep.corpus` (pure functions) and `load_corpus` on tiny folders."""
+"""Parsing rules of `sweep.data.corpus` (pure functions) and `load_corpus` on tiny folders."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sweep.corpus import (
+from sweep.common.errors import SweepError
+from sweep.data.corpus import (
     Section,
     corpus_fingerprint,
     load_corpus,
@@ -20,7 +21,6 @@ from sweep.corpus import (
     slugify_path,
     title_from,
 )
-from sweep.errors import SweepError
 
 # --------------------------------------------------------------------------- slugs
 
@@ -224,7 +224,7 @@ def test_load_corpus_skips_empty_file_with_warning(tmp_path: Path, caplog) -> No
     _write(tmp_path, "empty.md", "")
     _write(tmp_path, "blank.md", "  \n\n\t\n")
     _write(tmp_path, "ok.md", "# ok\n")
-    with caplog.at_level(logging.WARNING, logger="sweep.corpus"):
+    with caplog.at_level(logging.WARNING, logger="sweep.data.corpus"):
         docs = load_corpus(tmp_path)
     assert [d.doc_id for d in docs] == ["ok"]
     warned = " ".join(r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING)
@@ -246,7 +246,7 @@ def test_load_corpus_non_utf8_names_path_and_line(tmp_path: Path) -> None:
 def test_load_corpus_non_utf8_skip(tmp_path: Path, caplog) -> None:
     _write(tmp_path, "bad.md", b"caf\xe9\n")
     _write(tmp_path, "good.md", "# good\n")
-    with caplog.at_level(logging.WARNING, logger="sweep.corpus"):
+    with caplog.at_level(logging.WARNING, logger="sweep.data.corpus"):
         docs = load_corpus(tmp_path, on_error="skip")
     assert [d.doc_id for d in docs] == ["good"]
     assert any("bad.md" in r.getMessage() for r in caplog.records)

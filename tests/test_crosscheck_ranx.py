@@ -1,4 +1,4 @@
-"""Document-level nDCG@10 and recall@10 of `sweep.metrics` against ranx on BEIR SciFact.
+"""Document-level nDCG@10 and recall@10 of `sweep.evaluation.metrics` against ranx on BEIR SciFact.
 
 A BM25 run (rank-bm25) over the 5,183 abstracts for the 300 test queries is scored both ways;
 ranx gets scores that strictly decrease with our rank, so tie order cannot differ.
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sweep import metrics as m
+from sweep.evaluation import metrics as m
 
 SCIFACT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "scifact"
 DEPTH = 100

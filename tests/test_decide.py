@@ -15,9 +15,10 @@ import pytest
 import yaml
 
 from conftest import ROOT, run_cli
-from sweep import decide, tracking
-from sweep.errors import SweepError
-from sweep.identity import RESULT_SECTIONS
+from sweep.common.errors import SweepError
+from sweep.config.identity import RESULT_SECTIONS
+from sweep.decide import table as decide
+from sweep.outputs import tracking
 
 # --- paired bootstrap -----------------------------------------------------------------------
 
@@ -306,7 +307,7 @@ def test_export_and_flips_commands(fake_store, tmp_path, capsys):
 
 
 def _retrieval_metrics(report: dict) -> dict:
-    from sweep.report import result_metrics
+    from sweep.outputs.report import result_metrics
 
     return result_metrics(report["metrics"])
 
@@ -343,7 +344,7 @@ def test_exported_winner_reruns_to_identical_metrics(tmp_path):
 
 def test_winners_folder_is_on_the_search_path():
     # `experiment=winners/NAME` resolves through conf/experiment -> experiments/.
-    from sweep.cli import compose
+    from sweep.config.compose import compose
 
     name = f"test-{uuid.uuid4().hex[:8]}"
     path = decide.WINNERS_DIR / f"{name}.yaml"

@@ -68,7 +68,7 @@ def test_same_configuration_twice_gives_identical_metrics(tmp_path: Path) -> Non
                       f"cache.dir={tmp_path}/cache", cwd=tmp_path)
         assert res.returncode == 0, res.stderr[-3000:]
         reports.append(json.loads((tmp_path / f"run{i}" / "report.json").read_text()))
-    from sweep.report import result_metrics
+    from sweep.outputs.report import result_metrics
 
     assert reports[0]["metrics"].keys() == reports[1]["metrics"].keys()
     assert result_metrics(reports[0]["metrics"]) == result_metrics(reports[1]["metrics"])

@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from sweep import baseline as bl
-from sweep.errors import SweepError
+from sweep.common.errors import SweepError
+from sweep.decide import baseline as bl
 
 
 def test_default_config_passes_the_gate(capsys):

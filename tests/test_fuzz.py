@@ -19,10 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sweep.chunking import BOUNDARIES, HEADERS, ChunkSpec, RegexTokenizer, chunk_document
-from sweep.corpus import Document, decode_file, parse_document
-from sweep.errors import SweepError
-from sweep.golden import (
+from sweep.chunking.chunkers import BOUNDARIES, HEADERS, ChunkSpec, chunk_document
+from sweep.chunking.tokenizers import RegexTokenizer
+from sweep.common.errors import SweepError
+from sweep.data.corpus import Document, decode_file, parse_document
+from sweep.data.golden import (
     EvidenceRef,
     GoldenItem,
     GoldenSet,
@@ -30,9 +31,9 @@ from sweep.golden import (
     load_golden,
     parse_golden_lines,
 )
-from sweep.pipeline import reference_spec
-from sweep.relevance import CorpusIndex, resolve_item
-from sweep.validate import check_golden
+from sweep.data.validate import check_golden
+from sweep.evaluation.relevance import CorpusIndex, resolve_item
+from sweep.pipeline.run import reference_spec
 
 FUZZ = settings(max_examples=200, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,

@@ -15,7 +15,7 @@ import pytest
 
 from chat_protocol_server import ChatProtocolServer, Reply
 from conftest import run_cli
-from sweep.generation import JUDGE_SYSTEM
+from sweep.generation.run import JUDGE_SYSTEM
 
 KEY_ENV = "CHUNK_SWEEP_TEST_KEY"
 PLANTED = "sk-planted-7f3a9c1e5b2d4068aa11"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sweep.errors import SweepError
-from sweep.golden import (
+from sweep.common.errors import SweepError
+from sweep.data.golden import (
     EvidenceRef,
     GoldenItem,
     Problem,

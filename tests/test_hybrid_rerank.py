@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sweep.chunking import Chunk
-from sweep.lexical import BM25Index, query_tokens, tokenize
-from sweep.retrieval import Ranking, lexical_search, rerank, rrf_fuse, tiebreak_order
-from sweep.search import ConfigSearch, latency_summary
+from sweep.chunking.chunkers import Chunk
+from sweep.retrieval.bm25 import BM25Index, query_tokens, tokenize
+from sweep.retrieval.ranking import Ranking, lexical_search, rerank, rrf_fuse, tiebreak_order
+from sweep.retrieval.search import ConfigSearch, latency_summary
 
 
 def _chunks(texts: list[str]) -> list[Chunk]:
@@ -151,7 +151,7 @@ def tiny_reranker(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_cross_encoder_rerank_orders_the_pool_by_its_scores(tiny_reranker: Path) -> None:
-    from sweep.reranking import RerankSpec, get_reranker
+    from sweep.retrieval.rerank import RerankSpec, get_reranker
 
     texts = [f"passage {i}" + (" refunds" if i % 3 == 0 else "") + (" codes" if i % 4 == 1
                                                                       else "") for i in range(10)]
@@ -173,8 +173,8 @@ def test_cross_encoder_rerank_orders_the_pool_by_its_scores(tiny_reranker: Path)
 
 def test_pipeline_scores_the_reranked_list(tiny_reranker: Path, tmp_path: Path) -> None:
     """bm25 + rerank end to end without an embedding model: metrics follow the new order."""
-    from sweep.cli import compose
-    from sweep.pipeline import run_config
+    from sweep.config.compose import compose
+    from sweep.pipeline.run import run_config
 
     base = compose(["retrieval=bm25", "retrieval.diagnose=false", "eval.latency_sample=3"])
     reranked = compose(["retrieval=bm25", "retrieval.diagnose=false", "eval.latency_sample=3",
@@ -230,8 +230,8 @@ def test_bm25s_ranks_scifact_like_rank_bm25(shared_data: Path) -> None:
 
 
 def test_bm25_index_is_shared_by_chunkings_with_the_same_texts() -> None:
-    from sweep.cli import compose
-    from sweep.pipeline import bm25_for
+    from sweep.config.compose import compose
+    from sweep.pipeline.run import bm25_for
 
     cfg = compose(["retrieval=bm25"])
     a, _ = bm25_for(["alpha beta", "gamma"], cfg, "bm25s")

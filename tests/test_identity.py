@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from sweep.cli import compose
-from sweep.config import Config, to_container
-from sweep.identity import (
+from sweep.config.compose import compose, to_container
+from sweep.config.identity import (
     ALL_SECTIONS,
     OPERATIONAL_SECTIONS,
     RESULT_SECTIONS,
     UNHASHED_KEYS,
     config_hash,
 )
+from sweep.config.schema import Config
 
 # Every optional stage switched on, so that each of its keys can count.
 ALL_ON = ["rerank=cross_encoder", "generation=openai", "generation.model=m",
@@ -50,7 +50,7 @@ def test_every_schema_section_is_classified_once() -> None:
     schema = {f.name for f in dataclasses.fields(Config)}
     assert len(ALL_SECTIONS) == len(set(ALL_SECTIONS)), "a section is classified twice"
     assert set(ALL_SECTIONS) == schema, (
-        f"classify in sweep.identity: {sorted(schema ^ set(ALL_SECTIONS))}")
+        f"classify in sweep.config.identity: {sorted(schema ^ set(ALL_SECTIONS))}")
     defaults = Config()
     for section, keys in UNHASHED_KEYS.items():
         fields = {f.name for f in dataclasses.fields(getattr(defaults, section))}

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from sweep.corpus import load_corpus, slugify_path
-from sweep.errors import SweepError
-from sweep.golden import load_golden
-from sweep.importers import (
+from sweep.common.errors import SweepError
+from sweep.data.corpus import load_corpus, slugify_path
+from sweep.data.golden import load_golden
+from sweep.data.importers import (
     OffsetMap,
     clean_text,
     convert_squad,
@@ -27,7 +27,7 @@ from sweep.importers import (
     safe_slug,
     write_import,
 )
-from sweep.relevance import CorpusIndex, resolve_all
+from sweep.evaluation.relevance import CorpusIndex, resolve_all
 
 # --------------------------------------------------------------------------- helpers
 

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from conftest import DEMO, run_cli
-from sweep.errors import SweepError
-from sweep.golden import load_golden
+from sweep.common.errors import SweepError
+from sweep.data.golden import load_golden
 from sweep.label import store as store_mod
 from sweep.label.app import DenseIndex, LabelApp, LabelSettings, SweepRanks, build_app
 from sweep.label.checks import question_overlap, suggest_mentions
@@ -256,7 +256,7 @@ def test_a_quote_repeated_in_its_document_keeps_its_offsets(tmp_path: Path) -> N
     # ...and that span is what the project's resolver reads back.
     path = tmp_path / "one.jsonl"
     GoldenFile(path).append(obj)
-    from sweep.relevance import CorpusIndex, resolve_item
+    from sweep.evaluation.relevance import CorpusIndex, resolve_item
 
     resolved = resolve_item(load_golden(path).items[0], CorpusIndex(app.docs), None)
     assert resolved.spans == (("warranty/warranty-terms", ev["start"], ev["end"]),)
@@ -358,7 +358,7 @@ def test_new_golden_set_gets_a_reference_sidecar(tmp_path: Path) -> None:
     golden = load_golden(app.store.path)
     assert golden.reference == {"chunk": {"boundary": "recursive", "size": 256, "overlap": 0,
                                           "tokenizer": "minilm"}}
-    from sweep.pipeline import resolve_golden
+    from sweep.pipeline.run import resolve_golden
 
     [resolved] = resolve_golden(golden, app.docs, app.fingerprint)
     assert not resolved.problems  # its chunk ids exist under that reference chunking
@@ -393,8 +393,8 @@ def test_list_view_ranks_from_the_last_sweep(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     import pandas as pd
 
-    from sweep import decide
-    from sweep.decide import SweepTable
+    from sweep.decide import table as decide
+    from sweep.decide.table import SweepTable
 
     app = make_app(tmp_path)
     app.settings.tracking_enabled = True

@@ -142,8 +142,9 @@ def _wait(driver: object, condition: object, timeout: float = 60) -> object:
 
 def _expected_chunk_ids(corpus: Path) -> list[str]:
     """The reference chunks holding each quote, computed apart from the page."""
-    from sweep.chunking import ChunkSpec, chunk_corpus, load_chunk_tokenizer
-    from sweep.corpus import load_corpus
+    from sweep.chunking.chunkers import ChunkSpec, chunk_corpus
+    from sweep.chunking.tokenizers import load_chunk_tokenizer
+    from sweep.data.corpus import load_corpus
 
     docs = {d.source: d for d in load_corpus(corpus)}
     chunks = chunk_corpus(list(docs.values()), ChunkSpec("heading", 256, 0, "none"),
@@ -250,7 +251,7 @@ def test_label_one_question_with_two_passages(label_server: tuple[str, Path], br
         ensure_ascii=False)
 
     # The saved item is valid for the project, and the list view shows that it resolves.
-    from sweep.golden import load_golden
+    from sweep.data.golden import load_golden
 
     assert not load_golden(golden).errors
     driver.get(url + "items")

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from sweep import tracking
+from sweep.outputs import tracking
 
 LAUNCHERS = ROOT / "conf" / "hydra" / "launcher"
 
@@ -82,7 +82,7 @@ def test_extras_declare_the_launcher_plugins() -> None:
 def hydra_launcher_config(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     from hydra import compose, initialize_config_dir
 
-    from sweep.config import conf_dir, register
+    from sweep.config.schema import conf_dir, register
 
     register()
     monkeypatch.setenv(tracking.PARENT_ENV, "parent-123")

@@ -1,4 +1,4 @@
-"""Hand-computed values for the pure metric functions in `sweep.metrics`."""
+"""Hand-computed values for the pure metric functions in `sweep.evaluation.metrics`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from sweep import metrics as m
+from sweep.evaluation import metrics as m
 
 SEED_RANKED = ["policy-shipping#1", "policy-refunds#3", "terms#7", "policy-refunds#4", "faq#2"]
 SEED_RELEVANT = {"policy-refunds#3"}

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from sweep.chunking import Chunk, ChunkSpec, RegexTokenizer, chunk_corpus
-from sweep.corpus import parse_document
-from sweep.golden import EvidenceRef, GoldenItem
-from sweep.relevance import (
+from sweep.chunking.chunkers import Chunk, ChunkSpec, chunk_corpus
+from sweep.chunking.tokenizers import RegexTokenizer
+from sweep.data.corpus import parse_document
+from sweep.data.golden import EvidenceRef, GoldenItem
+from sweep.evaluation.relevance import (
     ChunkLocator,
     CorpusIndex,
     is_relevant,

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from conftest import run_cli
-from sweep.rerun import agreement, experiment_files, group_overrides
+from sweep.decide.rerun import agreement, experiment_files, group_overrides
 
 
 def test_group_overrides_are_bare_section_choices() -> None:

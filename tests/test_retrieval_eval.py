@@ -1,4 +1,4 @@
-"""Deterministic ranking (`sweep.retrieval`) and per-question scoring (`sweep.evaluate`)."""
+"""Deterministic ranking (`sweep.retrieval.ranking`) and per-question scoring (`sweep.evaluation.evaluate`)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from sweep.chunking import Chunk
-from sweep.evaluate import EvalSpec, evaluate
-from sweep.golden import GoldenItem
-from sweep.relevance import ResolvedItem
-from sweep.retrieval import Ranking, dense_search, tiebreak_order, top_k
+from sweep.chunking.chunkers import Chunk
+from sweep.data.golden import GoldenItem
+from sweep.evaluation.evaluate import EvalSpec, evaluate
+from sweep.evaluation.relevance import ResolvedItem
+from sweep.retrieval.ranking import Ranking, dense_search, tiebreak_order, top_k
 
 # --------------------------------------------------------------------------- tie-breaking
 

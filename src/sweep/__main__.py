@@ -6,9 +6,9 @@ import sys
 
 import hydra
 
-from .app import job
-from .config import conf_dir, register
-from .errors import SweepError
+from sweep.cli.hydra_job import job
+from sweep.common.errors import SweepError
+from sweep.config.schema import conf_dir, register
 
 
 def main() -> None:

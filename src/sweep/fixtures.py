@@ -17,7 +17,7 @@ def make_untrained_cross_encoder(path: str | Path, *, seed: int = 0, hidden: int
     import torch
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
-    from .chunking import minilm_path
+    from sweep.chunking.tokenizers import minilm_path
 
     path = Path(path)
     if (path / "config.json").exists():

@@ -15,6 +15,6 @@ if TYPE_CHECKING:
 
 def cmd_label(argv: Sequence[str]) -> int:
     # Imported when used: the CLI stays quick to start for the other commands.
-    from .server import cmd_label as run
+    from sweep.label.server import cmd_label as run
 
     return run(argv)

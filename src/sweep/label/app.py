@@ -20,16 +20,16 @@ from typing import Any
 import numpy as np
 import yaml
 
-from ..chunking import Chunk, ChunkSpec
-from ..corpus import Document, corpus_fingerprint, load_corpus
-from ..errors import SweepError
-from ..golden import load_golden, load_reference, reference_path
-from ..lexical import BM25Index
-from ..relevance import CorpusIndex, resolve_item
-from ..retrieval import lexical_search, tiebreak_order, top_k
-from ..validate import NumberIndex, check_golden
-from .checks import Span, label_warnings, occurrences, suggest_mentions, trim
-from .store import Entry, GoldenFile, StaleError
+from sweep.chunking.chunkers import Chunk, ChunkSpec
+from sweep.common.errors import SweepError
+from sweep.data.corpus import Document, corpus_fingerprint, load_corpus
+from sweep.data.golden import load_golden, load_reference, reference_path
+from sweep.data.validate import NumberIndex, check_golden
+from sweep.evaluation.relevance import CorpusIndex, resolve_item
+from sweep.label.checks import Span, label_warnings, occurrences, suggest_mentions, trim
+from sweep.label.store import Entry, GoldenFile, StaleError
+from sweep.retrieval.bm25 import BM25Index
+from sweep.retrieval.ranking import lexical_search, tiebreak_order, top_k
 
 log = logging.getLogger(__name__)
 
@@ -101,13 +101,13 @@ def load_sweep_ranks(settings: LabelSettings, golden_path: Path) -> SweepRanks:
     if not settings.tracking_enabled:
         return SweepRanks(False, "tracking is off (tracking.enabled=false), so there is no "
                           "sweep to read ranks from")
-    from ..tracking import sqlite_path
+    from sweep.outputs.tracking import sqlite_path
 
     db = sqlite_path(settings.tracking_uri)
     if db is not None and not db.is_file():
         return SweepRanks(False, f"no tracking store at {db}: run a sweep first "
                           "(python -m sweep -m ...) from this folder, or set tracking.uri")
-    from .. import decide
+    from sweep.decide import table as decide
 
     try:
         with tempfile.TemporaryDirectory(prefix="sweep-label-") as tmp:
@@ -313,7 +313,7 @@ class LabelApp:
                        if s not in mentions]
         line = None
         if question.strip() and spans:
-            from .store import dump_line
+            from sweep.label.store import dump_line
 
             try:
                 line = dump_line(self.build(payload)[0])
@@ -342,7 +342,7 @@ class LabelApp:
         ref = reference_path(self.store.path)
         if self.reference_from != "new" or ref.exists():
             return
-        from ..files import atomic_write
+        from sweep.common.files import atomic_write
 
         spec = self.settings.chunk
         text = ("# The chunking that the chunk ids in "
@@ -395,7 +395,7 @@ class LabelApp:
         entry = next((e for e in self.store.entries() if e.qid == qid), None)
         if entry is None or entry.obj is None:
             raise SweepError(f"no item {qid!r} in {self.store.shown_path}")
-        from ..golden import parse_golden_lines
+        from sweep.data.golden import parse_golden_lines
 
         items, problems = parse_golden_lines(entry.raw.decode("utf-8"), "line")
         notes = [p.message for p in problems if p.severity == "error"]
@@ -426,7 +426,7 @@ class LabelApp:
 
     def sweep_ranks(self, refresh: bool = False) -> SweepRanks:
         """Cached until the store file changes (or ``refresh``)."""
-        from ..tracking import sqlite_path
+        from sweep.outputs.tracking import sqlite_path
 
         db = sqlite_path(self.settings.tracking_uri) if self.settings.tracking_enabled else None
         stamp = (db.stat().st_mtime, db.stat().st_size) if db is not None and db.is_file() \
@@ -445,7 +445,7 @@ class LabelApp:
             golden = load_golden(self.store.path)
         except SweepError as exc:
             return [ItemRow(e, "no", "", [str(exc)], [], "—", "") for e in entries], [str(exc)]
-        from ..pipeline import resolve_golden
+        from sweep.pipeline.run import resolve_golden
 
         # The reference chunks come from the sidecar, as in `sweep validate`.
         resolved = resolve_golden(golden, self.docs, self.fingerprint)
@@ -506,8 +506,9 @@ def build_app(settings: LabelSettings, *, dense_spec: Any = None, cache_dir: str
               say: Callable[[str], None] = print) -> LabelApp:
     """Load the corpus, chunk it with the reference chunking, index it for BM25 and (with
     ``dense_spec``, an `EmbeddingSpec`) for dense search, printing progress with ``say``."""
-    from ..chunking import chunk_corpus, load_chunk_tokenizer
-    from ..pipeline import reference_spec
+    from sweep.chunking.chunkers import chunk_corpus
+    from sweep.chunking.tokenizers import load_chunk_tokenizer
+    from sweep.pipeline.run import reference_spec
 
     t0 = time.perf_counter()
     docs = load_corpus(settings.corpus, extensions=settings.extensions,
@@ -515,7 +516,7 @@ def build_app(settings: LabelSettings, *, dense_spec: Any = None, cache_dir: str
     store = GoldenFile(settings.golden)
     ref_file = reference_path(store.path)
     if ref_file.exists():
-        from ..golden import GoldenSet
+        from sweep.data.golden import GoldenSet
 
         reference = load_reference(ref_file)
         spec, tokenizer = reference_spec(GoldenSet(str(store.path), [], [], "", reference)) \
@@ -542,14 +543,14 @@ def build_app(settings: LabelSettings, *, dense_spec: Any = None, cache_dir: str
     dense = None
     note = "dense search is off (--no-dense)"
     if dense_spec is not None:
-        from ..embedding import get_embedder
+        from sweep.embedding.models import get_embedder
 
         t = time.perf_counter()
         say(f"indexing {len(chunks)} chunks for dense search with {dense_spec.name} "
             "(vectors come from the embedding cache when present)...")
         embedder = get_embedder(dense_spec)
         if cache_dir:
-            from ..cache import get_cache
+            from sweep.embedding.cache import get_cache
 
             embedder.cache = get_cache(cache_dir)
         before = embedder.encoded_texts

@@ -15,9 +15,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..corpus import Document
-from ..lexical import ENGLISH_STOPWORDS
-from ..validate import _NUMBER, NumberIndex, absent_mentions
+from sweep.data.corpus import Document
+from sweep.data.validate import _NUMBER, NumberIndex, absent_mentions
+from sweep.retrieval.bm25 import ENGLISH_STOPWORDS
 
 # Share of the question's content words found in the evidence from which it is flagged.
 OVERLAP_WARN = 0.6

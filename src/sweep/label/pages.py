@@ -16,9 +16,9 @@ from html import escape
 from importlib import resources
 from urllib.parse import quote
 
-from ..corpus import Document
-from ..lexical import query_tokens
-from .app import Hit, ItemRow, LabelApp, SweepRanks
+from sweep.data.corpus import Document
+from sweep.label.app import Hit, ItemRow, LabelApp, SweepRanks
+from sweep.retrieval.bm25 import query_tokens
 
 CONTEXT_CHARS = 240  # document text shown before and after a hit
 

@@ -28,10 +28,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from ..errors import SweepError
-from . import pages
-from .app import LabelApp, LabelSettings, build_app
-from .store import StaleError
+from sweep.common.errors import SweepError
+from sweep.label import pages
+from sweep.label.app import LabelApp, LabelSettings, build_app
+from sweep.label.store import StaleError
 
 log = logging.getLogger(__name__)
 
@@ -274,7 +274,7 @@ class LabelHandler(BaseHTTPRequestHandler):
 
 
 def settings_from_config(cfg: Any, top: int = 8) -> LabelSettings:
-    from ..chunking import ChunkSpec
+    from sweep.chunking.chunkers import ChunkSpec
 
     return LabelSettings(
         corpus=cfg.corpus.path, golden=cfg.golden.path, extensions=tuple(cfg.corpus.extensions),
@@ -306,8 +306,8 @@ def cmd_label(argv: Sequence[str]) -> int:
     if args.top < 1:
         raise SweepError(f"--top {args.top}: must be at least 1")
 
-    from ..cli import compose
-    from ..config import check_config
+    from sweep.config.checks import check_config
+    from sweep.config.compose import compose
 
     overrides = list(args.overrides)
     if args.corpus:
@@ -326,7 +326,7 @@ def cmd_label(argv: Sequence[str]) -> int:
     server.quiet = not args.verbose
     dense_spec = None
     if not args.no_dense:
-        from ..pipeline import embedding_spec
+        from sweep.config.specs import embedding_spec
 
         dense_spec = embedding_spec(cfg)
     say(f"sweep label: corpus {settings.corpus}, golden {settings.golden}")

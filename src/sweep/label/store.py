@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import SweepError
-from ..files import atomic_write, fsync_dir
-from ..golden import KNOWN_FIELDS, parse_golden_lines
+from sweep.common.errors import SweepError
+from sweep.common.files import atomic_write, fsync_dir
+from sweep.data.golden import KNOWN_FIELDS, parse_golden_lines
 
 # Field order of a written line: the seed format first, as in data/demo/golden.jsonl.
 FIELD_ORDER = ("qid", "question", "relevant_chunk_ids", "answer_must_mention",

@@ -1,0 +1,1 @@
+"""Chunking: tokenizers that count, and boundaries that cut documents into spans."""

@@ -1,0 +1,354 @@
+"""Chunkers: the variables under test.
+
+A chunk is a span ``[start, end)`` of its document's text, so relevance can be computed from
+character overlap whatever the chunking. All sizes are counted in tokens of ONE chunking
+tokenizer (default: MiniLM's WordPiece), so the same chunk config yields the same chunks
+whichever embedding model is being swept.
+
+Mechanics shared by every boundary: a region of text is cut into contiguous pieces (sections,
+paragraphs, sentences or token windows) whose union is the region; each piece is trimmed of
+surrounding whitespace; pieces are then packed greedily into chunks of at most ``size`` tokens.
+Because pieces tile the region, the chunks of a no-overlap chunking cover every non-blank
+character of the document.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from sweep.chunking.tokenizers import ChunkTokenizer
+from sweep.common.errors import SweepError
+from sweep.data.corpus import Document, Section
+
+BOUNDARIES = ("fixed", "sentence", "paragraph", "heading", "recursive")
+HEADERS = ("none", "title", "path")
+
+
+@dataclass(frozen=True)
+class ChunkSpec:
+    boundary: str = "recursive"
+    size: int = 256
+    overlap: int = 0
+    header: str = "none"
+
+    def validate(self) -> ChunkSpec:
+        if self.boundary not in BOUNDARIES:
+            raise SweepError(
+                f"chunk.boundary={self.boundary!r} is not one of {', '.join(BOUNDARIES)}"
+            )
+        if self.header not in HEADERS:
+            raise SweepError(f"chunk.header={self.header!r} is not one of {', '.join(HEADERS)}")
+        if self.size < 1:
+            raise SweepError(f"chunk.size={self.size} must be at least 1 token")
+        if self.overlap < 0 or self.overlap >= self.size:
+            raise SweepError(
+                f"chunk.overlap={self.overlap} must be >= 0 and smaller than chunk.size={self.size}"
+            )
+        return self
+
+
+@dataclass(frozen=True)
+class Chunk:
+    chunk_id: str
+    doc_id: str
+    ordinal: int
+    start: int
+    end: int
+    text: str  # exactly doc.text[start:end]
+    embed_text: str  # text with the injected header, if any
+    n_tokens: int
+    heading_path: tuple[str, ...] = ()
+    oversize: bool = False  # more than `size` tokens because one sentence could not be split
+
+
+# --------------------------------------------------------------------------- tokenizers
+
+
+# --------------------------------------------------------------------------- splitting
+
+_BLANK_LINES = re.compile(r"\n[ \t]*\n\s*")
+# A sentence ends at . ! ? (plus closing quotes/brackets) followed by whitespace; a cut is made
+# only when the next character is not a lowercase letter, so "e.g. this" stays one sentence.
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+")
+# Lines that start a new unit in markdown even without a blank line before them.
+_BLOCK_START = re.compile(r"\n(?=[ \t]*(?:[-*+][ \t]|\d{1,3}[.)][ \t]|\||#{1,6}[ \t]|>))")
+_HEADING_LINE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t].*$", re.MULTILINE)
+_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences of ``text`` by the rules the ``sentence`` boundary cuts with (a sentence
+    end followed by a non-lowercase character, a blank line, a markdown block start), plus the
+    end of a heading line; stripped, empty pieces dropped. Used by the extractive reader."""
+    cuts = {m.end() for m in _SENTENCE_END.finditer(text)
+            if m.end() < len(text) and not text[m.end()].islower()}
+    cuts |= {m.end() for m in _BLANK_LINES.finditer(text)}
+    cuts |= {m.end() for m in _BLOCK_START.finditer(text)}
+    cuts |= {m.end() for m in _HEADING_LINE.finditer(text)}  # a heading is never a sentence's start
+    bounds = [0, *sorted(c for c in cuts if 0 < c < len(text)), len(text)]
+    return [piece for a, b in itertools.pairwise(bounds)
+            if (piece := text[a:b].strip())]
+
+
+class _Doc:
+    """A document with its token starts; answers token counts for any span in O(log n)."""
+
+    def __init__(self, doc: Document, starts: np.ndarray) -> None:
+        self.doc = doc
+        self.text = doc.text
+        self.starts = starts.tolist()
+
+    def count(self, a: int, b: int) -> int:
+        return bisect_left(self.starts, b) - bisect_left(self.starts, a)
+
+    def trim(self, a: int, b: int) -> tuple[int, int] | None:
+        piece = self.text[a:b]
+        stripped = piece.strip()
+        if not stripped:
+            return None
+        lead = len(piece) - len(piece.lstrip())
+        return a + lead, a + lead + len(stripped)
+
+    # Each splitter returns cut positions strictly inside (a, b); pieces are between cuts.
+
+    def fence_ranges(self, a: int, b: int) -> list[tuple[int, int]]:
+        """Fenced code blocks inside [a, b): never cut inside them except by tokens."""
+        ranges, open_at, fence = [], None, ""
+        for m in _FENCE_LINE.finditer(self.text, a, b):
+            if open_at is None:
+                open_at, fence = m.start(), m.group(1)
+            elif m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                ranges.append((open_at, m.end()))
+                open_at = None
+        if open_at is not None:
+            ranges.append((open_at, b))
+        return ranges
+
+    def _outside_fences(self, cuts: list[int], a: int, b: int) -> list[int]:
+        fences = self.fence_ranges(a, b)
+        return [c for c in cuts if not any(fs < c < fe for fs, fe in fences)]
+
+    def paragraph_cuts(self, a: int, b: int) -> list[int]:
+        cuts = [m.end() for m in _BLANK_LINES.finditer(self.text, a, b) if a < m.end() < b]
+        return self._outside_fences(cuts, a, b)
+
+    def sentence_cuts(self, a: int, b: int) -> list[int]:
+        cuts = {
+            m.end()
+            for m in _SENTENCE_END.finditer(self.text, a, b)
+            if m.end() < b and not self.text[m.end()].islower()
+        }
+        cuts |= {m.end() for m in _BLANK_LINES.finditer(self.text, a, b)}
+        cuts |= {m.end() for m in _BLOCK_START.finditer(self.text, a, b)}
+        return self._outside_fences(sorted(c for c in cuts if a < c < b), a, b)
+
+    def token_cuts(self, a: int, b: int, size: int) -> list[int]:
+        """Cuts every ``size`` tokens, only where a character starts: tokens that share a start
+        (a character split into several word pieces) stay on one side of the cut."""
+        starts = self.starts
+        lo, hi = bisect_left(starts, a), bisect_left(starts, b)
+        cuts, i = [], lo
+        while hi - i > size:
+            j = bisect_left(starts, starts[i + size])
+            if j <= i:  # one character holds more than `size` tokens
+                j = bisect_right(starts, starts[i])
+            if j >= hi:
+                break
+            cuts.append(starts[j])
+            i = j
+        return cuts
+
+    def section_cuts(self, a: int, b: int) -> list[int]:
+        return [s for s in self.heading_section_starts() if a < s < b]
+
+    def heading_section_starts(self) -> list[int]:
+        """Section starts, with a heading-only section merged into the one after it.
+
+        "# Title" directly followed by "## Part" would otherwise be a chunk holding only a title.
+        """
+        starts = []
+        sections = self.doc.sections
+        for i, sec in enumerate(sections):
+            if i > 0 and not _has_body(self.text, sections[i - 1]):
+                continue
+            starts.append(sec.start)
+        return starts
+
+
+def _has_body(text: str, section: Section) -> bool:
+    if section.level == 0:  # the preamble before the first heading
+        return True
+    newline = text.find("\n", section.start, section.end)
+    return newline >= 0 and bool(text[newline : section.end].strip())
+
+
+def _pieces(a: int, b: int, cuts: Sequence[int]) -> list[tuple[int, int]]:
+    bounds = [a, *cuts, b]
+    return [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
+
+
+Splitter = Callable[[_Doc, int, int, int], list[int]]
+_SPLITTERS: dict[str, Splitter] = {
+    "section": lambda d, a, b, size: d.section_cuts(a, b),
+    "paragraph": lambda d, a, b, size: d.paragraph_cuts(a, b),
+    "sentence": lambda d, a, b, size: d.sentence_cuts(a, b),
+    "token": lambda d, a, b, size: d.token_cuts(a, b, size),
+}
+
+
+def _units(d: _Doc, a: int, b: int, levels: Sequence[str], size: int) -> list[tuple[int, int]]:
+    """Split [a, b) by the first level, and oversize pieces by the next levels, recursively."""
+    if not levels or d.count(a, b) <= size:
+        return [(a, b)]
+    out: list[tuple[int, int]] = []
+    for pa, pb in _pieces(a, b, _SPLITTERS[levels[0]](d, a, b, size)):
+        out.extend(_units(d, pa, pb, levels[1:], size))
+    return out
+
+
+def _pack(d: _Doc, units: list[tuple[int, int]], size: int, overlap: int) -> list[tuple[int, int]]:
+    """Greedy packing of trimmed units into spans of <= size tokens, carrying up to
+    ``overlap`` tokens of whole trailing units into the next chunk."""
+    spans = [t for t in (d.trim(a, b) for a, b in units) if t is not None]
+    chunks: list[tuple[int, int]] = []
+    current: list[tuple[int, int]] = []
+    for unit in spans:
+        if current and d.count(current[0][0], unit[1]) > size:
+            chunks.append((current[0][0], current[-1][1]))
+            carry: list[tuple[int, int]] = []
+            for prev in reversed(current):
+                # Strictly fewer units than the chunk it came from, or chunks would repeat.
+                if len(carry) + 1 >= len(current) or d.count(prev[0], current[-1][1]) > overlap:
+                    break
+                carry.insert(0, prev)
+            while carry and d.count(carry[0][0], unit[1]) > size:
+                carry.pop(0)
+            current = carry
+        current.append(unit)
+    if current:
+        chunks.append((current[0][0], current[-1][1]))
+    return chunks
+
+
+def _fixed_windows(d: _Doc, size: int, overlap: int) -> list[tuple[int, int]]:
+    """Windows of ``size`` tokens every ``size - overlap`` tokens, cut where characters start."""
+    starts, n = d.starts, len(d.starts)
+    if n == 0:
+        trimmed = d.trim(0, len(d.text))
+        return [trimmed] if trimmed else []
+    spans, i, stride = [], 0, size - overlap
+    while True:
+        if i + size >= n:
+            end_index = n
+        else:
+            end_index = bisect_left(starts, starts[i + size])
+            if end_index <= i:  # one character holds more than `size` tokens
+                end_index = bisect_right(starts, starts[i])
+        begin = 0 if i == 0 else starts[i]
+        end = len(d.text) if end_index >= n else starts[end_index]
+        trimmed = d.trim(begin, end)
+        if trimmed:
+            spans.append(trimmed)
+        if end_index >= n:
+            return spans
+        # The next window starts at a character boundary no later than this one's end, so
+        # windows never leave a gap.
+        nxt = bisect_left(starts, starts[i + stride])
+        i = nxt if nxt > i else bisect_right(starts, starts[i])
+
+
+def chunk_spans(doc: Document, starts: np.ndarray, spec: ChunkSpec) -> list[tuple[int, int]]:
+    """The ``[start, end)`` spans of ``doc``'s chunks under ``spec``, in document order."""
+    d = _Doc(doc, starts)
+    size, overlap = spec.size, spec.overlap
+    whole = (0, len(doc.text))
+    if spec.boundary == "fixed":
+        return _fixed_windows(d, size, overlap)
+    if spec.boundary == "sentence":
+        return _pack(d, _pieces(*whole, d.sentence_cuts(*whole)), size, overlap)
+    if spec.boundary == "paragraph":
+        return _pack(d, _units(d, *whole, ["paragraph", "sentence"], size), size, overlap)
+    if spec.boundary == "recursive":
+        levels = ["section", "paragraph", "sentence", "token"]
+        return _pack(d, _units(d, *whole, levels, size), size, overlap)
+    if spec.boundary == "heading":
+        spans: list[tuple[int, int]] = []
+        for a, b in _pieces(*whole, d.section_cuts(*whole)):
+            units = _units(d, a, b, ["paragraph", "sentence", "token"], size)
+            spans.extend(_pack(d, units, size, overlap))
+        return spans
+    raise SweepError(f"chunk.boundary={spec.boundary!r} is not one of {', '.join(BOUNDARIES)}")
+
+
+def header_for(doc: Document, heading_path: tuple[str, ...], header: str) -> str:
+    if header == "none":
+        return ""
+    if header == "title":
+        return doc.title
+    crumbs = list(heading_path)
+    if crumbs and crumbs[0] == doc.title:
+        crumbs = crumbs[1:]
+    return " > ".join([doc.title, *crumbs])
+
+
+def chunk_document(doc: Document, starts: np.ndarray, spec: ChunkSpec) -> list[Chunk]:
+    section_starts = [s.start for s in doc.sections]
+    chunks = []
+    for ordinal, (start, end) in enumerate(chunk_spans(doc, starts, spec)):
+        idx = bisect_right(section_starts, start) - 1
+        heading_path = doc.sections[idx].heading_path if idx >= 0 else ()
+        body = doc.text[start:end]
+        header = header_for(doc, heading_path, spec.header)
+        n_tokens = bisect_left(starts, end) - bisect_left(starts, start)
+        chunks.append(
+            Chunk(
+                chunk_id=f"{doc.doc_id}#{ordinal}",
+                doc_id=doc.doc_id,
+                ordinal=ordinal,
+                start=start,
+                end=end,
+                text=body,
+                embed_text=f"{header}\n\n{body}" if header else body,
+                n_tokens=int(n_tokens),
+                heading_path=heading_path,
+                oversize=bool(n_tokens > spec.size),
+            )
+        )
+    return chunks
+
+
+def corpus_token_starts(docs: Sequence[Document], tokenizer: ChunkTokenizer
+                        ) -> list[np.ndarray]:
+    """Token starts of every document: the same for every chunking with this tokenizer, so a
+    sweep computes them once (tokenising is most of the cost of chunking)."""
+    return [tokenizer.token_starts(doc.text) for doc in docs]
+
+
+def chunk_corpus(
+    docs: Sequence[Document], spec: ChunkSpec, tokenizer: ChunkTokenizer,
+    starts: Sequence[np.ndarray] | None = None,
+) -> list[Chunk]:
+    spec.validate()
+    if starts is None:
+        starts = corpus_token_starts(docs, tokenizer)
+    chunks: list[Chunk] = []
+    for doc, doc_starts in zip(docs, starts, strict=True):
+        chunks.extend(chunk_document(doc, doc_starts, spec))
+    return chunks
+
+
+def chunk_stats(chunks: Sequence[Chunk]) -> dict[str, float]:
+    tokens = np.array([c.n_tokens for c in chunks], dtype=float) if chunks else np.zeros(1)
+    return {
+        "n_chunks": len(chunks),
+        "chunk_tokens_mean": float(tokens.mean()),
+        "chunk_tokens_p50": float(np.median(tokens)),
+        "chunk_tokens_max": float(tokens.max()),
+        "n_oversize_chunks": sum(c.oversize for c in chunks),
+    }

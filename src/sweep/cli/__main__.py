@@ -1,0 +1,3 @@
+from sweep.cli.main import main
+
+main()

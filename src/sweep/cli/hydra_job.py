@@ -1,0 +1,268 @@
+"""The Hydra side: the job function and the sweep callback. Thin by design.
+
+The job turns the composed config into the typed `Config`, runs `pipeline.run_config`, writes
+the report into the job folder, then logs it to MLflow. Bad input never raises out of here as a
+traceback: a single run prints one line and exits 1; inside a multirun the failing job is
+recorded (report + FAILED child run) and the sweep goes on, then exits 1 at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from sweep.common.errors import SweepError
+from sweep.config.checks import check_config
+from sweep.config.compose import config_error_line, to_container
+from sweep.config.identity import config_hash
+from sweep.config.schema import Config
+from sweep.outputs import report as rp
+from sweep.outputs import tracking
+from sweep.pipeline.run import (
+    load_corpus_cached,
+    load_golden_cached,
+    run_config,
+    run_generation_for,
+)
+
+log = logging.getLogger("sweep")
+
+
+def run_name(plain: dict[str, Any]) -> str:
+    c, e = plain.get("chunk", {}), plain.get("embedding", {})
+    parts = [str(c.get("boundary")), str(c.get("size")), f"ov{c.get('overlap')}",
+             str(c.get("header")), str(e.get("name"))]
+    method = plain.get("retrieval", {}).get("method")
+    if method and method != "dense":
+        parts.append(str(method))
+    return "-".join(parts)
+
+
+def _error_line(exc: BaseException) -> str:
+    if isinstance(exc, SweepError):
+        return str(exc)
+    if isinstance(exc, OmegaConfBaseException):
+        return config_error_line(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def job(cfg: DictConfig) -> float:
+    """One configuration. Returns the headline metric (NaN when the job failed)."""
+    hc = HydraConfig.get()
+    multirun = hc.mode == RunMode.MULTIRUN
+    job_dir = Path(hc.runtime.output_dir)
+    try:
+        plain = to_container(cfg)
+    except OmegaConfBaseException as exc:
+        return _fail({}, job_dir, exc, multirun)
+    try:
+        typed: Config = OmegaConf.to_object(cfg)  # type: ignore[assignment]
+        check_config(typed)
+        if typed.tracking.enabled:
+            tracking.preflight(typed.tracking.uri)
+            resumed = _resume(typed, plain, job_dir)
+            if resumed is not None:
+                return resumed
+        result = run_config(typed)
+    except (SweepError, OmegaConfBaseException) as exc:
+        return _fail(plain, job_dir, exc, multirun)
+
+    rep = result.report
+    # Retrieval results are on disk before generation starts: a crash there loses nothing.
+    paths = [rp.write_report(job_dir, rep), rp.write_per_question(job_dir, result.rows),
+             rp.write_config(job_dir, plain)]
+    gen_error: SweepError | None = None
+    if typed.generation.method.value != "none":
+        try:
+            run_generation_for(typed, result, progress=not multirun)
+        except SweepError as exc:
+            gen_error = exc
+            rep["status"] = "FAILED"
+            rep["error"] = f"{exc} (the retrieval metrics of this configuration are kept)"
+        rp.write_report(job_dir, rep)
+        rp.write_per_question(job_dir, result.rows)
+    _print_summary(rep, job_dir, multirun)
+    if cfg.tracking.enabled:
+        try:
+            tracking.log_job(
+                cfg.tracking.uri, cfg.tracking.experiment, run_name=run_name(plain),
+                plain_config=plain, report=rep, artifacts=paths,
+                artifact_dirs={"hydra": job_dir / ".hydra"},
+                parent_run_id=os.environ.get(tracking.PARENT_ENV),
+                status=rep["status"], error=rep.get("error"),
+            )
+        except SweepError as exc:
+            rep["tracking_error"] = str(exc)
+            rp.write_report(job_dir, rep)
+            return _exit_or_nan(str(exc), multirun, exc)
+    if gen_error is not None:
+        return _exit_or_nan(rep["error"], multirun, gen_error)
+    return float(rep["headline"]["value"])
+
+
+def _resume(cfg: Config, plain: dict[str, Any], job_dir: Path) -> float | None:
+    """Skip a configuration the store already has as FINISHED (same config_hash): an
+    interrupted sweep re-run with the same overrides loses nothing and repeats nothing."""
+    if cfg.sweep.force:
+        return None
+    _, corpus_fp = load_corpus_cached(cfg)
+    golden_fp = load_golden_cached(cfg.golden.path).fingerprint
+    chash = config_hash(plain, corpus_fp, golden_fp)
+    run_id = tracking.find_finished(cfg.tracking.uri, cfg.tracking.experiment, chash)
+    if run_id is None:
+        return None
+    try:
+        path = tracking.download_report(cfg.tracking.uri, run_id, job_dir)
+        rep = json.loads(path.read_text(encoding="utf-8"))
+    except (SweepError, OSError, json.JSONDecodeError) as exc:
+        log.warning("run %s has this config_hash but its report cannot be read (%s); "
+                    "running the configuration again", run_id, exc)
+        return None
+    rep["resumed_from_run"] = run_id
+    rp.write_report(job_dir, rep)
+    parent = os.environ.get(tracking.PARENT_ENV)
+    if parent:  # so that `sweep compare` on this sweep still sees every configuration
+        tracking.tag_run(cfg.tracking.uri, parent, f"resumed.{chash}", run_id)
+    log.info("skipped: this configuration (config_hash %s) is already FINISHED as run %s; "
+             "sweep.force=true re-runs it", chash, run_id)
+    return float(rep["headline"]["value"])
+
+
+def _fail(plain: dict[str, Any], job_dir: Path, exc: BaseException, multirun: bool) -> float:
+    message = _error_line(exc)
+    rep = {"status": "FAILED", "error": message, "config": plain}
+    rp.write_report(job_dir, rep)
+    if plain and plain.get("tracking", {}).get("enabled"):
+        try:
+            tracking.log_job(
+                plain["tracking"]["uri"], plain["tracking"]["experiment"],
+                run_name=run_name(plain), plain_config=plain, report=rep,
+                artifacts=[job_dir / rp.REPORT], parent_run_id=os.environ.get(tracking.PARENT_ENV),
+                status="FAILED", error=message)
+        except SweepError as tracking_exc:
+            if str(tracking_exc) != message:  # the store itself may be what failed
+                log.error("%s", tracking_exc)
+    return _exit_or_nan(message, multirun, exc)
+
+
+def _exit_or_nan(message: str, multirun: bool, exc: BaseException) -> float:
+    if os.environ.get("HYDRA_FULL_ERROR") == "1" or os.environ.get("CHUNK_SWEEP_DEBUG") == "1":
+        raise exc
+    if multirun:
+        log.error("job failed: %s", message)
+        return math.nan
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def _print_summary(rep: dict[str, Any], job_dir: Path, multirun: bool) -> None:
+    m = rep["metrics"]
+    head = rep["headline"]
+    shown = {head["metric"]: head["value"]}
+    for name in ("recall_at_5", "mrr", "evidence_recall_at_5", "answer_accuracy_oracle",
+                 "answer_accuracy_live", "retrieval_tax"):
+        if name in m:
+            shown.setdefault(name, m[name])
+    line = "  ".join(f"{k}={rp.format_value(v)}" for k, v in shown.items())
+    line += (f"  chunks={m.get('n_chunks')}  scored={m.get('n_scored')}/{m.get('n_questions')}"
+             f"  orphans={m.get('n_orphans')}")
+    if "generation" in rep:
+        line += "  diagnosis: " + " ".join(f"{k}={v}" for k, v in
+                                           rep["generation"]["diagnosis"].items())
+    if multirun:
+        log.info("%s", line)
+    else:
+        print(line)
+        print(f"report: {job_dir / rp.REPORT}")
+
+
+def _check_output_dir(path: str) -> None:
+    """Hydra creates the job folder itself and would die with a traceback; say it in a line."""
+    target = Path(path).absolute()
+    existing = next((p for p in [target, *target.parents] if p.exists()), None)
+    if existing is None or not existing.is_dir() or not os.access(existing, os.W_OK):
+        print(f"error: cannot create the output folder {target}: {existing} is not a writable "
+              "folder (set hydra.run.dir / hydra.sweep.dir elsewhere)", file=sys.stderr)
+        sys.exit(1)
+
+
+class MlflowSweepCallback(Callback):
+    """One MLflow parent run per multirun, and the comparison table at its end."""
+
+    def __init__(self) -> None:
+        self.parent: str | None = None
+        self.uri: str | None = None
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _check_output_dir(str(config.hydra.run.dir))
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _check_output_dir(str(config.hydra.sweep.dir))
+        os.environ.pop(tracking.PARENT_ENV, None)
+        if not config.tracking.enabled:
+            return
+        sweep_dir = str(config.hydra.sweep.dir)
+        overrides = list(config.hydra.overrides.task)
+        self.uri = str(config.tracking.uri)
+        try:
+            _, self.parent = tracking.start_parent(
+                self.uri, str(config.tracking.experiment),
+                run_name=f"sweep {Path(sweep_dir).parent.name} {Path(sweep_dir).name}",
+                params={"overrides": " ".join(overrides)[:6000]},
+                tags={"sweep_dir": str(Path(sweep_dir).resolve())},
+            )
+        except SweepError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(1)
+        os.environ[tracking.PARENT_ENV] = self.parent
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        reports = [r for _, r in rp.read_reports(sweep_dir)]
+        axes, rows = rp.comparison_rows(reports)
+        artifacts = rp.write_comparison(sweep_dir, axes, rows)
+        plot = rp.plot_sweep(axes, rows, sweep_dir / "comparison.png")
+        if plot is not None:
+            artifacts.append(plot)
+        rp.print_comparison(axes, rows)
+        failed = [r for r in rows if r["status"] != "FINISHED"]
+        if not rows:
+            # e.g. remote workers that resolved a relative hydra.sweep.dir in their own cwd
+            failed = [{"error": f"no job report under {sweep_dir} (the jobs wrote elsewhere or "
+                       "never ran; use an absolute hydra.sweep.dir on a shared filesystem)"}]
+        if self.parent and self.uri:
+            best = next((r for r in rows if r["status"] == "FINISHED"), None)
+            metrics = {"n_configs": len(rows), "n_failed": len(failed) if rows else 0}
+            if best is not None and isinstance(best["headline"], int | float):
+                metrics[f"best_{best['headline_metric']}"] = best["headline"]
+            try:
+                tracking.finish_parent(
+                    self.uri, self.parent, status="FAILED" if failed else "FINISHED",
+                    metrics=metrics,
+                    tags={"best_config": ", ".join(f"{a}={best[a]}" for a in axes) if best
+                          else ""},
+                    artifacts=artifacts)
+            except SweepError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                sys.exit(1)
+            finally:
+                os.environ.pop(tracking.PARENT_ENV, None)
+        if not rows:
+            print(f"error: {failed[0]['error']}", file=sys.stderr)
+            sys.exit(1)
+        if failed:
+            print(f"error: {len(failed)} of {len(rows)} configurations failed; first: "
+                  f"{failed[0].get('error')}", file=sys.stderr)
+            sys.exit(1)
+

@@ -1,0 +1,72 @@
+"""Cross-key checks the schema cannot express (overlap < size, depth >= k, ...)."""
+
+from __future__ import annotations
+
+from sweep.common.errors import SweepError
+from sweep.config.schema import Config, GenerationMethod
+
+
+def check_config(cfg: Config) -> None:
+    """Cross-field checks the schema cannot express; raises a one-line `SweepError`."""
+    from sweep.chunking.chunkers import ChunkSpec
+
+    ChunkSpec(cfg.chunk.boundary.value, cfg.chunk.size, cfg.chunk.overlap,
+              cfg.chunk.header.value).validate()
+    if cfg.corpus.on_error not in ("raise", "skip"):
+        raise SweepError(f"corpus.on_error={cfg.corpus.on_error!r} is not one of raise, skip")
+    if not cfg.eval.k or any(k < 1 for k in cfg.eval.k):
+        raise SweepError(f"eval.k={list(cfg.eval.k)} must be a non-empty list of integers >= 1")
+    if cfg.eval.prompt_k < 1:
+        raise SweepError(f"eval.prompt_k={cfg.eval.prompt_k} must be >= 1")
+    if cfg.eval.token_budget < 1:
+        raise SweepError(f"eval.token_budget={cfg.eval.token_budget} must be >= 1")
+    if not 0 < cfg.eval.min_overlap <= 1:
+        raise SweepError(f"eval.min_overlap={cfg.eval.min_overlap} must be in (0, 1]")
+    if cfg.retrieval.depth < max(max(cfg.eval.k), cfg.eval.prompt_k):
+        raise SweepError(f"retrieval.depth={cfg.retrieval.depth} must be at least the largest "
+                         f"eval.k ({max(cfg.eval.k)})")
+    if cfg.retrieval.rrf_k < 1:
+        raise SweepError(f"retrieval.rrf_k={cfg.retrieval.rrf_k} must be >= 1")
+    if cfg.retrieval.dense_weight < 0 or cfg.retrieval.bm25_weight < 0:
+        raise SweepError("retrieval.dense_weight and retrieval.bm25_weight must be >= 0")
+    if cfg.retrieval.bm25_k1 < 0 or not 0 <= cfg.retrieval.bm25_b <= 1:
+        raise SweepError("retrieval.bm25_k1 must be >= 0 and retrieval.bm25_b in [0, 1]")
+    if cfg.rerank.pool < 1 or cfg.rerank.pool > cfg.retrieval.depth:
+        raise SweepError(f"rerank.pool={cfg.rerank.pool} must be between 1 and "
+                         f"retrieval.depth={cfg.retrieval.depth}")
+    if cfg.eval.latency_sample < 0:
+        raise SweepError(f"eval.latency_sample={cfg.eval.latency_sample} must be >= 0")
+    from sweep.evaluation.evaluate import metric_names
+
+    names = metric_names(cfg.eval.k, cfg.eval.prompt_k)
+    if cfg.eval.headline not in names:
+        raise SweepError(f"eval.headline={cfg.eval.headline!r} is not a metric of this run "
+                         f"(one of: {', '.join(names)})")
+    if cfg.embedding.batch_size < 1:
+        raise SweepError(f"embedding.batch_size={cfg.embedding.batch_size} must be >= 1")
+    check_generation(cfg)
+
+
+def check_generation(cfg: Config) -> None:
+    g, j = cfg.generation, cfg.judge
+    if g.method == GenerationMethod.none:
+        return
+    if g.limit < 0:
+        raise SweepError(f"generation.limit={g.limit} must be >= 0 (0 = every question)")
+    if g.max_chars < 1 or g.max_sentences < 1:
+        raise SweepError("generation.max_chars and generation.max_sentences must be >= 1")
+    for name, value in (("generation.max_tokens", g.max_tokens),
+                        ("generation.concurrency", g.concurrency),
+                        ("judge.concurrency", j.concurrency)):
+        if value < 1:
+            raise SweepError(f"{name}={value} must be >= 1")
+    for name, value in (("generation.timeout_s", g.timeout_s), ("judge.timeout_s", j.timeout_s)):
+        if value <= 0:
+            raise SweepError(f"{name}={value} must be > 0")
+    if g.max_retries < 0 or j.max_retries < 0:
+        raise SweepError("generation.max_retries and judge.max_retries must be >= 0")
+    if g.method == GenerationMethod.openai:
+        missing = [p for p in ("{context}", "{question}") if p not in g.prompt]
+        if missing:
+            raise SweepError(f"generation.prompt must contain {' and '.join(missing)}")
+

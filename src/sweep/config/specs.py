@@ -1,0 +1,13 @@
+"""Config -> plain specs: the one place where a stage's settings are read off a `Config`."""
+
+from __future__ import annotations
+
+from sweep.config.schema import Config
+from sweep.embedding.models import EmbeddingSpec
+
+
+def embedding_spec(cfg: Config) -> EmbeddingSpec:
+    e = cfg.embedding
+    return EmbeddingSpec(e.name, e.family.value, e.distill_from, e.pca_dims, e.batch_size,
+                         e.query_prefix, e.document_prefix)
+

@@ -1,0 +1,230 @@
+"""Load a folder of markdown / text files into `Document` records.
+
+Everything here except `load_corpus` is a pure function over strings, so the parsing rules
+(slugs, titles, sections, fenced code) are testable without touching the disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sweep.common.errors import SweepError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_EXTENSIONS = (".md", ".markdown", ".txt")
+# A file this large is almost always a mistake (a log, a dump) and would dominate the sweep.
+HUGE_FILE_BYTES = 50_000_000
+
+
+@dataclass(frozen=True)
+class Section:
+    """A markdown section: from its heading line to the next heading of any level.
+
+    ``heading_path`` holds the titles of the enclosing headings, outermost first, ending with
+    this section's own title; the text before the first heading has an empty path.
+    """
+
+    start: int
+    end: int
+    level: int
+    heading_path: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Document:
+    doc_id: str
+    title: str
+    text: str
+    sections: tuple[Section, ...]
+    source: str  # path relative to the corpus root, with forward slashes
+
+    def section_at(self, offset: int) -> Section | None:
+        for section in self.sections:
+            if section.start <= offset < section.end:
+                return section
+        return None
+
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+_CLOSING_HASHES = re.compile(r"[ \t]+#+$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def normalize_text(text: str) -> str:
+    """NFC, no BOM, ``\\n`` line ends: offsets are then stable whatever editor wrote the file."""
+    # lstrip, not one character: a file saved twice by BOM-adding tools starts with two
+    text = text.lstrip("\ufeff")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return unicodedata.normalize("NFC", text)
+
+
+def slugify_path(relative_path: str) -> str:
+    """A stable id from a path relative to the corpus root.
+
+    Each folder level is kept (joined with ``/``) so ids stay readable and unique; each part is
+    lowercased with runs of anything but letters, digits, ``.`` and ``_`` turned into ``-``;
+    the file extension is dropped. ``Returns/Refund Policy.md`` -> ``returns/refund-policy``.
+    """
+    parts = Path(relative_path.replace("\\", "/")).with_suffix("").parts
+    slugs = []
+    for part in parts:
+        slug = re.sub(r"[^\w.]+", "-", part.lower(), flags=re.UNICODE).strip("-.")
+        slugs.append(slug or "_")
+    return "/".join(slugs)
+
+
+def markdown_headings(text: str) -> list[tuple[int, int, str]]:
+    """``(offset, level, title)`` of each ATX heading outside fenced code blocks.
+
+    Setext (underlined) headings are not recognised; they are rare in help-centre style docs and
+    ambiguous with tables and horizontal rules.
+    """
+    headings: list[tuple[int, int, str]] = []
+    fence: str | None = None
+    offset = 0
+    for line in text.split("\n"):
+        fence_match = _FENCE.match(line)
+        if fence is None and fence_match:
+            fence = fence_match.group(1)
+        elif fence is not None:
+            # A fence closes with the same character, at least as long, and nothing after it.
+            if fence_match and fence_match.group(1)[0] == fence[0] and len(
+                fence_match.group(1)
+            ) >= len(fence) and not line.strip().lstrip(fence[0]):
+                fence = None
+        else:
+            match = _HEADING.match(line)
+            if match:
+                title = _CLOSING_HASHES.sub("", (match.group(2) or "").strip()).strip()
+                headings.append((offset, len(match.group(1)), title))
+        offset += len(line) + 1
+    return headings
+
+
+def markdown_sections(text: str) -> tuple[Section, ...]:
+    """Sections covering the whole text, in order; a non-blank preamble is a section too."""
+    headings = markdown_headings(text)
+    sections: list[Section] = []
+    if not headings:
+        return (Section(0, len(text), 0, ()),) if text.strip() else ()
+    if text[: headings[0][0]].strip():
+        sections.append(Section(0, headings[0][0], 0, ()))
+    stack: list[tuple[int, str]] = []
+    for i, (start, level, title) in enumerate(headings):
+        end = headings[i + 1][0] if i + 1 < len(headings) else len(text)
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, title))
+        sections.append(Section(start, end, level, tuple(t for _, t in stack)))
+    return tuple(sections)
+
+
+def title_from(text: str, relative_path: str) -> str:
+    for _, _, title in markdown_headings(text):
+        if title:
+            return title
+    return _stem_title(relative_path)
+
+
+def parse_document(relative_path: str, raw_text: str, *, markdown: bool = True) -> Document:
+    text = normalize_text(raw_text)
+    sections = markdown_sections(text) if markdown else (
+        (Section(0, len(text), 0, ()),) if text.strip() else ()
+    )
+    return Document(
+        doc_id=slugify_path(relative_path),
+        title=title_from(text, relative_path) if markdown else _stem_title(relative_path),
+        text=text,
+        sections=sections,
+        source=relative_path.replace("\\", "/"),
+    )
+
+
+def _stem_title(relative_path: str) -> str:
+    return Path(relative_path).stem.replace("-", " ").replace("_", " ").strip() or relative_path
+
+
+def decode_file(path: Path, data: bytes) -> str:
+    """UTF-8 (with or without BOM) or a `SweepError` saying where decoding failed."""
+    if b"\x00" in data[:8192]:
+        raise SweepError(f"{path}: binary file (contains NUL bytes), not text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise SweepError(
+            f"{path}:{line}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+            hint="re-save the file as UTF-8 or set corpus.on_error=skip",
+        ) from None
+
+
+def load_corpus(
+    root: str | Path,
+    *,
+    extensions: Iterable[str] = DEFAULT_EXTENSIONS,
+    on_error: str = "raise",
+) -> list[Document]:
+    """Every ``.md``/``.txt`` file under ``root`` (recursively), sorted by path.
+
+    ``on_error="skip"`` turns unreadable or undecodable files into warnings; empty files are
+    always skipped with a warning (they can hold no evidence).
+    """
+    root = Path(root)
+    if not root.exists():
+        raise SweepError(f"corpus folder not found: {root}", hint="set corpus.path=DIR")
+    if not root.is_dir():
+        raise SweepError(f"corpus.path is not a folder: {root}")
+    exts = {e.lower() for e in extensions}
+    paths = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in exts)
+    docs: list[Document] = []
+    seen: dict[str, str] = {}
+    for path in paths:
+        rel = path.relative_to(root).as_posix()
+        if any(part.startswith(".") for part in Path(rel).parts):
+            continue
+        try:
+            size = path.stat().st_size
+            if size > HUGE_FILE_BYTES:
+                log.warning("%s: %.0f MB is unusually large for a corpus document", path, size / 1e6)
+            text = decode_file(path, path.read_bytes())
+        except (OSError, SweepError) as exc:
+            message = str(exc) if isinstance(exc, SweepError) else f"{path}: cannot read ({exc})"
+            if on_error == "skip":
+                log.warning("skipped %s", message)
+                continue
+            raise SweepError(message) from None
+        if not text.strip():
+            log.warning("skipped %s: empty file", path)
+            continue
+        doc = parse_document(rel, text, markdown=path.suffix.lower() != ".txt")
+        if doc.doc_id in seen:
+            raise SweepError(
+                f"{path}: doc_id {doc.doc_id!r} is also the id of {seen[doc.doc_id]}",
+                hint="rename one of the two files",
+            )
+        seen[doc.doc_id] = rel
+        docs.append(doc)
+    if not docs:
+        raise SweepError(
+            f"corpus folder {root} has no readable {'/'.join(sorted(exts))} files",
+            hint="point corpus.path at a folder of markdown or text files",
+        )
+    return docs
+
+
+def corpus_fingerprint(docs: Iterable[Document]) -> str:
+    """sha256 over ids and texts: two runs with the same fingerprint saw the same corpus."""
+    h = hashlib.sha256()
+    for doc in sorted(docs, key=lambda d: d.doc_id):
+        h.update(doc.doc_id.encode())
+        h.update(b"\x00")
+        h.update(doc.text.encode())
+        h.update(b"\x01")
+    return h.hexdigest()[:16]

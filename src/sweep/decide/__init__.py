@@ -1,0 +1,1 @@
+"""Deciding from finished sweeps: tables, paired statistics, winners, the baseline gate, reruns."""

@@ -1,0 +1,649 @@
+"""Deciding between the configurations of a sweep: compare, export the winner, flips.
+
+    sweep compare [--experiment NAME] [--sweep latest|PARENT_RUN_ID] [--metric M] [--json]
+                  [--plot DIR] [--no-plot] [--tracking-uri URI]
+    sweep export  --metric M [--name NAME] [--out-dir DIR] [same selection options]
+    sweep flips   RUN_A RUN_B [--metric recall_at_5] [--json] [--tracking-uri URI]
+
+The runs are read back from MLflow (``tracking`` holds every MLflow call); per-question scores
+come from the ``per_question.csv`` artifacts. The statistics and the choice of the winner are
+pure functions over plain data, tested with hand-made numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sweep.common.errors import SweepError
+from sweep.common.files import atomic_write
+from sweep.common.paths import PROJECT_ROOT
+from sweep.config.identity import RESULT_SECTIONS
+from sweep.outputs import tracking
+from sweep.outputs.report import (
+    differing_keys,
+    format_value,
+    plot_metric_vs_size,
+    pyplot,
+    save_figure,
+)
+
+DEFAULT_METRIC = "recall_at_5"
+N_RESAMPLES = 10_000
+ALPHA = 0.05
+SEED = 0
+# Sections of a job's config.yaml that define the configuration (corpus/golden only when they
+# differ from the defaults; tracking and hydra never).
+WINNERS_DIR = PROJECT_ROOT / "experiments" / "winners"
+# Params that never make a configuration different.
+_IGNORED_PARAM_PREFIXES = ("tracking.",)
+_LOWER_IS_BETTER = ("context_tokens_", "latency_", "time_", "index_bytes_", "index_build_",
+                    "n_orphans", "truncated_fraction", "n_oversize", "retrieval_tax",
+                    "ungraded_count", "n_ungraded", "n_retrieval_bug", "n_generation_bug",
+                    "n_oracle_fail", "cost_estimate_usd", "gen_", "judge_")
+
+
+# --- statistics (pure) ---------------------------------------------------------------------
+
+def paired_bootstrap(a: Sequence[float], b: Sequence[float], n: int = N_RESAMPLES,
+                     seed: int = SEED) -> tuple[float, float, float, float]:
+    """Paired bootstrap of the mean difference ``a - b`` over the same questions.
+
+    Resamples the questions with replacement ``n`` times (fixed ``seed``: same input, same
+    numbers). Returns ``(mean_diff, lo, hi, p)``: the observed mean difference, the 95 %
+    percentile interval of the resampled means, and a two-sided p-value (twice the smaller
+    share of resampled means on either side of zero, at most 1), so that ``p < 0.05`` exactly
+    when the interval excludes zero.
+    """
+    import numpy as np
+
+    x = np.asarray(a, dtype=float)
+    y = np.asarray(b, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"paired samples must have the same length ({x.shape} vs {y.shape})")
+    if x.size == 0:
+        raise ValueError("paired_bootstrap needs at least one pair")
+    if n < 1:
+        raise ValueError("n must be >= 1")
+    d = x - y
+    m = d.size
+    rng = np.random.default_rng(seed)
+    boots = np.empty(n)
+    step = max(1, 4_000_000 // m)  # bounded memory for large golden sets
+    for start in range(0, n, step):
+        size = min(step, n - start)
+        idx = rng.integers(0, m, size=(size, m))
+        boots[start : start + size] = d[idx].mean(axis=1)
+    boots = np.round(boots, 12)  # exact zeros stay zeros despite float summation
+    lo, hi = np.percentile(boots, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)])
+    p = min(1.0, 2.0 * min(float((boots <= 0).mean()), float((boots >= 0).mean())))
+    return float(np.round(d.mean(), 12)), float(lo), float(hi), p
+
+
+def lower_is_better(metric: str) -> bool:
+    return metric.startswith(_LOWER_IS_BETTER)
+
+
+@dataclass
+class Verdict:
+    n_pairs: int
+    diff: float | None = None  # this configuration minus the best
+    lo: float | None = None
+    hi: float | None = None
+    p: float | None = None
+    tied: bool = True
+    text: str = ""
+
+
+def format_p(p: float, n: int = N_RESAMPLES) -> str:
+    """``p=0.031``, ``p=0.0004``, or ``p<1e-04`` when no resample crossed zero."""
+    if p < 1 / n:
+        return f"p<{1 / n:.0e}"
+    return f"p={p:.4f}" if p < 0.001 else f"p={p:.3f}"
+
+
+def verdict_against_best(best: Sequence[float], other: Sequence[float], metric: str,
+                         n: int = N_RESAMPLES, seed: int = SEED) -> Verdict:
+    """Is ``other`` distinguishable from ``best`` (paired scores, same question order)?"""
+    if len(best) == 0:
+        return Verdict(0, tied=True, text="n/a (no question scored in both)")
+    diff, lo, hi, p = paired_bootstrap(other, best, n=n, seed=seed)
+    ci = f"diff {diff:+.3f}, 95% CI [{lo:+.3f}, {hi:+.3f}]"
+    sign = -1.0 if lower_is_better(metric) else 1.0
+    worse_hi = hi if sign > 0 else -lo  # upper end of the (oriented) improvement interval
+    better_lo = lo if sign > 0 else -hi
+    if p < ALPHA and worse_hi < 0:
+        return Verdict(len(best), diff, lo, hi, p, tied=False,
+                       text=f"worse, {format_p(p, n)} ({ci})")
+    if p < ALPHA and better_lo > 0:
+        # Possible when the two were scored on different questions: not worse than the best.
+        return Verdict(len(best), diff, lo, hi, p, tied=True,
+                       text=f"better on shared questions, {format_p(p, n)} ({ci})")
+    return Verdict(len(best), diff, lo, hi, p, tied=True,
+                   text=f"tied with best, {format_p(p, n)} ({ci})")
+
+
+def paired_scores(a: Any, b: Any, metric: str) -> tuple[list[str], list[float], list[float]]:
+    """Pair two per_question tables (pandas) on ``qid``, keeping only the questions scored in
+    both (a value for ``metric`` in both; ``status == scored`` for chunk-level metrics)."""
+    import pandas as pd
+
+    def usable(df: Any) -> Any:
+        if metric not in df.columns:
+            raise SweepError(f"per_question.csv has no column {metric!r}")
+        out = df[["qid", metric] + (["status"] if "status" in df.columns else [])].copy()
+        out[metric] = pd.to_numeric(out[metric], errors="coerce")
+        out = out[out[metric].notna()]
+        if "status" in out.columns and not metric.startswith("doc_"):
+            out = out[out["status"].astype(str) == "scored"]
+        out["qid"] = out["qid"].astype(str)
+        return out.drop_duplicates("qid")[["qid", metric]]
+
+    merged = usable(a).merge(usable(b), on="qid", suffixes=("_a", "_b"))
+    return (merged["qid"].tolist(), merged[f"{metric}_a"].astype(float).tolist(),
+            merged[f"{metric}_b"].astype(float).tolist())
+
+
+# --- comparison rows and the winner (pure over plain data) ---------------------------------
+
+def swept_params(param_rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Param keys whose value differs between configurations (tracking.* excluded)."""
+    return [k for k in differing_keys(param_rows) if not k.startswith(_IGNORED_PARAM_PREFIXES)]
+
+
+def _num(value: Any) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return math.inf
+    return v if math.isfinite(v) else math.inf
+
+
+def rank_rows(rows: list[dict[str, Any]], metric: str, cost: str, latency: str
+              ) -> list[dict[str, Any]]:
+    """Best first on ``metric``; equal values ordered by cost, then latency, then run id."""
+    sign = 1.0 if lower_is_better(metric) else -1.0
+
+    def key(r: dict[str, Any]) -> tuple[float, float, float, str]:
+        v = _num(r.get(metric))
+        primary = v * sign if math.isfinite(v) else math.inf
+        return (primary, _num(r.get(cost)), _num(r.get(latency)), str(r.get("run_id")))
+
+    return sorted(rows, key=key)
+
+
+def choose_winner(rows: Sequence[dict[str, Any]], metric: str, cost: str, latency: str
+                  ) -> tuple[dict[str, Any], str]:
+    """The configuration to export, and the rule that decided.
+
+    ``rows`` are ranked best first and carry ``tied`` (not distinguishable from the best). Among
+    the best and the configurations tied with it: fewest ``cost`` (context tokens), then lowest
+    ``latency``.
+    """
+    if not rows:
+        raise SweepError("no finished configuration to choose from")
+    best = rows[0]
+    tied = [r for r in rows if r.get("tied", r is best)]
+    if best not in tied:
+        tied.insert(0, best)
+    if len(tied) == 1:
+        return best, (f"highest {metric}" if not lower_is_better(metric) else f"lowest {metric}"
+                      ) + ", distinguishable from every other configuration (no tie to break)"
+    by_cost = sorted(tied, key=lambda r: (_num(r.get(cost)), _num(r.get(latency)),
+                                          rows.index(r)))
+    winner = by_cost[0]
+    n = len(tied)
+    cheapest = [r for r in tied if _num(r.get(cost)) == _num(winner.get(cost))]
+    if len(cheapest) == 1:
+        rule = (f"fewest {cost} ({format_value(winner.get(cost))}) among the {n} configurations not "
+                f"distinguishable from the best on {metric}")
+    else:
+        fastest = [r for r in cheapest if _num(r.get(latency)) == _num(winner.get(latency))]
+        if len(fastest) == 1:
+            rule = (f"lowest {latency} ({format_value(winner.get(latency))}) among the {len(cheapest)} "
+                    f"with the fewest {cost}, of the {n} configurations not distinguishable "
+                    f"from the best on {metric}")
+        else:
+            rule = (f"{len(fastest)} configurations tied on {metric}, {cost} and {latency}: "
+                    f"kept the one ranked first on {metric}")
+    if winner is not best:
+        rule += f" (the top {metric} was {format_value(best.get(metric))}, this one "
+        rule += f"{format_value(winner.get(metric))})"
+    return winner, rule
+
+
+def winner_name(config: Mapping[str, Any]) -> str:
+    """``heading-256-ov0-path-minilm`` (+ ``-bm25``/``-hybrid``, ``-rerank``)."""
+    c = config.get("chunk", {})
+    e = config.get("embedding", {})
+    model = re.split(r"[/\\]", str(e.get("name", "model")).rstrip("/\\"))[-1]
+    parts = [str(c.get("boundary")), str(c.get("size")), f"ov{c.get('overlap')}",
+             str(c.get("header")), model.replace("_", "-")]
+    method = config.get("retrieval", {}).get("method", "dense")
+    if method != "dense":
+        parts.append(str(method))
+    if config.get("rerank", {}).get("method", "none") != "none":
+        parts.append("rerank")
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", "-".join(parts)).strip("-").lower()
+
+
+def winner_sections(config: Mapping[str, Any], defaults: Mapping[str, Any] | None
+                    ) -> dict[str, Any]:
+    """The part of a job's resolved config that reproduces it as a Hydra experiment."""
+    out = {k: config[k] for k in RESULT_SECTIONS if k in config}
+    for extra in ("corpus", "golden"):
+        if extra not in config:
+            continue
+        default = (defaults or {}).get(extra) or {}
+        if defaults is None or any(v != default.get(k) for k, v in config[extra].items()):
+            out[extra] = config[extra]
+    return out
+
+
+def winner_yaml(sections: Mapping[str, Any], header: Sequence[str]) -> str:
+    lines = ["# @package _global_", *(f"# {h}" if h else "#" for h in header)]
+    return "\n".join(lines) + "\n" + yaml.safe_dump(dict(sections), sort_keys=False)
+
+
+def flip_rows(a: Any, b: Any, metric: str) -> list[dict[str, Any]]:
+    """Questions scored in both where the two per_question tables disagree on ``metric``
+    (binary metrics: 1 vs 0; graded: any difference), with the first relevant rank in each."""
+    qids, va, vb = paired_scores(a, b, metric)
+    ranks_a = _column(a, "first_relevant_rank")
+    ranks_b = _column(b, "first_relevant_rank")
+    questions = _column(a, "question")
+    out = []
+    for qid, x, y in zip(qids, va, vb, strict=True):
+        if abs(x - y) <= 1e-12:
+            continue
+        out.append({"qid": qid, "question": questions.get(qid, ""), "a": x, "b": y,
+                    "better": "a" if (x > y) != lower_is_better(metric) else "b",
+                    "rank_a": ranks_a.get(qid), "rank_b": ranks_b.get(qid)})
+    return out
+
+
+def _column(df: Any, name: str) -> dict[str, Any]:
+    if name not in df.columns:
+        return {}
+    out = {}
+    for qid, value in zip(df["qid"].astype(str), df[name], strict=True):
+        if value is None or (isinstance(value, float) and math.isnan(value)) or value == "":
+            out[qid] = None
+        elif name.endswith("rank"):
+            out[qid] = int(float(value))
+        else:
+            out[qid] = value
+    return out
+
+
+# --- reading a sweep back from MLflow ------------------------------------------------------
+
+@dataclass
+class SweepTable:
+    parent: dict[str, Any]
+    metric: str
+    swept: list[str]
+    shown: list[str]
+    rows: list[dict[str, Any]]  # best first; params, metrics, run_id, verdict
+    per_question: dict[str, Any] = field(repr=False, default_factory=dict)  # run_id -> frame
+    cost: str = "context_tokens_at_5"
+    latency: str = "latency_end_to_end_p95_ms"
+    n_failed: int = 0
+
+
+def default_uri() -> str:
+    return f"sqlite:///{Path.cwd().resolve() / 'mlflow.db'}"
+
+
+def read_per_question(uri: str, run_id: str, tmp: Path) -> Any:
+    import pandas as pd
+
+    path = tracking.download_artifact(uri, run_id, "per_question.csv", tmp / run_id)
+    if path is None:
+        return None
+    return pd.read_csv(path, dtype={"qid": str}, keep_default_na=True)
+
+
+def _headline_of(uri: str, run_ids: Sequence[str], tmp: Path) -> str | None:
+    for run_id in run_ids[:3]:
+        path = tracking.download_artifact(uri, run_id, "report.json", tmp / f"report-{run_id}")
+        if path is None:
+            continue
+        try:
+            metric = (json.loads(path.read_text(encoding="utf-8")).get("headline") or {}
+                      ).get("metric")
+        except (OSError, json.JSONDecodeError):
+            continue
+        if metric:
+            return str(metric)
+    return None
+
+
+def load_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
+               tmp: Path, *, n: int = N_RESAMPLES, seed: int = SEED) -> SweepTable:
+    """The sweep's finished configurations, best first, each with its verdict vs the best."""
+    parent = tracking.find_sweep(uri, experiment, sweep)
+    df = tracking.sweep_runs(uri, parent)
+    if df is None or len(df) == 0:
+        raise SweepError(f"sweep {parent['run_id']} has no configuration runs")
+    finished = df[df["status"] == "FINISHED"]
+    n_failed = len(df) - len(finished)
+    if len(finished) == 0:
+        raise SweepError(f"sweep {parent['run_id']} has no finished configuration "
+                         f"({n_failed} failed)")
+    metric_cols = sorted(c[len("metrics."):] for c in finished.columns
+                         if c.startswith("metrics.") and finished[c].notna().any())
+    param_cols = [c for c in finished.columns if c.startswith("params.")]
+    records = []
+    for _, r in finished.iterrows():
+        rec: dict[str, Any] = {"run_id": r["run_id"],
+                               "params": {c[len("params."):]: r[c] for c in param_cols
+                                          if isinstance(r[c], str)}}
+        for m in metric_cols:
+            v = r[f"metrics.{m}"]
+            rec[m] = None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+        records.append(rec)
+    run_ids = [rec["run_id"] for rec in records]
+    if metric is None:
+        metric = _headline_of(uri, run_ids, tmp) or DEFAULT_METRIC
+    if metric not in metric_cols:
+        shown = ", ".join(m for m in metric_cols if not m.startswith(("time_", "n_")))
+        raise SweepError(f"unknown metric {metric!r} (available: {shown})")
+    swept = swept_params([rec["params"] for rec in records])
+    for rec in records:
+        for p in swept:
+            rec[p] = _typed(rec["params"].get(p))
+    prompt_k = _typed(records[0]["params"].get("eval.prompt_k", "5"))
+    cost = f"context_tokens_at_{prompt_k}"
+    latency = "latency_end_to_end_p95_ms"
+    rows = rank_rows(records, metric, cost, latency)
+    per_q = {rec["run_id"]: read_per_question(uri, rec["run_id"], tmp) for rec in rows}
+    best = rows[0]
+    best_q = per_q.get(best["run_id"])
+    for i, rec in enumerate(rows):
+        rec["rank"] = i + 1
+        mine = per_q.get(rec["run_id"])
+        if i == 0:
+            rec.update(tied=True, verdict="best", n_pairs=None, diff=None, lo=None, hi=None,
+                       p=None)
+            continue
+        if best_q is None or mine is None or metric not in best_q.columns \
+                or metric not in mine.columns:
+            rec.update(tied=True, verdict="n/a (no per-question scores)", n_pairs=None,
+                       diff=None, lo=None, hi=None, p=None)
+            continue
+        _, b_scores, o_scores = paired_scores(best_q, mine, metric)
+        v = verdict_against_best(b_scores, o_scores, metric, n=n, seed=seed)
+        rec.update(tied=v.tied, verdict=v.text, n_pairs=v.n_pairs, diff=v.diff, lo=v.lo,
+                   hi=v.hi, p=v.p)
+    shown = [metric]
+    for name in (f"recall_at_{prompt_k}", "mrr", f"evidence_recall_at_{prompt_k}",
+                 "evidence_recall_at_budget", cost, latency):
+        if name not in shown and name in metric_cols:
+            shown.append(name)
+    return SweepTable(parent, metric, swept, shown, rows, per_q, cost, latency, n_failed)
+
+
+def _typed(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            continue
+    return value
+
+
+# --- output ---------------------------------------------------------------------------------
+
+def table_frame(t: SweepTable) -> Any:
+    import pandas as pd
+
+    cols = ["rank", *t.swept, *t.shown, "verdict", "run_id"]
+    return pd.DataFrame([{c: r.get(c) for c in cols} for r in t.rows], columns=cols)
+
+
+def print_table(t: SweepTable) -> None:
+    import pandas as pd
+
+    frame = table_frame(t)
+    for c in t.shown:
+        frame[c] = frame[c].map(format_value)
+    started = datetime.fromtimestamp((t.parent.get("start_time") or 0) / 1000, UTC)
+    print(f"sweep {t.parent['run_id']} (experiment {t.parent['experiment']}, "
+          f"{started:%Y-%m-%d %H:%M} UTC): {len(t.rows)} configurations"
+          + (f", {t.n_failed} failed (not shown)" if t.n_failed else "")
+          + f"; best {t.metric} first")
+    with pd.option_context("display.max_columns", None, "display.width", 10_000,
+                           "display.max_colwidth", 80):
+        print(frame.to_string(index=False))
+    n_tied = sum(1 for r in t.rows[1:] if r.get("tied"))
+    print(f"{n_tied} of {len(t.rows) - 1} other configurations are not distinguishable from the "
+          f"best on {t.metric} (paired bootstrap over questions scored in both, "
+          f"{N_RESAMPLES:,} resamples, 95%, seed {SEED})")
+
+
+def table_json(t: SweepTable) -> dict[str, Any]:
+    keep = ["rank", "run_id", *t.swept, *t.shown, "tied", "verdict", "n_pairs", "diff", "lo",
+            "hi", "p"]
+    return {"sweep": {k: t.parent.get(k) for k in ("run_id", "experiment", "experiment_id",
+                                                    "start_time", "sweep_dir", "status")},
+            "metric": t.metric, "swept": t.swept, "n_failed": t.n_failed,
+            "rows": [{k: r.get(k) for k in keep} for r in t.rows]}
+
+
+def plot_table(t: SweepTable, folder: Path) -> list[Path]:
+    """``compare_<metric>_vs_size.png`` (one line per combination of the other swept params)
+    and ``compare_recall_vs_tokens.png`` (quality against prompt cost)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    others = [p for p in t.swept if p != "chunk.size"]
+
+    def label(r: dict[str, Any]) -> str:
+        return ", ".join(f"{p.split('.')[-1]}={r.get(p)}" for p in others) or "all"
+
+    groups: dict[str, list[tuple[float, float]]] = {}
+    for r in t.rows:
+        size, value = _num(r.get("params", {}).get("chunk.size")), _num(r.get(t.metric))
+        if math.isfinite(size) and math.isfinite(value):
+            groups.setdefault(label(r), []).append((size, value))
+    out = [plot_metric_vs_size(groups, t.metric, folder / f"compare_{t.metric}_vs_size.png")]
+
+    recall = next((m for m in t.shown if m.startswith("recall_at_")), t.metric)
+    fig, ax = pyplot().subplots(figsize=(8, 5))
+    for name in sorted({label(r) for r in t.rows}):
+        pts = [(_num(r.get(t.cost)), _num(r.get(recall))) for r in t.rows if label(r) == name]
+        pts = [(x, y) for x, y in pts if math.isfinite(x) and math.isfinite(y)]
+        if pts:
+            xs, ys = zip(*pts, strict=True)
+            ax.scatter(xs, ys, label=name, s=30)
+    ax.set_xlabel(f"{t.cost} (mean tokens in the prompt)")
+    ax.set_ylabel(recall)
+    ax.set_title(f"{recall} vs prompt cost")
+    if len(groups) > 1:
+        ax.legend(fontsize=7, loc="best")
+    out.append(save_figure(fig, folder / "compare_recall_vs_tokens.png"))
+    return out
+
+
+# --- commands -------------------------------------------------------------------------------
+
+def _selection_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--experiment", help="MLflow experiment (default: the one used last)")
+    parser.add_argument("--sweep", default="latest",
+                        help="latest (default) or the parent run id of a sweep")
+    parser.add_argument("--tracking-uri", default=None,
+                        help="MLflow store (default: sqlite:///<cwd>/mlflow.db)")
+
+
+def cmd_compare(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="sweep compare",
+                                     description="Compare the configurations of a sweep.")
+    _selection_args(parser)
+    parser.add_argument("--metric", help="rank by this metric (default: the sweep's headline)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--plot", metavar="DIR", help="folder for the plots "
+                        "(default: the sweep folder)")
+    parser.add_argument("--no-plot", action="store_true", help="skip the plots")
+    args = parser.parse_args(argv)
+    uri = args.tracking_uri or default_uri()
+    with tempfile.TemporaryDirectory(prefix="sweep-compare-") as tmp:
+        t = load_table(uri, args.experiment, args.sweep, args.metric, Path(tmp))
+    plots: list[Path] = []
+    if not args.no_plot:
+        folder = Path(args.plot) if args.plot else _sweep_folder(t.parent)
+        plots = plot_table(t, folder)
+        try:
+            tracking.log_artifacts_to(uri, t.parent["run_id"], plots)
+        except SweepError as exc:
+            print(f"warning: plots not logged to MLflow: {exc}", file=sys.stderr)
+    if args.json:
+        data = table_json(t)
+        data["plots"] = [str(p) for p in plots]
+        print(json.dumps(data, indent=2, default=str))
+    else:
+        print_table(t)
+        for p in plots:
+            print(f"plot: {p}")
+    return 0
+
+
+def _sweep_folder(parent: Mapping[str, Any]) -> Path:
+    folder = Path(str(parent.get("sweep_dir") or ""))
+    if parent.get("sweep_dir") and folder.is_dir() and os.access(folder, os.W_OK):
+        return folder
+    return Path.cwd()
+
+
+def _default_sections() -> dict[str, Any] | None:
+    from sweep.config.compose import compose, to_container
+
+    try:
+        return to_container(compose([]))
+    except SweepError:
+        return None
+
+
+def cmd_export(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="sweep export",
+        description="Write the sweep's winner as a Hydra experiment (experiments/winners/).")
+    _selection_args(parser)
+    parser.add_argument("--metric", required=True, help="choose the winner on this metric")
+    parser.add_argument("--name", help="file name (default: from the winning config)")
+    parser.add_argument("--out-dir", default=None,
+                        help=f"folder to write NAME.yaml into (default: {WINNERS_DIR})")
+    args = parser.parse_args(argv)
+    uri = args.tracking_uri or default_uri()
+    with tempfile.TemporaryDirectory(prefix="sweep-export-") as tmp:
+        t = load_table(uri, args.experiment, args.sweep, args.metric, Path(tmp))
+        winner, rule = choose_winner(t.rows, t.metric, t.cost, t.latency)
+        cfg_path = tracking.download_artifact(uri, winner["run_id"], "config.yaml",
+                                              Path(tmp) / "winner")
+        if cfg_path is None:
+            raise SweepError(f"run {winner['run_id']} has no config.yaml artifact")
+        config = yaml.safe_load(cfg_path.read_text(encoding="utf-8")) or {}
+    name = args.name or winner_name(config)
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", name):
+        raise SweepError(f"--name {name!r}: use letters, digits, '.', '_' and '-' only")
+    sections = winner_sections(config, _default_sections())
+    now = datetime.now(UTC)
+    shown = "  ".join(f"{m}={format_value(winner.get(m))}" for m in t.shown)
+    header = [
+        f"Winner of sweep {t.parent['run_id']} (experiment {t.parent['experiment']}), "
+        f"exported {now:%Y-%m-%d %H:%M} UTC by `sweep export --metric {t.metric}`",
+        f"sweep folder: {t.parent.get('sweep_dir') or '-'}",
+        f"run: {winner['run_id']}  config_hash: "
+        f"{tracking.run_info(uri, winner['run_id'])['tags'].get('config_hash', '-')}",
+        f"chosen by: {rule}",
+        f"metrics: {shown}",
+        f"re-run: python -m sweep experiment=winners/{name}",
+    ]
+    out_dir = Path(args.out_dir) if args.out_dir else WINNERS_DIR
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}.yaml"
+    existed = path.exists()
+    atomic_write(path, winner_yaml(sections, header))
+    tracking.set_tags(uri, winner["run_id"], {"winner": "true", "winner_name": name,
+                                              "winner_metric": t.metric})
+    tracking.set_tags(uri, t.parent["run_id"], {"winner_run_id": winner["run_id"],
+                                                "winner_name": name})
+    best = t.rows[0]
+    print(f"winner: {winner_name(config)} (run {winner['run_id']}, "
+          f"{t.metric}={format_value(winner.get(t.metric))}, {t.cost}={format_value(winner.get(t.cost))}, "
+          f"{t.latency}={format_value(winner.get(t.latency))})")
+    if winner is not best:
+        print(f"  (top {t.metric}: run {best['run_id']}, {format_value(best.get(t.metric))})")
+    print(f"decided by: {rule}")
+    print(f"{'overwrote' if existed else 'wrote'} {path}")
+    print(f"re-run: python -m sweep experiment=winners/{name}")
+    return 0
+
+
+def _per_question_for(ref: str, uri: str, tmp: Path) -> tuple[Any, str]:
+    """A per_question table from a job folder, a CSV file, or an MLflow run id."""
+    import pandas as pd
+
+    p = Path(ref)
+    if p.is_dir() and (p / "per_question.csv").is_file():
+        p = p / "per_question.csv"
+    if p.is_file():
+        return pd.read_csv(p, dtype={"qid": str}), str(p)
+    info = tracking.run_info(uri, ref)
+    df = read_per_question(uri, info["run_id"], tmp)
+    if df is None:
+        raise SweepError(f"run {ref} has no per_question.csv artifact")
+    return df, f"{info['run_name'] or ref} ({ref})"
+
+
+def cmd_flips(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="sweep flips",
+        description="Questions one configuration gets right and the other wrong.")
+    parser.add_argument("run_a", help="MLflow run id (or a job folder / per_question.csv)")
+    parser.add_argument("run_b", help="MLflow run id (or a job folder / per_question.csv)")
+    parser.add_argument("--metric", default=DEFAULT_METRIC)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--tracking-uri", default=None)
+    args = parser.parse_args(argv)
+    uri = args.tracking_uri or default_uri()
+    with tempfile.TemporaryDirectory(prefix="sweep-flips-") as tmp:
+        a, name_a = _per_question_for(args.run_a, uri, Path(tmp))
+        b, name_b = _per_question_for(args.run_b, uri, Path(tmp))
+    for df in (a, b):
+        if args.metric not in df.columns:
+            cols = [c for c in df.columns if re.match(r"(recall|hit|ndcg|evidence|mrr|doc_|"
+                                                      r"context_tokens)", c)]
+            raise SweepError(f"unknown per-question metric {args.metric!r} "
+                             f"(available: {', '.join(cols)})")
+    qids, _, _ = paired_scores(a, b, args.metric)
+    rows = flip_rows(a, b, args.metric)
+    if args.json:
+        print(json.dumps({"a": name_a, "b": name_b, "metric": args.metric,
+                          "n_paired": len(qids), "flips": rows}, indent=2, default=str))
+        return 0
+    binary = all(r["a"] in (0.0, 1.0) and r["b"] in (0.0, 1.0) for r in rows)
+    print(f"A = {name_a}\nB = {name_b}\n{args.metric}: {len(rows)} of {len(qids)} questions "
+          "scored in both differ")
+    for side, other in (("a", "b"), ("b", "a")):
+        chosen = [r for r in rows if r["better"] == side]
+        what = (f"{side.upper()} right, {other.upper()} wrong" if binary
+                else f"{side.upper()} better than {other.upper()}")
+        print(f"\n{what} ({len(chosen)}):")
+        for r in chosen:
+            print(f"  {r['qid']:<10} {args.metric} A={format_value(r['a'])} B={format_value(r['b'])}  "
+                  f"first_relevant_rank A={format_value(r['rank_a'])} B={format_value(r['rank_b'])}  "
+                  f"{str(r['question'])[:70]}")
+    return 0

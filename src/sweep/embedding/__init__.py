@@ -1,0 +1,1 @@
+"""Embedding: local models and the content-addressed vector cache."""

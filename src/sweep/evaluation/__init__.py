@@ -1,0 +1,1 @@
+"""Evaluation: relevance from evidence spans, and the metrics."""

@@ -1,0 +1,1 @@
+"""The generation half: readers, the chat client, the judge, grading."""

@@ -1,0 +1,513 @@
+"""The generation half: answer every golden question twice and tell which half failed.
+
+* **oracle**: the chunks of this configuration that hold the evidence, in document order
+  (retrieval made perfect);
+* **live**: the top ``eval.prompt_k`` retrieved chunks (what the assistant really reads).
+
+Grading is the deterministic ``answer_must_mention`` check first; a judge only for items that
+have none; what neither can grade is ``ungraded``, counted apart and never scored as wrong.
+Accuracy is the mean over the items graded on both sides, so oracle and live are always
+compared on the same questions and ``retrieval_tax = oracle - live`` is a paired difference.
+
+Readers: `ExtractiveReader` (offline, deterministic: copies the context sentences closest to
+the question) and `ChatReader` (any OpenAI-compatible chat-completions endpoint). The network
+lives in `ChatClient`; everything else here is a pure function over plain data.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import urlparse
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from sweep.chunking.chunkers import split_sentences
+from sweep.common.errors import SweepError
+from sweep.common.net import connect_error
+from sweep.generation.cache import JudgeCache
+
+log = logging.getLogger(__name__)
+
+DIAGNOSES = ("ok", "retrieval_bug", "generation_bug", "oracle_fail", "ungraded")
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One chunk as a prompt shows it: where it comes from, and its text."""
+
+    source: str
+    text: str
+
+
+@dataclass(frozen=True)
+class GenItem:
+    """One golden question, ready to be answered twice."""
+
+    qid: str
+    question: str
+    mentions: tuple[str, ...]
+    reference: str  # the evidence text, for the judge
+    oracle: tuple[Passage, ...]
+    live: tuple[Passage, ...]
+    evidence_in_live: bool  # every evidence character is inside the live context
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    usage_reported: bool = False
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+    reported: bool = False
+
+    def add(self, answer: Answer) -> None:
+        self.calls += 1
+        self.prompt_tokens += answer.prompt_tokens
+        self.completion_tokens += answer.completion_tokens
+        self.reported = self.reported or answer.usage_reported
+
+
+class Reader(Protocol):
+    name: str
+    usage: Usage
+
+    def answer_all(self, questions: Sequence[str], contexts: Sequence[Sequence[Passage]],
+                   progress: bool) -> list[Answer]:
+        """One answer per (question, context), in order."""
+        ...
+
+
+# --------------------------------------------------------------------------- grading
+
+
+def normalise(text: str) -> str:
+    """Case-folded, every run of whitespace one space: the form mentions are matched in."""
+    return " ".join(text.casefold().split())
+
+
+def mentions_all(answer: str, mentions: Sequence[str]) -> bool:
+    """True when every ``answer_must_mention`` string occurs in ``answer`` (case-insensitive,
+    whitespace-normalised). The seed's grader: all of them must be there.
+
+    >>> mentions_all("Returns are free within 30\\n days.", ["30 DAYS"])
+    True
+    >>> mentions_all("Within 30 days, with a prepaid label.", ["30 days", "restocking fee"])
+    False
+    """
+    if not mentions:
+        raise ValueError("no mentions: this item needs the judge")
+    a = normalise(answer)
+    return all(normalise(m) in a for m in mentions)
+
+
+JUDGE_PROMPT_VERSION = "chunk-sweep-judge-v1"
+JUDGE_SYSTEM = ("You grade answers of a customer-facing assistant against reference evidence. "
+                "You reply with exactly one word.")
+JUDGE_TEMPLATE = """Question:
+{question}
+
+Reference evidence (the passage or passages that hold the correct answer):
+{reference}
+
+Answer to grade:
+{answer}
+
+Does the answer give the information the reference evidence gives for this question, without
+contradicting it? Reply with exactly one word: CORRECT or INCORRECT."""
+
+
+def judge_messages(question: str, reference: str, answer: str) -> list[dict[str, str]]:
+    # str.replace, not str.format: braces in a question or an answer must stay text.
+    user = (JUDGE_TEMPLATE.replace("{question}", question).replace("{reference}", reference)
+            .replace("{answer}", answer if answer.strip() else "(empty answer)"))
+    return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]
+
+
+def parse_verdict(reply: str) -> bool | None:
+    """``CORRECT`` -> True, ``INCORRECT`` -> False (case-insensitive, one trailing period
+    allowed); anything else -> None, i.e. ungraded. Never a guess.
+
+    >>> parse_verdict(" Correct. "), parse_verdict("INCORRECT"), parse_verdict("Mostly correct")
+    (True, False, None)
+    """
+    word = reply.strip()
+    word = word[:-1] if word.endswith(".") else word
+    return {"CORRECT": True, "INCORRECT": False}.get(word.strip().upper())
+
+
+def diagnose(oracle_ok: bool | None, live_ok: bool | None, evidence_in_live: bool) -> str:
+    """Which half to spend the week on, per question.
+
+    ``ok``: the live answer is right. ``oracle_fail``: wrong even with the evidence handed over
+    (prompt, model, or the label itself). ``retrieval_bug``: right with the evidence, wrong
+    without it, and the live context lacked it. ``generation_bug``: the live context held the
+    evidence and the answer is still wrong (while the oracle answer was right: distracting
+    chunks, ordering, length). ``ungraded``: a side could not be graded.
+    """
+    if oracle_ok is None or live_ok is None:
+        return "ungraded"
+    if live_ok:
+        return "ok"
+    if not oracle_ok:
+        return "oracle_fail"
+    return "generation_bug" if evidence_in_live else "retrieval_bug"
+
+
+# --------------------------------------------------------------------------- extractive
+
+
+def candidate_sentences(passages: Sequence[Passage]) -> list[str]:
+    """The distinct sentences of the passages, in order, without markdown heading lines
+    (a heading resembles the question more than any answer does, and answers nothing)."""
+    seen: dict[str, None] = {}
+    for p in passages:
+        for s in split_sentences(p.text):
+            if not s.lstrip().startswith("#"):
+                seen.setdefault(s, None)
+    return list(seen)
+
+
+def pick_sentences(sentences: Sequence[str], scores: np.ndarray, max_chars: int,
+                   max_sentences: int) -> str:
+    """The best-scoring sentences, best first, while they fit in ``max_chars`` (the best one is
+    always kept, cut at ``max_chars`` if it alone is longer). Ties go to the earlier sentence."""
+    order = sorted(range(len(sentences)), key=lambda i: (-float(scores[i]), i))
+    picked: list[str] = []
+    used = 0
+    for i in order:
+        if len(picked) == max_sentences:
+            break
+        s = sentences[i]
+        if not picked:
+            picked.append(s[:max_chars])
+            used = len(picked[0])
+        elif used + 1 + len(s) <= max_chars:
+            picked.append(s)
+            used += 1 + len(s)
+    return " ".join(picked)
+
+
+class ExtractiveReader:
+    """Answers with the context sentences closest to the question by the configured embedding
+    model: no network, no randomness. A real baseline: how far copying the best sentence gets.
+    """
+
+    name = "extractive"
+
+    def __init__(self, encode: Callable[..., np.ndarray], max_chars: int = 400,
+                 max_sentences: int = 2) -> None:
+        self.encode = encode  # Embedder.encode: cached, normalised vectors
+        self.max_chars = max_chars
+        self.max_sentences = max_sentences
+        self.usage = Usage()
+
+    def answer_all(self, questions: Sequence[str], contexts: Sequence[Sequence[Passage]],
+                   progress: bool = True) -> list[Answer]:
+        per_item = [candidate_sentences(c) for c in contexts]
+        unique = list(dict.fromkeys(s for sents in per_item for s in sents))
+        vectors = self.encode(unique, progress=progress) if unique else np.zeros((0, 1))
+        row = {s: i for i, s in enumerate(unique)}
+        qvecs = self.encode(list(questions), query=True, progress=False)
+        answers = []
+        for q, sents in zip(qvecs, per_item, strict=True):
+            if not sents:
+                answers.append(Answer(""))
+                continue
+            scores = vectors[[row[s] for s in sents]] @ q
+            answers.append(Answer(pick_sentences(sents, scores, self.max_chars,
+                                                 self.max_sentences)))
+        self.usage.calls += len(answers)
+        return answers
+
+
+# --------------------------------------------------------------------------- endpoint
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An OpenAI-compatible chat-completions endpoint. ``api_key_env`` names the environment
+    variable that holds the key; the key itself is never in a config, a log or an artifact."""
+
+    section: str  # "generation" or "judge", for error messages
+    base_url: str
+    model: str
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 60.0
+    max_retries: int = 4
+    concurrency: int = 4
+
+
+def _scrub(text: str, secret: str) -> str:
+    return text.replace(secret, "***") if secret and len(secret) >= 4 else text
+
+
+class ChatClient:
+    """Chat completions with the `openai` SDK: its retries back off exponentially on 429, 5xx,
+    timeouts and dropped connections (honouring Retry-After); calls run ``concurrency`` at a
+    time; every failure becomes one `SweepError` line that names the config key to fix."""
+
+    def __init__(self, ep: Endpoint) -> None:
+        if not ep.base_url:
+            raise SweepError(f"{ep.section}.base_url is empty",
+                             hint="e.g. http://127.0.0.1:11434/v1 (Ollama) or "
+                             "https://api.openai.com/v1")
+        if not ep.model:
+            raise SweepError(f"{ep.section}.model is empty: name the model the endpoint serves")
+        parsed = urlparse(ep.base_url)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise SweepError(f"{ep.section}.base_url={ep.base_url!r} is not an http(s) URL")
+        self.ep = ep
+        self._key = os.environ.get(ep.api_key_env, "") if ep.api_key_env else ""
+        if ep.api_key_env and not self._key:
+            log.warning("%s.api_key_env: $%s is not set; calling %s without a key (fine for "
+                        "local servers)", ep.section, ep.api_key_env, ep.base_url)
+        try:
+            from openai import OpenAI
+        except ImportError as exc:  # pragma: no cover - a dependency of the project
+            raise SweepError("the openai package is not installed", hint="run `make install`") \
+                from exc
+        # Local servers (vLLM, Ollama, llama.cpp) take any key; the SDK insists on one.
+        self._client = OpenAI(base_url=ep.base_url, api_key=self._key or "no-key",
+                              timeout=ep.timeout_s, max_retries=ep.max_retries)
+
+    def preflight(self, timeout: float = 3.0) -> None:
+        """Fail in seconds when nothing listens at ``base_url`` (the SDK would retry with
+        back-off first)."""
+        reason = connect_error(self.ep.base_url, timeout)
+        if reason is not None:
+            raise SweepError(f"{self.ep.section}.base_url={self.ep.base_url}: cannot reach the "
+                             f"endpoint ({reason})", hint="start the server or fix the URL")
+
+    def complete(self, messages: Sequence[dict[str, str]], temperature: float,
+                 max_tokens: int) -> Answer:
+        try:
+            resp = self._client.chat.completions.create(
+                model=self.ep.model, messages=list(messages),  # type: ignore[arg-type]
+                temperature=temperature, max_tokens=max_tokens)
+        except Exception as exc:
+            raise self._error(exc) from None
+        choices = getattr(resp, "choices", None)
+        if not choices or getattr(choices[0], "message", None) is None:
+            raise SweepError(f"{self.ep.section}: {self.ep.base_url} answered without a "
+                             "choice (not a chat-completions response)")
+        usage = getattr(resp, "usage", None)
+        return Answer(choices[0].message.content or "",
+                      int(getattr(usage, "prompt_tokens", 0) or 0),
+                      int(getattr(usage, "completion_tokens", 0) or 0),
+                      usage is not None)
+
+    def complete_all(self, batches: Sequence[Sequence[dict[str, str]]], temperature: float,
+                     max_tokens: int, progress: bool, desc: str) -> list[Answer]:
+        """``complete`` for each message list, ``concurrency`` at a time, results in order.
+        The first failure cancels what has not started and is raised."""
+        out: list[Answer | None] = [None] * len(batches)
+        pool = ThreadPoolExecutor(max_workers=max(1, self.ep.concurrency))
+        try:
+            futures = {pool.submit(self.complete, m, temperature, max_tokens): i
+                       for i, m in enumerate(batches)}
+            for fut in tqdm(as_completed(futures), total=len(futures), desc=desc,
+                            disable=not progress, leave=False):
+                out[futures[fut]] = fut.result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        return [a for a in out if a is not None]
+
+    def _error(self, exc: Exception) -> SweepError:
+        import openai
+
+        s, url = self.ep.section, self.ep.base_url
+        tries = f"after {self.ep.max_retries} retries"
+        if isinstance(exc, openai.APITimeoutError):
+            msg = f"{s}: {url} did not answer within {s}.timeout_s={self.ep.timeout_s} ({tries})"
+        elif isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc
+            msg = f"{s}.base_url={url}: connection failed ({type(cause).__name__}) ({tries})"
+        elif isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+            # The body of a 401 may echo part of the key: it is not repeated.
+            msg = (f"{s}: the endpoint refused the credentials (HTTP {exc.status_code}); put the "
+                   f"key in ${self.ep.api_key_env} ({s}.api_key_env)")
+        elif isinstance(exc, openai.NotFoundError):
+            msg = (f"{s}.model={self.ep.model!r}: HTTP 404 from {url} (unknown model, or a "
+                   "base_url without its /v1)")
+        elif isinstance(exc, openai.RateLimitError):
+            msg = f"{s}: still rate-limited (HTTP 429) {tries}; lower {s}.concurrency"
+        elif isinstance(exc, openai.APIStatusError):
+            msg = f"{s}: HTTP {exc.status_code} from {url} {tries}: {str(exc)[:200]}"
+        else:
+            msg = f"{s}: {type(exc).__name__} from {url}: {str(exc)[:200]}"
+        return SweepError(_scrub(" ".join(msg.split()), self._key))
+
+
+def format_context(passages: Sequence[Passage]) -> str:
+    return "\n\n".join(f"[{i}] {p.source}\n{p.text}" for i, p in enumerate(passages, start=1))
+
+
+class ChatReader:
+    """An LLM behind an OpenAI-compatible endpoint, prompted with ``template`` (which holds
+    ``{context}`` and ``{question}``)."""
+
+    name = "openai"
+
+    def __init__(self, client: ChatClient, system: str, template: str, temperature: float,
+                 max_tokens: int) -> None:
+        self.client = client
+        self.system = system
+        self.template = template
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.usage = Usage()
+
+    def messages(self, question: str, passages: Sequence[Passage]) -> list[dict[str, str]]:
+        user = (self.template.replace("{context}", format_context(passages))
+                .replace("{question}", question))
+        msgs = [{"role": "system", "content": self.system}] if self.system else []
+        return [*msgs, {"role": "user", "content": user}]
+
+    def answer_all(self, questions: Sequence[str], contexts: Sequence[Sequence[Passage]],
+                   progress: bool = True) -> list[Answer]:
+        batches = [self.messages(q, c) for q, c in zip(questions, contexts, strict=True)]
+        answers = self.client.complete_all(batches, self.temperature, self.max_tokens,
+                                           progress, "generate")
+        for a in answers:
+            self.usage.add(a)
+        return answers
+
+
+class Judge:
+    """Grades answers of items without ``answer_must_mention``, through a pinned prompt at
+    temperature 0; replies are cached by (model, prompt version, question, reference, answer)
+    so a re-run pays for nothing it already asked."""
+
+    def __init__(self, client: ChatClient, cache: JudgeCache | None = None) -> None:
+        self.client = client
+        self.cache = cache
+        self.usage = Usage()
+        self.cached_hits = 0
+
+    def grade_all(self, triples: Sequence[tuple[str, str, str]], progress: bool = True
+                  ) -> tuple[list[bool | None], list[str]]:
+        """(question, reference, answer) -> (verdict or None, raw reply) for each."""
+        keys = [JudgeCache.key(self.client.ep.model, JUDGE_PROMPT_VERSION, *t) for t in triples]
+        replies: list[str | None] = [self.cache.get(k) if self.cache else None for k in keys]
+        todo = [i for i, r in enumerate(replies) if r is None]
+        self.cached_hits += len(triples) - len(todo)
+        if todo:
+            answers = self.client.complete_all([judge_messages(*triples[i]) for i in todo],
+                                               0.0, 8, progress, "judge")
+            for i, a in zip(todo, answers, strict=True):
+                replies[i] = a.text
+                self.usage.add(a)
+                if self.cache is not None:
+                    self.cache.put(keys[i], a.text)
+        texts = [r or "" for r in replies]
+        return [parse_verdict(t) for t in texts], texts
+
+
+# --------------------------------------------------------------------------- the run
+
+
+@dataclass
+class GenOutcome:
+    summary: dict[str, float]
+    rows: dict[str, dict[str, Any]]  # qid -> per-question columns
+    usage: dict[str, Usage] = field(default_factory=dict)
+
+
+def grade(items: Sequence[GenItem], answers: Sequence[Answer], judge: Judge | None,
+          progress: bool) -> tuple[list[bool | None], list[str]]:
+    """A verdict per answer (None = ungraded) and how it was reached."""
+    verdicts: list[bool | None] = [None] * len(items)
+    how = ["none"] * len(items)
+    ask: list[int] = []
+    for i, (item, answer) in enumerate(zip(items, answers, strict=True)):
+        if item.mentions:
+            verdicts[i], how[i] = mentions_all(answer.text, item.mentions), "mentions"
+        elif judge is not None:
+            ask.append(i)
+    if ask and judge is not None:
+        judged, replies = judge.grade_all(
+            [(items[i].question, items[i].reference, answers[i].text) for i in ask], progress)
+        for i, v, reply in zip(ask, judged, replies, strict=True):
+            verdicts[i] = v
+            how[i] = "judge" if v is not None else f"judge_unparsed:{reply.strip()[:40]}"
+    return verdicts, how
+
+
+def run_generation(items: Sequence[GenItem], reader: Reader, judge: Judge | None = None,
+                   progress: bool = True) -> GenOutcome:
+    """Answer each item with its oracle and its live context, grade both, diagnose."""
+    questions = [it.question for it in items]
+    oracle = reader.answer_all(questions, [it.oracle for it in items], progress)
+    live = reader.answer_all(questions, [it.live for it in items], progress)
+    ov, ohow = grade(items, oracle, judge, progress)
+    lv, lhow = grade(items, live, judge, progress)
+
+    rows: dict[str, dict[str, Any]] = {}
+    counts = dict.fromkeys(DIAGNOSES, 0)
+    both = [(o, x) for o, x in zip(ov, lv, strict=True) if o is not None and x is not None]
+    for i, it in enumerate(items):
+        d = diagnose(ov[i], lv[i], it.evidence_in_live)
+        counts[d] += 1
+        rows[it.qid] = {
+            "oracle_answer": oracle[i].text, "live_answer": live[i].text,
+            "oracle_correct": ov[i], "live_correct": lv[i],
+            "grade_method": ohow[i] if ohow[i] == lhow[i] else f"{ohow[i]}/{lhow[i]}",
+            "evidence_in_live": it.evidence_in_live, "diagnosis": d,
+        }
+        if ov[i] is not None and lv[i] is not None:
+            # Per-question values of the averaged metrics, so `sweep compare` can pair them.
+            rows[it.qid].update(answer_accuracy_oracle=float(ov[i]),
+                                answer_accuracy_live=float(lv[i]),
+                                retrieval_tax=float(ov[i]) - float(lv[i]))
+    summary: dict[str, float] = {
+        "n_generated": float(len(items)),
+        "n_graded": float(len(both)),
+        "ungraded_count": float(len(items) - len(both)),
+        "n_graded_by_judge": float(sum(1 for it, h in zip(items, ohow, strict=True)
+                                       if not it.mentions and h == "judge")),
+    }
+    if both:
+        acc_o = sum(o for o, _ in both) / len(both)
+        acc_l = sum(x for _, x in both) / len(both)
+        summary.update(answer_accuracy_oracle=acc_o, answer_accuracy_live=acc_l,
+                       retrieval_tax=acc_o - acc_l)
+    else:
+        log.warning("no answer could be graded: give items answer_must_mention or configure "
+                    "a judge (judge=openai)")
+    for d, n in counts.items():
+        summary[f"n_{d}"] = float(n)
+    usage = {"gen": reader.usage}
+    if judge is not None:
+        usage["judge"] = judge.usage
+        summary["judge_cache_hits"] = float(judge.cached_hits)
+    for name, u in usage.items():
+        summary[f"{name}_calls"] = float(u.calls)
+        if u.reported:
+            summary[f"{name}_prompt_tokens"] = float(u.prompt_tokens)
+            summary[f"{name}_completion_tokens"] = float(u.completion_tokens)
+    return GenOutcome(summary, rows, usage)
+
+
+def cost_usd(usage: Usage, price_in_per_mtok: float, price_out_per_mtok: float) -> float | None:
+    """Estimated cost from reported token counts and prices per million tokens; None when the
+    endpoint reported no usage or no price is configured."""
+    if not usage.reported or (price_in_per_mtok <= 0 and price_out_per_mtok <= 0):
+        return None
+    return (usage.prompt_tokens * price_in_per_mtok
+            + usage.completion_tokens * price_out_per_mtok) / 1e6

@@ -1,0 +1,273 @@
+"""Files a job leaves behind, and the comparison of a sweep's jobs.
+
+Written to the Hydra job folder BEFORE MLflow is called, so a tracking failure loses nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sweep.common.mapping import flatten
+from sweep.common.files import atomic_write
+
+REPORT = "report.json"
+PER_QUESTION = "per_question.csv"
+CONFIG = "config.yaml"
+PER_QUESTION_COLUMNS = [
+    "qid", "question", "status", "first_relevant_rank", "dense_first_relevant_rank",
+    "bm25_first_relevant_rank", "found_by", "mrr", "recall_at_1", "recall_at_5",
+    "evidence_coverage_at_prompt_k", "relevant_ids", "retrieved_ids", "evidence_source",
+    "orphan_reason", "diagnosis", "oracle_correct", "live_correct", "grade_method",
+    "evidence_in_live", "oracle_answer", "live_answer",
+]
+# Shown in the comparison table, after the swept parameters, when present.
+TABLE_METRICS = [
+    "recall_at_5", "mrr", "ndcg_at_5", "evidence_recall_at_5", "evidence_recall_at_budget",
+    "context_tokens_at_5", "latency_end_to_end_p50_ms", "n_chunks", "n_orphans",
+    "answer_accuracy_oracle", "answer_accuracy_live", "retrieval_tax",
+]
+
+
+def result_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The metrics that are results of the configuration, without the measurements of the
+    machine (latencies, build times) and of the cache (texts encoded this time), which differ
+    from run to run by nature."""
+    return {k: v for k, v in metrics.items()
+            if not k.startswith(("latency_", "time_")) and not k.endswith("_s")
+            and k != "n_texts_encoded"}
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def write_report(folder: Path, report: dict[str, Any]) -> Path:
+    path = folder / REPORT
+    atomic_write(path, json.dumps(_json_safe(report), indent=2, sort_keys=False) + "\n")
+    return path
+
+
+def write_config(folder: Path, plain_config: dict[str, Any]) -> Path:
+    path = folder / CONFIG
+    atomic_write(path, yaml.safe_dump(plain_config, sort_keys=False))
+    return path
+
+
+def write_per_question(folder: Path, rows: Sequence[dict[str, Any]]) -> Path:
+    """One row per question; the key columns first, then every metric computed for it."""
+    extra = sorted({k for r in rows for k in r} - set(PER_QUESTION_COLUMNS))
+    columns = PER_QUESTION_COLUMNS + extra
+    path = folder / PER_QUESTION
+    import io
+
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in columns})
+    atomic_write(path, buf.getvalue())
+    return path
+
+
+def read_reports(sweep_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """Every job report under a sweep folder, in job order."""
+    found = []
+    for path in Path(sweep_dir).glob(f"*/{REPORT}"):
+        try:
+            found.append((path.parent, json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, json.JSONDecodeError):
+            continue
+
+    def order(item: tuple[Path, dict[str, Any]]) -> tuple[int, str]:
+        name = item[0].name
+        return (int(name) if name.isdigit() else 1 << 30, name)
+
+    return sorted(found, key=order)
+
+
+def differing_keys(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Keys whose value differs between the flat ``rows``: a sweep's axes."""
+    keys = sorted({k for r in rows for k in r})
+    return [k for k in keys if len({json.dumps(r.get(k), sort_keys=True) for r in rows}) > 1]
+
+
+def varying_params(reports: Sequence[dict[str, Any]]) -> list[str]:
+    """Config keys whose value differs between jobs: the sweep's axes."""
+    return differing_keys([flatten(r.get("config", {})) for r in reports])
+
+
+def comparison_rows(reports: Sequence[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
+    """Rows for the comparison table, best headline first (failed jobs last)."""
+    axes = varying_params([r for r in reports if r.get("status") == "FINISHED"] or reports)
+    rows = []
+    for rep in reports:
+        flat = flatten(rep.get("config", {}))
+        row: dict[str, Any] = {a: flat.get(a) for a in axes}
+        row["status"] = rep.get("status", "?")
+        headline = rep.get("headline") or {}
+        row["headline_metric"] = headline.get("metric")
+        row["headline"] = headline.get("value")
+        for name in TABLE_METRICS:
+            row[name] = (rep.get("metrics") or {}).get(name)
+        row["error"] = rep.get("error", "")
+        row["found_only_by"] = rep.get("found_only_by") or {}
+        rows.append(row)
+
+    def key(row: dict[str, Any]) -> tuple[int, float]:
+        value = row["headline"]
+        ok = row["status"] == "FINISHED" and isinstance(value, int | float)
+        return (0 if ok else 1, -(value if ok else 0.0))
+
+    rows.sort(key=key)
+    return axes, rows
+
+
+def format_value(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "-"
+        return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3f}"
+    return str(value)
+
+
+def write_comparison(sweep_dir: Path, axes: Sequence[str], rows: Sequence[dict[str, Any]]
+                     ) -> list[Path]:
+    """``comparison.csv`` and ``comparison.md`` in the sweep folder (also logged to the parent)."""
+    columns = [*axes, "status", "headline_metric", "headline", *TABLE_METRICS, "error"]
+    import io
+
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in columns})
+    csv_path = Path(sweep_dir) / "comparison.csv"
+    atomic_write(csv_path, buf.getvalue())
+    shown = [*axes, "headline", *TABLE_METRICS]
+    lines = ["| rank | " + " | ".join(shown) + " |", "|" + "---|" * (len(shown) + 1)]
+    for i, row in enumerate(rows, start=1):
+        cells = [format_value(row.get(c)) for c in shown]
+        lines.append(f"| {i} | " + " | ".join(cells) + " |")
+    md_path = Path(sweep_dir) / "comparison.md"
+    atomic_write(md_path, "\n".join(lines) + "\n")
+    return [csv_path, md_path]
+
+
+def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    if not rows:
+        return
+    metric = next((r["headline_metric"] for r in rows if r.get("headline_metric")), "headline")
+    table = Table(title=f"chunk-sweep: {len(rows)} configurations, best {metric} first")
+    table.add_column("#", justify="right")
+    for axis in axes:
+        table.add_column(axis)
+    table.add_column(str(metric), justify="right", style="bold")
+    shown = [m for m in TABLE_METRICS if m != metric and any(r.get(m) is not None for r in rows)]
+    for name in shown:
+        table.add_column(name, justify="right")
+    for i, row in enumerate(rows, start=1):
+        if row["status"] != "FINISHED":
+            table.add_row(str(i), *[format_value(row.get(a)) for a in axes],
+                          f"[red]{row['status']}[/red]", *["" for _ in shown])
+            continue
+        table.add_row(str(i), *[format_value(row.get(a)) for a in axes],
+                      format_value(row.get("headline")),
+                      *[format_value(row.get(m)) for m in shown])
+    headers = [*axes, str(metric), *shown]
+    needed = 8 + sum(max(len(h), 7) + 3 for h in headers)
+    console = Console()
+    console.width = max(console.width, needed)  # full column names beat a tidy wrap in logs
+    console.print(table)
+    finished = [r for r in rows if r["status"] == "FINISHED"]
+    if len(finished) >= 2:
+        best, second = finished[0], finished[1]
+        print(f"best: {', '.join(f'{a}={best.get(a)}' for a in axes)} "
+              f"({metric}={format_value(best['headline'])}, "
+              f"{format_value(best['headline'] - second['headline'])} ahead of the runner-up)")
+    if finished:
+        only = finished[0].get("found_only_by") or {}
+        for name, other in (("bm25", "dense"), ("dense", "bm25")):
+            qids = only.get(name) or []
+            if qids:
+                print(f"  in the best configuration, {len(qids)} questions were found in the top "
+                      f"k only by {name} ({other} missed them): {', '.join(qids[:12])}"
+                      + (" ..." if len(qids) > 12 else ""))
+
+
+def pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    pyplot().close(fig)
+    return path
+
+
+def plot_metric_vs_size(groups: Mapping[str, Sequence[tuple[float, float]]], metric: str,
+                        path: Path) -> Path:
+    """``metric`` against chunk size (log scale), one line per group of configurations."""
+    fig, ax = pyplot().subplots(figsize=(8, 5))
+    for label, points in sorted(groups.items()):
+        xs, ys = zip(*sorted(points), strict=True)
+        ax.plot(xs, ys, marker="o", label=label)
+    sizes = sorted({x for points in groups.values() for x, _ in points})
+    if sizes:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sizes, [f"{s:g}" for s in sizes])
+    ax.set_xlabel("chunk.size (tokens)")
+    ax.set_ylabel(metric)
+    ax.set_title(f"{metric} vs chunk size")
+    if len(groups) > 1:
+        ax.legend(fontsize=7, loc="best")
+    return save_figure(fig, path)
+
+
+def plot_sweep(axes: Sequence[str], rows: Sequence[dict[str, Any]], path: Path) -> Path | None:
+    """Headline metric vs chunk size, one line per combination of the other swept axes
+    (a bar per configuration when chunk size was not swept)."""
+    finished = [r for r in rows if r["status"] == "FINISHED" and r.get("headline") is not None]
+    if not finished:
+        return None
+    metric = finished[0]["headline_metric"]
+    if "chunk.size" in axes:
+        others = [a for a in axes if a != "chunk.size"]
+        groups: dict[str, list[tuple[float, float]]] = {}
+        for r in finished:
+            label = ", ".join(f"{a.split('.')[-1]}={r[a]}" for a in others) or metric
+            groups.setdefault(label, []).append((float(r["chunk.size"]), float(r["headline"])))
+        return plot_metric_vs_size(groups, metric, path)
+    labels = [", ".join(f"{a.split('.')[-1]}={r[a]}" for a in axes) or "config"
+              for r in finished]
+    fig, ax = pyplot().subplots(figsize=(8, 5))
+    ax.barh(range(len(finished)), [r["headline"] for r in finished])
+    ax.set_yticks(range(len(finished)), labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_title(f"{metric} per configuration")
+    ax.set_xlabel(metric)
+    return save_figure(fig, path)

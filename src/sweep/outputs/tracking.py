@@ -1,0 +1,409 @@
+"""MLflow, and only here: experiments, the parent run of a sweep, one child run per config.
+
+The client API (not the fluent ``mlflow.start_run`` stack) is used throughout: a sweep in one
+process creates and closes many runs, and explicit run ids cannot leak from one job into the
+next.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import subprocess
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from sweep.common.paths import PROJECT_ROOT
+from sweep.common.mapping import flatten
+from sweep.common.errors import SweepError
+from sweep.common.net import connect_error
+
+log = logging.getLogger(__name__)
+
+PARENT_ENV = "CHUNK_SWEEP_PARENT_RUN_ID"
+SECRET_KEYS = re.compile(r"(api[_-]?key|token|secret|password)", re.IGNORECASE)
+_MAX_PARAM = 6000
+
+
+def _quiet() -> None:
+    for name in ("alembic", "mlflow.store.db.utils", "mlflow.tracking", "mlflow.store"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
+
+def sqlite_path(uri: str) -> Path | None:
+    if not uri.startswith("sqlite:///"):
+        return None
+    return Path(uri[len("sqlite:///") :])
+
+
+def check_reachable(uri: str, timeout: float = 5.0) -> None:
+    """Fail in seconds, not minutes, when an http(s) tracking server is not listening
+    (MLflow's own client retries with back-off for several minutes)."""
+    reason = connect_error(uri, timeout)
+    if reason is not None:
+        raise SweepError(f"tracking.uri={uri}: cannot reach the MLflow server ({reason})",
+                         hint="start the server, fix the URI, or set tracking.enabled=false; "
+                         "reports are still written to the job folder")
+
+
+def preflight(uri: str) -> None:
+    """Everything about the store that can be checked before a job spends time."""
+    check_reachable(uri)
+    db = sqlite_path(uri)
+    if db is not None:
+        if not db.is_absolute():
+            raise SweepError(f"tracking.uri={uri!r}: use an absolute path "
+                             "(sqlite:////abs/path/mlflow.db)")
+        try:
+            db.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SweepError(f"tracking.uri={uri!r}: cannot create {db.parent} "
+                             f"({exc.strerror})") from None
+        if not os.access(db.parent, os.W_OK):
+            raise SweepError(f"tracking.uri={uri!r}: {db.parent} is not writable",
+                             hint="point tracking.uri elsewhere or set tracking.enabled=false")
+
+
+def client_for(uri: str) -> Any:
+    """An `MlflowClient` for ``uri``; a one-line `SweepError` when the store is unusable."""
+    _quiet()
+    from mlflow import MlflowClient
+
+    preflight(uri)
+    return MlflowClient(tracking_uri=uri)
+
+
+def _artifact_location(uri: str, name: str) -> str | None:
+    """Artifacts beside a local SQLite store (MLflow would otherwise use ./mlruns of the cwd)."""
+    db = sqlite_path(uri)
+    if db is None:
+        return None
+    slug = re.sub(r"[^\w.-]+", "-", name).strip("-") or "default"
+    return (db.parent / "mlartifacts" / slug).as_uri()
+
+
+def ensure_experiment(client: Any, uri: str, name: str) -> str:
+    """Get or create the experiment; a file lock stops parallel jobs from racing to create it."""
+    from filelock import FileLock
+
+    db = sqlite_path(uri)
+    lock = FileLock(str(db) + ".lock") if db is not None else None
+    try:
+        if lock:
+            lock.acquire(timeout=120)
+        try:
+            exp = client.get_experiment_by_name(name)
+            if exp is not None:
+                if exp.lifecycle_stage == "deleted":
+                    client.restore_experiment(exp.experiment_id)
+                return exp.experiment_id
+            return client.create_experiment(name, artifact_location=_artifact_location(uri, name))
+        finally:
+            if lock:
+                lock.release()
+    except SweepError:
+        raise
+    except Exception as exc:
+        raise SweepError(
+            f"tracking.uri={uri}: cannot reach the MLflow store ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0][:160] if str(exc) else ''})",
+            hint="reports are still written to the job folder; fix the URI or set "
+            "tracking.enabled=false",
+        ) from None
+
+
+def git_sha() -> str:
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
+                             text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=PROJECT_ROOT, capture_output=True, text=True,
+                               timeout=10).stdout.strip()
+        return sha + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def redact(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Values of secret-looking keys as ``***``; a ``*_env`` key names an environment variable
+    (``generation.api_key_env``), not a secret, and is kept."""
+    return {k: ("***" if SECRET_KEYS.search(k) and v and not k.endswith("_env") else v)
+            for k, v in params.items()}
+
+
+def params_of(plain_config: Mapping[str, Any]) -> dict[str, str]:
+    out = {}
+    for key, value in redact(flatten(dict(plain_config))).items():
+        text = "" if value is None else str(value)
+        out[key] = text if len(text) <= _MAX_PARAM else text[: _MAX_PARAM - 3] + "..."
+    return out
+
+
+def _log_batch(client: Any, run_id: str, *, params: Mapping[str, str] | None = None,
+               metrics: Mapping[str, float] | None = None,
+               tags: Mapping[str, str] | None = None) -> None:
+    from mlflow.entities import Metric, Param, RunTag
+
+    now = int(time.time() * 1000)
+    p = [Param(k, v) for k, v in (params or {}).items()]
+    m = [Metric(k, float(v), now, 0) for k, v in (metrics or {}).items()
+         if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)]
+    t = [RunTag(k, str(v)) for k, v in (tags or {}).items()]
+    for i in range(0, max(len(p), len(m), len(t)), 100):
+        client.log_batch(run_id, metrics=m[i : i + 100], params=p[i : i + 100],
+                         tags=t[i : i + 100])
+
+
+def _guard(what: str, uri: str) -> Any:
+    class _Ctx:
+        def __enter__(self) -> None:
+            return None
+
+        def __exit__(self, et: Any, exc: BaseException | None, tb: Any) -> bool:
+            if exc is None or isinstance(exc, SweepError):
+                return False
+            raise SweepError(
+                f"tracking.uri={uri}: {what} failed ({type(exc).__name__}: "
+                f"{(str(exc).splitlines() or [''])[0][:160]})",
+                hint="the report is kept in the job folder; set tracking.enabled=false to skip",
+            ) from None
+
+    return _Ctx()
+
+
+def start_parent(uri: str, experiment: str, run_name: str, params: Mapping[str, str],
+                 tags: Mapping[str, str]) -> tuple[str, str]:
+    """Create the sweep's parent run; returns (experiment_id, run_id)."""
+    client = client_for(uri)
+    exp_id = ensure_experiment(client, uri, experiment)
+    with _guard("starting the parent run", uri):
+        run = client.create_run(exp_id, run_name=run_name,
+                                tags={"chunk_sweep.role": "sweep", "git_sha": git_sha(),
+                                      **tags})
+        _log_batch(client, run.info.run_id, params=params)
+    return exp_id, run.info.run_id
+
+
+def finish_parent(uri: str, run_id: str, *, status: str, metrics: Mapping[str, float],
+                  tags: Mapping[str, str], artifacts: Iterable[Path]) -> None:
+    client = client_for(uri)
+    with _guard("closing the parent run", uri):
+        _log_batch(client, run_id, metrics=metrics, tags=tags)
+        for path in artifacts:
+            if path.exists():
+                client.log_artifact(run_id, str(path))
+        client.set_terminated(run_id, status=status)
+
+
+def log_job(uri: str, experiment: str, *, run_name: str, plain_config: Mapping[str, Any],
+            report: Mapping[str, Any], artifacts: Iterable[Path], artifact_dirs:
+            Mapping[str, Path] | None = None, parent_run_id: str | None = None,
+            status: str = "FINISHED", error: str | None = None) -> str:
+    """One child run: params, metrics, tags and artifacts of one configuration."""
+    client = client_for(uri)
+    exp_id = ensure_experiment(client, uri, experiment)
+    if parent_run_id:
+        # A child must live in its parent's experiment for the UI to nest it.
+        with _guard("looking up the parent run", uri):
+            exp_id = client.get_run(parent_run_id).info.experiment_id
+    fingerprints = report.get("fingerprints") or {}
+    tags = {
+        "chunk_sweep.role": "config",
+        "config_hash": report.get("config_hash", ""),
+        "corpus_fingerprint": fingerprints.get("corpus", ""),
+        "golden_fingerprint": fingerprints.get("golden", ""),
+        "model_fingerprint": fingerprints.get("model", ""),
+        "git_sha": git_sha(),
+    }
+    if parent_run_id:
+        tags["mlflow.parentRunId"] = parent_run_id
+    if error:
+        tags["error"] = error[:5000]
+    with _guard("logging the run", uri):
+        run = client.create_run(exp_id, run_name=run_name, tags=tags)
+        run_id = run.info.run_id
+        try:
+            metrics = dict(report.get("metrics") or {})
+            metrics.update({f"time_{k}": v for k, v in (report.get("timings_s") or {}).items()})
+            _log_batch(client, run_id, params=params_of(plain_config), metrics=metrics)
+            for path in artifacts:
+                if path.exists():
+                    client.log_artifact(run_id, str(path))
+            for name, folder in (artifact_dirs or {}).items():
+                if folder.is_dir():
+                    client.log_artifacts(run_id, str(folder), artifact_path=name)
+        except BaseException:
+            client.set_terminated(run_id, status="FAILED")
+            raise
+        client.set_terminated(run_id, status=status)
+    return run_id
+
+
+
+# --- Reading sweeps back (sweep compare / export / flips) -----------------------------------
+
+SWEEP_ROLE_FILTER = "tags.`chunk_sweep.role` = 'sweep'"
+
+
+def _read_guard(uri: str) -> Any:
+    return _guard("reading the store", uri)
+
+
+def _store_exists(uri: str) -> None:
+    db = sqlite_path(uri)
+    if db is not None and not db.is_file():
+        raise SweepError(f"no MLflow store at {db}",
+                         hint="run a sweep first (python -m sweep -m ...) or pass --tracking-uri")
+
+
+def find_sweep(uri: str, experiment: str | None = None, sweep: str = "latest") -> dict[str, Any]:
+    """The parent run of a sweep: the latest one (of ``experiment``, else of the experiment
+    used most recently), or the one with id ``sweep``.
+
+    Returns ``{"run_id", "experiment_id", "experiment", "start_time", "sweep_dir", "status",
+    "tags", "metrics"}``; a one-line `SweepError` when there is none.
+    """
+    _store_exists(uri)
+    client = client_for(uri)
+    with _read_guard(uri):
+        if sweep and sweep != "latest":
+            try:
+                run = client.get_run(sweep)
+            except Exception:
+                raise SweepError(f"no run with id {sweep!r} in {uri}",
+                                 hint="use --sweep latest or a parent run id from the MLflow UI"
+                                 ) from None
+            if run.data.tags.get("chunk_sweep.role") != "sweep":
+                parent = run.data.tags.get("mlflow.parentRunId")
+                if parent:
+                    run = client.get_run(parent)
+                else:
+                    raise SweepError(f"run {sweep} is not a chunk-sweep sweep (parent) run")
+        else:
+            if experiment:
+                exp = client.get_experiment_by_name(experiment)
+                if exp is None:
+                    names = sorted(e.name for e in client.search_experiments())
+                    raise SweepError(f"no experiment named {experiment!r} in {uri} "
+                                     f"(available: {', '.join(names) or 'none'})")
+                exp_ids = [exp.experiment_id]
+            else:
+                exp_ids = [e.experiment_id for e in client.search_experiments()]
+            runs = client.search_runs(exp_ids, filter_string=SWEEP_ROLE_FILTER,
+                                      order_by=["attributes.start_time DESC"],
+                                      max_results=1) if exp_ids else []
+            if not runs:
+                where = f"experiment {experiment!r}" if experiment else uri
+                raise SweepError(f"no sweep in {where}",
+                                 hint="run one with python -m sweep -m ...")
+            run = runs[0]
+        exp = client.get_experiment(run.info.experiment_id)
+    return {"run_id": run.info.run_id, "experiment_id": run.info.experiment_id,
+            "experiment": exp.name, "start_time": run.info.start_time,
+            "sweep_dir": run.data.tags.get("sweep_dir", ""), "status": run.info.status,
+            "tags": dict(run.data.tags), "metrics": dict(run.data.metrics)}
+
+
+def sweep_runs(uri: str, parent: Mapping[str, Any]) -> Any:
+    """The child runs of a sweep as a pandas DataFrame (``mlflow.search_runs``: columns
+    ``run_id``, ``status``, ``params.*``, ``metrics.*``, ``tags.*``)."""
+    _quiet()
+    import mlflow
+
+    preflight(uri)
+    with _read_guard(uri):
+        mlflow.set_tracking_uri(uri)
+        df = mlflow.search_runs(
+            experiment_ids=[parent["experiment_id"]],
+            filter_string=f"tags.`mlflow.parentRunId` = '{parent['run_id']}'",
+            output_format="pandas", max_results=50000)
+        # Configurations a resumed sweep skipped live under the sweep that ran them; the
+        # parent names them in `resumed.<config_hash>` tags.
+        resumed = sorted({v for k, v in (parent.get("tags") or {}).items()
+                          if k.startswith("resumed.")})
+        if resumed:
+            ids = ", ".join(f"'{r}'" for r in resumed)
+            more = mlflow.search_runs(
+                experiment_ids=[parent["experiment_id"]],
+                filter_string=f"attributes.run_id IN ({ids})",
+                output_format="pandas", max_results=50000)
+            import pandas as pd
+
+            df = pd.concat([df, more], ignore_index=True)
+    return df
+
+
+def run_info(uri: str, run_id: str) -> dict[str, Any]:
+    """Params, metrics and tags of one run; a one-line `SweepError` for an unknown id."""
+    _store_exists(uri)
+    client = client_for(uri)
+    with _read_guard(uri):
+        try:
+            run = client.get_run(run_id)
+        except Exception:
+            raise SweepError(f"no run with id {run_id!r} in {uri}") from None
+    return {"run_id": run.info.run_id, "experiment_id": run.info.experiment_id,
+            "status": run.info.status, "run_name": run.info.run_name,
+            "params": dict(run.data.params), "metrics": dict(run.data.metrics),
+            "tags": dict(run.data.tags)}
+
+
+def download_artifact(uri: str, run_id: str, name: str, dst: Path) -> Path | None:
+    """Copy one artifact of a run into ``dst``; None when the run does not have it."""
+    client = client_for(uri)
+    dst.mkdir(parents=True, exist_ok=True)
+    try:
+        return Path(client.download_artifacts(run_id, name, str(dst)))
+    except Exception as exc:
+        log.debug("artifact %s of run %s not available: %s", name, run_id, exc)
+        return None
+
+
+def log_artifacts_to(uri: str, run_id: str, paths: Iterable[Path],
+                     artifact_path: str | None = None) -> None:
+    client = client_for(uri)
+    with _guard("logging artifacts", uri):
+        for path in paths:
+            if Path(path).exists():
+                client.log_artifact(run_id, str(path), artifact_path=artifact_path)
+
+
+def set_tags(uri: str, run_id: str, tags: Mapping[str, str]) -> None:
+    client = client_for(uri)
+    with _guard("tagging the run", uri):
+        for key, value in tags.items():
+            client.set_tag(run_id, key, str(value))
+
+
+def find_finished(uri: str, experiment: str, config_hash: str) -> str | None:
+    """The id of a FINISHED configuration run with this ``config_hash``, if the store has one."""
+    client = client_for(uri)
+    with _guard("looking for finished runs", uri):
+        exp = client.get_experiment_by_name(experiment)
+        if exp is None:
+            return None
+        runs = client.search_runs(
+            [exp.experiment_id],
+            filter_string=f"tags.config_hash = '{config_hash}' and "
+                          "tags.`chunk_sweep.role` = 'config' and attributes.status = 'FINISHED'",
+            max_results=1,
+        )
+    return runs[0].info.run_id if runs else None
+
+
+def tag_run(uri: str, run_id: str, key: str, value: str) -> None:
+    client = client_for(uri)
+    with _guard("tagging a run", uri):
+        client.set_tag(run_id, key, value)
+
+
+def download_report(uri: str, run_id: str, folder: Path) -> Path:
+    """Copy a run's ``report.json`` artifact into ``folder``."""
+    client = client_for(uri)
+    with _guard("downloading a report", uri):
+        return Path(client.download_artifacts(run_id, "report.json", str(folder)))

@@ -1,0 +1,1 @@
+"""One configuration end to end: memoised inputs in, a JobResult out."""

@@ -1,0 +1,100 @@
+"""BM25 over chunks: rank-bm25 (the reference) or bm25s (fast), with one tokenisation.
+
+Tokenisation (documented, shared by both backends and by queries): NFC text, lowercased,
+split into Unicode word tokens (``\\w+``: letters, digits and underscore, so ``ERR_4021`` and
+``kt-200`` -> ``err_4021``, ``kt``, ``200``), minus stop words. Query tokens are deduplicated:
+a word typed twice does not count twice.
+
+Scoring is Okapi BM25 with Robertson's idf floored at 0:
+``idf(t) = max(0, ln((N - df + 0.5) / (df + 0.5)))`` and
+``score(d, q) = Σ_t idf(t) · tf·(k1 + 1) / (tf + k1·(1 - b + b·|d| / avgdl))``.
+rank-bm25's ``BM25Okapi`` gives exactly this with ``epsilon=0``; bm25s' ``robertson`` method
+leaves out the constant ``(k1 + 1)``, which is multiplied back so both report the same scores.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from sweep.common.errors import SweepError
+
+BACKENDS = ("rank_bm25", "bm25s")
+_WORD = re.compile(r"\w+")
+
+# A short English list: function words only, so that content words (and every code or
+# number) keep their weight.
+ENGLISH_STOPWORDS = frozenset(["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself", "yourselves", "s", "t", "don", "doesn", "didn", "isn", "aren", "wasn", "weren", "won", "wouldn", "shouldn", "couldn"])
+
+
+@lru_cache(maxsize=16)
+def stopwords_for(spec: str) -> frozenset[str]:
+    """``english``, ``none``, or a path to a file with one word per line."""
+    if spec == "english":
+        return ENGLISH_STOPWORDS
+    if spec in ("none", ""):
+        return frozenset()
+    path = Path(spec)
+    if not path.is_file():
+        raise SweepError(f"retrieval.bm25_stopwords={spec!r}: not 'english', 'none' or a file")
+    try:
+        return frozenset(w.strip().lower() for w in path.read_text(encoding="utf-8").split())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SweepError(f"{path}: cannot read stop words ({exc})") from None
+
+
+def tokenize(text: str, stopwords: frozenset[str] = ENGLISH_STOPWORDS) -> list[str]:
+    return [t for t in _WORD.findall(text.lower()) if t not in stopwords]
+
+
+def query_tokens(text: str, stopwords: frozenset[str] = ENGLISH_STOPWORDS) -> list[str]:
+    return list(dict.fromkeys(tokenize(text, stopwords)))
+
+
+class BM25Index:
+    """A BM25 index over a fixed list of texts; `scores` returns one float64 per text."""
+
+    def __init__(self, texts: Sequence[str], *, k1: float = 1.5, b: float = 0.75,
+                 backend: str = "rank_bm25", stopwords: str = "english") -> None:
+        if backend not in BACKENDS:
+            raise SweepError(f"retrieval.bm25_backend={backend!r} is not one of "
+                             f"{', '.join(BACKENDS)}")
+        self.k1, self.b, self.backend = k1, b, backend
+        self.stopwords = stopwords_for(stopwords)
+        self.n = len(texts)
+        docs = [tokenize(t, self.stopwords) for t in texts]
+        if not any(docs):
+            raise SweepError("BM25: no chunk has a single indexable word")
+        if backend == "rank_bm25":
+            from rank_bm25 import BM25Okapi
+
+            self._index = BM25Okapi(docs, k1=k1, b=b, epsilon=0.0)
+        else:
+            import bm25s
+
+            self._index = bm25s.BM25(k1=k1, b=b, method="robertson", dtype="float64")
+            self._index.index(docs, show_progress=False)
+
+    def scores(self, query: str) -> np.ndarray:
+        tokens = query_tokens(query, self.stopwords)
+        if self.backend == "rank_bm25":
+            return np.asarray(self._index.get_scores(tokens), dtype=np.float64)
+        known = [t for t in tokens if t in self._index.vocab_dict]
+        if not known:
+            return np.zeros(self.n, dtype=np.float64)
+        raw = self._index.get_scores(known)
+        return np.asarray(raw, dtype=np.float64) * (self.k1 + 1.0)
+
+    def size_bytes(self) -> int:
+        """Approximate memory held by the index (for the index-size metric)."""
+        if self.backend == "bm25s":
+            s = self._index.scores
+            return int(s["data"].nbytes + s["indices"].nbytes + s["indptr"].nbytes)
+        total = 0
+        for freqs in self._index.doc_freqs:
+            total += sum(len(w) + 8 for w in freqs)
+        return total + 16 * len(self._index.idf)

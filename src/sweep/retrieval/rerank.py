@@ -1,0 +1,56 @@
+"""Second-stage reranking with a sentence-transformers CrossEncoder.
+
+No trained cross-encoder ships on PyPI, so on an offline machine ``rerank.model`` must be a
+local folder (any CrossEncoder saved with ``save_pretrained``, or a Hugging Face
+sequence-classification model with its tokenizer). Where a hub is reachable, a hub id such as
+``cross-encoder/ms-marco-MiniLM-L6-v2`` works as is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sweep.common.errors import model_load_error
+from sweep.embedding.models import _quiet_transformers
+
+
+@dataclass(frozen=True)
+class RerankSpec:
+    model: str
+    batch_size: int = 32
+    max_length: int = 512
+
+
+class CrossEncoderReranker:
+    def __init__(self, spec: RerankSpec) -> None:
+        _quiet_transformers()
+        from sentence_transformers import CrossEncoder
+
+        self.spec = spec
+        try:
+            self.model: Any = CrossEncoder(spec.model, device="cpu", max_length=spec.max_length)
+        except Exception as exc:
+            raise model_load_error("rerank.model", spec.model, "cross-encoder", exc,
+                                   "offline, rerank.model must be a local CrossEncoder folder "
+                                   "(see README, 'Reranking')") from None
+
+    def scores(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros(0, dtype=np.float64)
+        out = self.model.predict([(query, t) for t in texts], batch_size=self.spec.batch_size,
+                                 show_progress_bar=False, convert_to_numpy=True)
+        out = np.asarray(out, dtype=np.float64)
+        return out if out.ndim == 1 else out[:, -1]  # 2-label heads: the "relevant" logit
+
+
+_RERANKERS: dict[RerankSpec, CrossEncoderReranker] = {}
+
+
+def get_reranker(spec: RerankSpec) -> CrossEncoderReranker:
+    if spec not in _RERANKERS:
+        _RERANKERS[spec] = CrossEncoderReranker(spec)
+    return _RERANKERS[spec]
