@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import ROOT, run_cli
+from helpers import ROOT, run_cli
 from sweep.common.errors import SweepError
 from sweep.config.identity import RESULT_SECTIONS
 from sweep.decide import table as decide

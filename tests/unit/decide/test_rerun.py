@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import run_cli
+from helpers import run_cli
 from sweep.decide.rerun import agreement, experiment_files, group_overrides
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEMO, ROOT, run_cli
+from helpers import DEMO, ROOT, run_cli
 from sweep.common.errors import SweepError
 from sweep.config.checks import check_config
 from sweep.config.compose import compose

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conftest import DEMO, run_cli
+from helpers import DEMO, run_cli
 from sweep.common.errors import SweepError
 from sweep.data.golden import load_golden
 from sweep.label import store as store_mod

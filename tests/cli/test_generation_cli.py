@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from chat_protocol_server import ChatProtocolServer, Reply
-from conftest import run_cli
+from helpers import run_cli
 from sweep.generation.run import JUDGE_SYSTEM
 
 KEY_ENV = "CHUNK_SWEEP_TEST_KEY"

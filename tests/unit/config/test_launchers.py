@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import ROOT
+from helpers import ROOT
 from sweep.outputs import tracking
 
 LAUNCHERS = ROOT / "conf" / "hydra" / "launcher"
