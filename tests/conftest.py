@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import SHARED_DATA
+# helpers.py asserts too (check_written): let pytest explain their failures.
+pytest.register_assert_rewrite("helpers")
+
+from helpers import SHARED_DATA  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -61,5 +64,5 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture
 def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
-        pytest.skip(f"real data sets not present at {SHARED_DATA}")
+        pytest.skip(f"real data sets not present at {SHARED_DATA} (set $CHUNK_SWEEP_SHARED_DATA)")
     return SHARED_DATA
