@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-import uuid
 from pathlib import Path
 
 import pandas as pd
@@ -305,17 +304,18 @@ def test_export_and_flips_commands(fake_store, tmp_path, capsys):
 # --- export -> re-run reproduces the metrics (real model, real sweep) ----------------------
 
 
-def test_winners_folder_is_on_the_search_path():
-    # `experiment=winners/NAME` resolves through conf/experiment -> experiments/.
+def test_winners_folder_is_on_the_search_path(tmp_path: Path) -> None:
+    # `experiment=winners/NAME` resolves through conf/experiment -> experiments/, where
+    # `sweep export` writes by default.
     from sweep.config.compose import compose
+    from sweep.config.schema import conf_dir
 
-    name = f"test-{uuid.uuid4().hex[:8]}"
-    path = decide.WINNERS_DIR / f"{name}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        path.write_text(decide.winner_yaml({"chunk": {"size": 192, "boundary": "heading"}},
-                                           ["test"]))
-        cfg = compose([f"experiment=winners/{name}"])
-        assert cfg.chunk.size == 192 and cfg.chunk.boundary.value == "heading"
-    finally:
-        path.unlink(missing_ok=True)
+    assert (conf_dir() / "experiment" / "winners").resolve() == decide.WINNERS_DIR.resolve()
+    # An exported winner composes as an experiment. It is written to a folder of its own on
+    # the search path, not into the repository's experiments/winners/.
+    folder = tmp_path / "search" / "experiment" / "winners"
+    folder.mkdir(parents=True)
+    (folder / "w.yaml").write_text(decide.winner_yaml(
+        {"chunk": {"size": 192, "boundary": "heading"}}, ["test"]))
+    cfg = compose(["experiment=winners/w", f"hydra.searchpath=[file://{tmp_path / 'search'}]"])
+    assert cfg.chunk.size == 192 and cfg.chunk.boundary.value == "heading"
