@@ -1,6 +1,6 @@
 """Deterministic ranking (`sweep.retrieval.ranking`): tie-breaking, top-k, dense search.
 
-Per-question scoring moved to tests/unit/evaluation/test_evaluate.py."""
+Per-question scoring: tests/unit/evaluation/test_evaluate.py."""
 
 from __future__ import annotations
 
