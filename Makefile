@@ -31,10 +31,12 @@ install: $(STAMP) ## create .venv and install torch (CPU) + chunk-sweep with tes
 demo: install ## sweep the bundled demo corpus (experiments/chunking_grid.yaml) and print the comparison
 	$(PY) -m sweep -m experiment=chunking_grid
 
-test: install ## the fast test suite (what CI gates on)
+# The marker and the folder agree (tests/conftest.py marks tests/e2e/ slow and refuses a slow
+# test anywhere else). pytest exits 5 when nothing is selected: make fails on it like any error.
+test: install ## the fast suite: tests/unit, cli, fuzz, realdata, comparison (what CI gates on)
 	$(PY) -m pytest -m "not slow" -q
 
-test-slow: install browser ## the slow end-to-end tests (real model, real MLflow store, browser)
+test-slow: install browser ## the slow suite, tests/e2e (real model, real MLflow store, browser)
 	$(PY) -m pytest -m slow -q
 
 # The `sweep label` browser test drives Debian's chromium; apt-get only when one is missing.

@@ -195,7 +195,9 @@ class TrackingConfig:
 @dataclass
 class CacheConfig:
     enabled: bool = True
-    dir: str = "${project_root:}/.cache"
+    # $CHUNK_SWEEP_CACHE_DIR moves it without an override on every command (the test suite
+    # points it at a temporary folder so a run leaves the repository as it found it).
+    dir: str = "${oc.env:CHUNK_SWEEP_CACHE_DIR,${project_root:}/.cache}"
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """The generation half through the real command line: an unreachable endpoint, a planted API
-key that must never be stored, the judge cache on a re-run, and (slow) the extractive sweep.
+key that must never be stored, the judge cache on a re-run (the extractive sweep with the real
+model is in tests/e2e/test_generation_e2e.py).
 
 BM25 retrieval without the dense diagnosis keeps the fast tests free of model loading; the
 chat endpoint is tests/chat_protocol_server.py on 127.0.0.1 (scripted replies, not a model).
@@ -14,20 +15,12 @@ from pathlib import Path
 import pytest
 
 from chat_protocol_server import ChatProtocolServer, Reply
-from conftest import run_cli
+from helpers import mlflow_runs, run_cli
 from sweep.generation.run import JUDGE_SYSTEM
 
 KEY_ENV = "CHUNK_SWEEP_TEST_KEY"
 PLANTED = "sk-planted-7f3a9c1e5b2d4068aa11"
 FAST = ["retrieval=bm25", "retrieval.diagnose=false", "eval.latency_sample=0"]
-
-
-def _runs(uri: str) -> tuple:
-    from mlflow import MlflowClient
-
-    client = MlflowClient(uri)
-    exps = [e.experiment_id for e in client.search_experiments()]
-    return client, client.search_runs(exps, max_results=100)
 
 
 def _free_port() -> int:
@@ -52,7 +45,7 @@ def test_unreachable_endpoint_fails_in_one_line_and_keeps_retrieval_metrics(
     assert report["status"] == "FAILED"
     assert 0 <= report["metrics"]["recall_at_5"] <= 1  # the retrieval half is kept
     assert "answer_accuracy_live" not in report["metrics"]
-    _, runs = _runs(uri)
+    _, runs = mlflow_runs(uri)
     assert len(runs) == 1
     run = runs[0]
     assert run.info.status == "FAILED"
@@ -123,32 +116,10 @@ def test_planted_key_appears_in_no_param_tag_artifact_or_log(tmp_path: Path) -> 
     assert m["cost_estimate_usd"] == pytest.approx(120 * 300 / 1e6)
     rep2 = json.loads((tmp_path / "run2" / "report.json").read_text())
     assert rep2["metrics"]["judge_cache_hits"] == 10
-    _client, runs = _runs(uri)
+    _client, runs = mlflow_runs(uri)
     finished = [r for r in runs if r.info.status == "FINISHED"]
     assert len(finished) == 2
     assert finished[0].data.params["generation.api_key_env"] == KEY_ENV
     assert finished[0].data.metrics["answer_accuracy_oracle"] == pytest.approx(5 / 60)
 
 
-@pytest.mark.slow
-def test_extractive_sweep_logs_oracle_live_and_tax_per_configuration(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
-    res = run_cli("-m", "sweep", "-m", "chunk.size=128,512", "generation=extractive",
-                  f"tracking.uri={uri}", f"hydra.sweep.dir={tmp_path}/multirun",
-                  f"cache.dir={tmp_path}/cache", cwd=tmp_path)
-    assert res.returncode == 0, res.stderr[-3000:]
-    _, runs = _runs(uri)
-    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
-    assert len(children) == 2
-    for child in children:
-        m = child.data.metrics
-        assert child.info.status == "FINISHED"
-        assert 0 <= m["answer_accuracy_live"] <= 1 and 0 <= m["answer_accuracy_oracle"] <= 1
-        assert m["retrieval_tax"] == pytest.approx(m["answer_accuracy_oracle"]
-                                                   - m["answer_accuracy_live"])
-        assert m["ungraded_count"] == 5  # the demo's items without answer_must_mention
-        assert sum(m[f"n_{d}"] for d in ("ok", "retrieval_bug", "generation_bug",
-                                         "oracle_fail", "ungraded")) == 60
-    for job in (tmp_path / "multirun").glob("[0-9]*"):
-        rows = (job / "per_question.csv").read_text().splitlines()
-        assert rows[0].split(",")[15:18] == ["diagnosis", "oracle_correct", "live_correct"]

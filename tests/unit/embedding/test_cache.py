@@ -1,4 +1,4 @@
-"""The on-disk embedding cache: round trip, no duplicates, concurrent writers."""
+"""The on-disk embedding cache: round trip, no duplicates, concurrent writers, token lengths."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import multiprocessing as mp
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from sweep.common.sqlite import text_key
 from sweep.embedding.cache import EmbeddingCache
@@ -79,65 +78,3 @@ def test_token_lengths_round_trip_and_clear(tmp_path: Path) -> None:
     assert cache.get_lengths("m1", keys) == {}
 
 
-class _FakeModel:
-    """Counts what reaches the 'model': texts encoded and texts tokenised."""
-
-    max_seq_length = 4
-
-    def __init__(self) -> None:
-        self.encoded: list[str] = []
-        self.tokenised: list[str] = []
-
-    def get_embedding_dimension(self) -> int:
-        return 8
-
-    def encode(self, texts: list[str], **_: object) -> np.ndarray:
-        self.encoded += texts
-        return np.stack([_vec(len(t)) for t in texts])
-
-    def tokenizer(self, texts: list[str], **_: object) -> dict[str, list[list[int]]]:
-        self.tokenised += texts
-        return {"input_ids": [[0] * (len(t.split()) + 2) for t in texts]}
-
-
-@pytest.fixture
-def fake_embedder(monkeypatch: pytest.MonkeyPatch):
-    import sweep.embedding.models as emb
-
-    models: list[_FakeModel] = []
-
-    def load(path: str, name: str) -> _FakeModel:
-        models.append(_FakeModel())
-        return models[-1]
-
-    monkeypatch.setattr(emb, "_load_sentence_transformer", load)
-    return lambda: (emb.Embedder(emb.EmbeddingSpec(name="fake-model")), models[-1])
-
-
-def test_token_lengths_are_tokenised_once_then_read_from_disk(tmp_path: Path,
-                                                              fake_embedder) -> None:
-    texts = ["one two", "one two three four five", "one two"]
-    first, model = fake_embedder()
-    first.cache = EmbeddingCache(tmp_path / "e.sqlite")
-    assert first.token_lengths(texts) == [4, 7, 4]
-    assert model.tokenised == ["one two", "one two three four five"]
-    assert first.token_lengths(texts[:2]) == [4, 7] and len(model.tokenised) == 2  # memory
-    # A new process (new embedder, same fingerprint): lengths come from the disk cache.
-    second, model2 = fake_embedder()
-    assert second.fingerprint == first.fingerprint
-    second.cache = EmbeddingCache(tmp_path / "e.sqlite")
-    assert second.token_lengths([*texts, "new text here"]) == [4, 7, 4, 5]
-    assert model2.tokenised == ["new text here"]
-
-
-def test_timed_queries_time_each_question_once_after_two_untimed_warmups(fake_embedder
-                                                                         ) -> None:
-    embedder, model = fake_embedder()
-    out = embedder.timed_queries(["q1", "q22", "q333"])
-    # Two warm-up calls, then one timed call per question.
-    assert model.encoded == ["q1", "q22", "q1", "q22", "q333"]
-    assert [len(v) for v, _ in out] == [8, 8, 8] and all(ms >= 0 for _, ms in out)
-    again = embedder.timed_queries(["q333", "q1", "q4444"])
-    assert model.encoded[5:] == ["q4444", "q4444"]  # only the new question: warm-up + timed
-    assert again[0][1] == out[2][1] and again[1][1] == out[0][1]  # the same measurements
-    np.testing.assert_array_equal(again[2][0], _vec(5))

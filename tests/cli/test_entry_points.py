@@ -1,72 +1,18 @@
-"""Config composition and entry-point behaviour that needs no model (fast)."""
+"""The entry points through the real command line, no model: bad values and impossible
+combinations exit non-zero in one line, `validate` on the demo and on a broken file, paths that
+resolve from any folder."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
-from conftest import DEMO, ROOT, run_cli
-from sweep.common.errors import SweepError
-from sweep.config.checks import check_config
-from sweep.config.compose import compose
-
-
-def test_default_config_composes_with_absolute_demo_paths() -> None:
-    cfg = compose([])
-    assert Path(cfg.corpus.path) == DEMO / "corpus"
-    assert Path(cfg.golden.path) == DEMO / "golden.jsonl"
-    assert cfg.chunk.boundary.value == "recursive"
-    assert cfg.eval.headline == "recall_at_5"
-    assert cfg.tracking.uri.startswith("sqlite:////")
-
-
-def test_experiment_chunking_grid_is_on_the_search_path() -> None:
-    cfg = compose(["experiment=chunking_grid"])
-    assert cfg.eval.headline == "evidence_recall_at_budget"
-
-
-def test_group_option_changes_the_embedding_family() -> None:
-    cfg = compose(["embedding=minilm_static"])
-    assert cfg.embedding.family.value == "model2vec_distill"
-
-
-@pytest.mark.parametrize(
-    ("override", "words"),
-    [
-        ("chunk.sise=3", ["sise"]),
-        ("chunk.boundary=words", ["words", "fixed", "sentence", "paragraph", "heading",
-                                  "recursive"]),
-        ("chunk.header=everything", ["everything", "none", "title", "path"]),
-        ("chunk.size=abc", ["abc", "chunk.size"]),
-        ("embedding=nonexistent", ["nonexistent", "minilm"]),
-    ],
-)
-def test_bad_override_fails_before_work_naming_the_key(override: str, words: list[str]) -> None:
-    with pytest.raises(SweepError) as err:
-        compose([override])
-    for word in words:
-        assert word in str(err.value)
-
-
-@pytest.mark.parametrize(
-    ("override", "words"),
-    [
-        (["chunk.overlap=256"], ["chunk.overlap=256", "smaller than chunk.size=256"]),
-        (["chunk.size=0"], ["chunk.size=0", "at least 1"]),
-        (["chunk.overlap=-1"], ["chunk.overlap=-1"]),
-        (["eval.k=[0,5]"], ["eval.k", ">= 1"]),
-        (["eval.min_overlap=1.5"], ["eval.min_overlap"]),
-        (["retrieval.depth=3"], ["retrieval.depth=3", "largest eval.k"]),
-        (["corpus.on_error=ignore"], ["corpus.on_error", "raise, skip"]),
-    ],
-)
-def test_impossible_values_are_one_line_errors(override: list[str], words: list[str]) -> None:
-    cfg = compose(override)
-    with pytest.raises(SweepError) as err:
-        check_config(cfg)
-    for word in words:
-        assert word in str(err.value)
+from helpers import DEMO, ROOT, run_cli
 
 
 def test_cli_bad_value_exits_nonzero_without_traceback(tmp_path: Path) -> None:
@@ -123,10 +69,24 @@ def test_validate_json_output(tmp_path: Path) -> None:
     assert data["ok"] is True and data["items"] == 60 and data["errors"] == 0
 
 
-def test_python_m_sweep_help_works_from_another_folder(tmp_path: Path) -> None:
-    res = run_cli("-m", "sweep", "--cfg", "job", "tracking=off", cwd=tmp_path)
+def test_python_m_sweep_resolves_paths_from_another_folder(tmp_path: Path) -> None:
+    # --resolve: without it Hydra prints `${project_root:}` unexpanded, which proves nothing.
+    res = run_cli("-m", "sweep", "--cfg", "job", "--resolve", "tracking=off", cwd=tmp_path,
+                  env={"CHUNK_SWEEP_CACHE_DIR": str(tmp_path / "cache-from-env")})
     assert res.returncode == 0, res.stderr
-    assert str(ROOT / "data" / "demo" / "corpus") in res.stdout or "project_root" in res.stdout
+    cfg = yaml.safe_load(res.stdout)
+    assert cfg["corpus"]["path"] == str(DEMO / "corpus")  # the clone's demo, not ./data/demo
+    assert cfg["golden"]["path"] == str(DEMO / "golden.jsonl")
+    assert cfg["cache"]["dir"] == str(tmp_path / "cache-from-env")
+
+
+def test_cache_dir_defaults_to_the_repository_without_the_variable(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "CHUNK_SWEEP_CACHE_DIR"}
+    res = subprocess.run([sys.executable, "-m", "sweep", "--cfg", "job", "--resolve",
+                          "tracking=off"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert yaml.safe_load(res.stdout)["cache"]["dir"] == str(ROOT / ".cache")
 
 
 def test_a_sweep_that_left_no_report_fails_instead_of_finishing_empty(tmp_path, capsys) -> None:

@@ -1,20 +1,18 @@
 """sweep compare / export / flips: statistics and choices with hand-made numbers, the commands
-on a small hand-built MLflow store, and (slow) export -> re-run reproducing the same metrics."""
+on a small hand-built MLflow store (export -> re-run with the real model: tests/e2e/)."""
 
 from __future__ import annotations
 
 import csv
 import json
-import math
 import re
-import uuid
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from conftest import ROOT, run_cli
+from helpers import ROOT
 from sweep.common.errors import SweepError
 from sweep.config.identity import RESULT_SECTIONS
 from sweep.decide import table as decide
@@ -306,53 +304,18 @@ def test_export_and_flips_commands(fake_store, tmp_path, capsys):
 # --- export -> re-run reproduces the metrics (real model, real sweep) ----------------------
 
 
-def _retrieval_metrics(report: dict) -> dict:
-    from sweep.outputs.report import result_metrics
-
-    return result_metrics(report["metrics"])
-
-
-@pytest.mark.slow
-def test_exported_winner_reruns_to_identical_metrics(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    sweep = run_cli("-m", "sweep", "-m", "chunk.size=128,256", f"tracking.uri={uri}",
-                    f"hydra.sweep.dir={tmp_path / 'multirun'}", "eval.latency_sample=5",
-                    cwd=tmp_path)
-    assert sweep.returncode == 0, sweep.stderr[-3000:]
-    name = f"test-{uuid.uuid4().hex[:8]}"
-    exp_dir = tmp_path / "search" / "experiment" / "winners"
-    exported = run_cli("-m", "sweep.cli", "export", "--metric", "recall_at_5", "--name", name,
-                       "--out-dir", str(exp_dir), "--tracking-uri", uri, cwd=tmp_path)
-    assert exported.returncode == 0, exported.stderr[-3000:]
-    assert "decided by:" in exported.stdout
-    winner = yaml.safe_load((exp_dir / f"{name}.yaml").read_text())
-    reports = {json.loads(p.read_text())["config"]["chunk"]["size"]: json.loads(p.read_text())
-               for p in (tmp_path / "multirun").glob("*/report.json")}
-    original = reports[winner["chunk"]["size"]]
-
-    rerun = run_cli("-m", "sweep", f"experiment=winners/{name}",
-                    f"hydra.searchpath=[file://{tmp_path / 'search'}]", "tracking=off",
-                    f"hydra.run.dir={tmp_path / 'rerun'}", cwd=tmp_path)
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
-    again = json.loads((tmp_path / "rerun" / "report.json").read_text())
-    assert again["config"]["chunk"] == original["config"]["chunk"]
-    a, b = _retrieval_metrics(original), _retrieval_metrics(again)
-    assert a.keys() == b.keys()
-    for key in a:
-        assert (a[key] == b[key]) or (math.isnan(a[key]) and math.isnan(b[key])), key
-
-
-def test_winners_folder_is_on_the_search_path():
-    # `experiment=winners/NAME` resolves through conf/experiment -> experiments/.
+def test_winners_folder_is_on_the_search_path(tmp_path: Path) -> None:
+    # `experiment=winners/NAME` resolves through conf/experiment -> experiments/, where
+    # `sweep export` writes by default.
     from sweep.config.compose import compose
+    from sweep.config.schema import conf_dir
 
-    name = f"test-{uuid.uuid4().hex[:8]}"
-    path = decide.WINNERS_DIR / f"{name}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        path.write_text(decide.winner_yaml({"chunk": {"size": 192, "boundary": "heading"}},
-                                           ["test"]))
-        cfg = compose([f"experiment=winners/{name}"])
-        assert cfg.chunk.size == 192 and cfg.chunk.boundary.value == "heading"
-    finally:
-        path.unlink(missing_ok=True)
+    assert (conf_dir() / "experiment" / "winners").resolve() == decide.WINNERS_DIR.resolve()
+    # An exported winner composes as an experiment. It is written to a folder of its own on
+    # the search path, not into the repository's experiments/winners/.
+    folder = tmp_path / "search" / "experiment" / "winners"
+    folder.mkdir(parents=True)
+    (folder / "w.yaml").write_text(decide.winner_yaml(
+        {"chunk": {"size": 192, "boundary": "heading"}}, ["test"]))
+    cfg = compose(["experiment=winners/w", f"hydra.searchpath=[file://{tmp_path / 'search'}]"])
+    assert cfg.chunk.size == 192 and cfg.chunk.boundary.value == "heading"

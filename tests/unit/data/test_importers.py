@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import csv
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from helpers import check_written
 from sweep.common.errors import SweepError
 from sweep.data.corpus import load_corpus, slugify_path
-from sweep.data.golden import load_golden
 from sweep.data.importers import (
     OffsetMap,
     clean_text,
@@ -27,7 +26,6 @@ from sweep.data.importers import (
     safe_slug,
     write_import,
 )
-from sweep.evaluation.relevance import CorpusIndex, resolve_all
 
 # --------------------------------------------------------------------------- helpers
 
@@ -54,20 +52,6 @@ def reasons(report: dict[str, Any]) -> dict[str | None, list[str]]:
     for entry in report["not_placed"]:
         out.setdefault(entry["qid"], []).append(entry["reason"])
     return out
-
-
-def check_written(out: Path) -> list[Any]:
-    """The written folder loads, parses without errors and resolves without errors."""
-    docs = load_corpus(out / "corpus")
-    golden = load_golden(out / "golden.jsonl")
-    assert golden.errors == []
-    by_id = {d.doc_id: d for d in docs}
-    for item in golden.items:
-        for ev in item.evidence:
-            assert by_id[ev.doc_id].text[ev.start:ev.end] == ev.quote
-    resolved = resolve_all(golden.items, CorpusIndex(docs), None)
-    assert [p for r in resolved for p in r.problems if p.severity == "error"] == []
-    return resolved
 
 
 # --------------------------------------------------------------------------- pure helpers
@@ -502,62 +486,3 @@ def test_cli_rejects_evidence_for_other_formats(tmp_path: Path) -> None:
         run_import_cli(["squad", str(src), "--out", str(tmp_path / "o"), "--evidence", "x"])
     with pytest.raises(SystemExit):
         run_import_cli(["squad", str(src)])  # --out is required
-
-
-# --------------------------------------------------------------------------- real data
-
-COUNTS = ("documents", "questions_read", "questions_written", "spans_read", "spans_at_offset",
-          "spans_moved", "spans_not_placed", "spans_duplicate", "spans_written")
-
-
-def real_import(fmt: str, src: Path, out: Path) -> dict[str, Any]:
-    started = time.perf_counter()
-    report = run_import(fmt, src, out)
-    assert time.perf_counter() - started < 30
-    resolved = check_written(out)
-    assert len(resolved) == report["counts"]["questions_written"]
-    return report
-
-
-@pytest.mark.realdata
-def test_real_covid_qa(shared_data: Path, tmp_path: Path) -> None:
-    report = real_import("squad", shared_data / "covid_qa" / "200423_covidQA.json", tmp_path)
-    c = report["counts"]
-    # README: 98 papers, 1,380 questions, all texts verbatim, 234 not at the stated offset.
-    assert tuple(c[k] for k in COUNTS) == (98, 1380, 1380, 1380, 1146, 234, 0, 0, 1380)
-    shifts: dict[int, int] = {}
-    for m in report["moved"]:
-        shifts[m["shift"]] = shifts.get(m["shift"], 0) + 1
-    assert shifts == {-1: 196, 2: 10, 3: 28}
-    assert report["not_placed"] == []
-
-
-@pytest.mark.realdata
-def test_real_squad_dev(shared_data: Path, tmp_path: Path) -> None:
-    report = real_import("squad", shared_data / "squad_v1.1_dev" / "dev-v1.1.json", tmp_path)
-    c = report["counts"]
-    # README: 48 articles, 10,570 questions, all answers exact; up to 3 (really 6) per question.
-    assert tuple(c[k] for k in COUNTS) == (48, 10570, 10570, 34726, 34726, 0, 0, 16510, 18216)
-    assert report["not_placed"] == []
-
-
-@pytest.mark.realdata
-def test_real_scifact(shared_data: Path, tmp_path: Path) -> None:
-    report = real_import("beir", shared_data / "scifact", tmp_path)
-    c = report["counts"]
-    # README: 5,183 abstracts, 300 test queries, 339 qrels, evidence for 188 claims.
-    assert tuple(c[k] for k in COUNTS) == (5183, 1109, 300, 366, 366, 0, 0, 0, 366)
-    assert (c["queries_without_qrels"], c["qrels_read"], c["qrels_positive"],
-            c["qrels_unknown_doc"], c["qrels_unknown_query"], c["questions_with_evidence"],
-            c["evidence_outside_split"]) == (809, 339, 339, 0, 0, 188, 0)
-    assert report["evidence_auto_detected"] is True
-    assert report["not_placed"] == []
-
-
-@pytest.mark.realdata
-def test_real_chroma(shared_data: Path, tmp_path: Path) -> None:
-    report = real_import("chroma", shared_data / "chroma_chunking_eval", tmp_path)
-    c = report["counts"]
-    # README: five corpora, 472 questions, 790 excerpts, all exact.
-    assert tuple(c[k] for k in COUNTS) == (5, 472, 472, 790, 790, 0, 0, 0, 790)
-    assert report["not_placed"] == [] and report["moved"] == []

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEMO
+from helpers import DEMO
 
 pytestmark = pytest.mark.slow
 

@@ -1,14 +1,11 @@
 """``sweep rerun``: choosing sections to replace, the experiment files, the agreement figures,
-and (slow) a static-model sweep re-run on its best two with the transformer and generation."""
+with hand-made inputs (the end-to-end coarse-to-fine run: tests/e2e/test_rerun_e2e.py)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import run_cli
 from sweep.decide.rerun import agreement, experiment_files, group_overrides
 
 
@@ -48,38 +45,3 @@ def test_agreement_counts_concordant_pairs_by_hand() -> None:
     assert c == {"n": 2, "pairs": 0, "pairs_agree": None, "top1_same": True}
 
 
-def test_rerun_needs_a_positive_top(tmp_path: Path) -> None:
-    res = run_cli("-m", "sweep.cli", "rerun", "--top", "0", cwd=tmp_path)
-    assert res.returncode == 1 and res.stderr.strip() == "error: --top 0: must be >= 1"
-
-
-@pytest.mark.slow
-def test_static_sweep_then_best_two_with_minilm_and_generation(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
-    common = [f"tracking.uri={uri}", f"cache.dir={tmp_path}/cache", "eval.latency_sample=0"]
-    res = run_cli("-m", "sweep", "-m", "chunk.size=128,256", "chunk.boundary=heading,fixed",
-                  "embedding=minilm_static", f"hydra.sweep.dir={tmp_path}/coarse", *common,
-                  cwd=tmp_path)
-    assert res.returncode == 0, res.stderr[-3000:]
-    res = run_cli("-m", "sweep.cli", "rerun", "--top", "2", "--tracking-uri", uri,
-                  "embedding=minilm", "generation=extractive", "eval.latency_sample=0",
-                  f"cache.dir={tmp_path}/cache", f"hydra.sweep.dir={tmp_path}/fine",
-                  cwd=tmp_path)
-    assert res.returncode == 0, res.stderr[-3000:]
-    assert "ranking before -> after (recall_at_5):" in res.stdout
-    assert "agreement: " in res.stdout
-
-    from mlflow import MlflowClient
-
-    client = MlflowClient(uri)
-    exps = [e.experiment_id for e in client.search_experiments()]
-    runs = client.search_runs(exps, max_results=100)
-    parents = sorted((r for r in runs if r.data.tags.get("chunk_sweep.role") == "sweep"),
-                     key=lambda r: r.info.start_time)
-    assert len(parents) == 2
-    fine = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[1].info.run_id]
-    assert len(fine) == 2
-    for child in fine:
-        assert child.data.params["embedding.name"] == "minilm"
-        assert child.data.params["generation.method"] == "extractive"
-        assert "retrieval_tax" in child.data.metrics

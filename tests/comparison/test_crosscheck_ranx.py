@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import SHARED_DATA
 from sweep.evaluation import metrics as m
 
-SCIFACT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "scifact"
+SCIFACT = SHARED_DATA / "scifact"
 DEPTH = 100
 
 pytestmark = [
@@ -24,7 +25,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:unsafe cast:Warning"),
     pytest.mark.skipif(
         not (SCIFACT / "corpus.jsonl").is_file(),
-        reason=f"BEIR SciFact not found at {SCIFACT} (../shared/data is absent)",
+        reason=f"BEIR SciFact not found at {SCIFACT} (../shared/data or $CHUNK_SWEEP_SHARED_DATA)",
     ),
 ]
 

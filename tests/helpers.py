@@ -1,0 +1,57 @@
+"""Shared helpers for the test tiers (importable from any folder: pyproject puts tests/ on
+``pythonpath``). Fixtures live in conftest.py; plain functions and constants live here, because
+pytest discourages importing conftest modules by name."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+# The public data sets sit beside the clone; $CHUNK_SWEEP_SHARED_DATA points elsewhere (e.g. from a
+# git worktree, whose parent folder is not the clone's).
+SHARED_DATA = Path(os.environ.get("CHUNK_SWEEP_SHARED_DATA") or ROOT.parent / "shared" / "data")
+DEMO = ROOT / "data" / "demo"
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+            timeout: int = 900) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m sweep ...`` (or ``-m sweep.cli`` for subcommands) in a subprocess.
+
+    Without ``cwd`` it runs in the current folder, which during a test session is the
+    session's scratch folder (conftest.py), never the repository: Hydra's ``outputs/`` and
+    ``multirun/`` and the default ``mlflow.db`` are relative to it.
+    """
+    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def mlflow_runs(uri: str) -> tuple:
+    """(client, every run of every experiment) in the MLflow store at ``uri``."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(uri)
+    exps = [e.experiment_id for e in client.search_experiments()]
+    return client, client.search_runs(exps, max_results=100)
+
+
+def check_written(out: Path) -> list[Any]:
+    """An importer's written folder loads, parses without errors and resolves without errors."""
+    from sweep.data.corpus import load_corpus
+    from sweep.data.golden import load_golden
+    from sweep.evaluation.relevance import CorpusIndex, resolve_all
+
+    docs = load_corpus(out / "corpus")
+    golden = load_golden(out / "golden.jsonl")
+    assert golden.errors == []
+    by_id = {d.doc_id: d for d in docs}
+    for item in golden.items:
+        for ev in item.evidence:
+            assert by_id[ev.doc_id].text[ev.start:ev.end] == ev.quote
+    resolved = resolve_all(golden.items, CorpusIndex(docs), None)
+    assert [p for r in resolved for p in r.problems if p.severity == "error"] == []
+    return resolved

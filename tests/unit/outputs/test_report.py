@@ -1,0 +1,71 @@
+"""sweep.outputs.report: the files a job leaves, read back in job order, and the comparison
+table's rows (axes = the keys that differ, best headline first, failed jobs last)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from sweep.outputs.report import (
+    comparison_rows,
+    differing_keys,
+    format_value,
+    read_reports,
+    result_metrics,
+    write_report,
+)
+
+
+def _report(size: int, boundary: str, headline: float | None, status: str = "FINISHED") -> dict:
+    return {"config": {"chunk": {"size": size, "boundary": boundary}, "eval": {"k": [1, 5]}},
+            "status": status, "headline": {"metric": "recall_at_5", "value": headline},
+            "metrics": {"recall_at_5": headline, "mrr": 0.5}}
+
+
+def test_write_report_stores_non_finite_numbers_as_null(tmp_path: Path) -> None:
+    path = write_report(tmp_path, {"metrics": {"a": math.nan, "b": [math.inf, 1.5]}, "n": 3})
+    # Strict JSON: json.loads hands NaN/Infinity tokens to parse_constant, which refuses them.
+    def refuse(token: str) -> None:
+        raise AssertionError(f"non-standard JSON token {token}")
+
+    data = json.loads(path.read_text(), parse_constant=refuse)
+    assert data == {"metrics": {"a": None, "b": [None, 1.5]}, "n": 3}
+
+
+def test_read_reports_in_job_number_order_skipping_unreadable(tmp_path: Path) -> None:
+    for name in ("10", "2", "notes", "1"):
+        write_report(tmp_path / name, {"job": name})
+    (tmp_path / "3").mkdir()
+    (tmp_path / "3" / "report.json").write_text("{ half a report")
+    assert [r["job"] for _, r in read_reports(tmp_path)] == ["1", "2", "10", "notes"]
+
+
+def test_result_metrics_drop_machine_and_cache_measurements() -> None:
+    metrics = {"recall_at_5": 0.7, "latency_end_to_end_p50_ms": 3.0, "time_embed_s": 1.0,
+               "index_s": 0.2, "n_texts_encoded": 40, "n_chunks": 12}
+    assert result_metrics(metrics) == {"recall_at_5": 0.7, "n_chunks": 12}
+
+
+def test_differing_keys_compare_values_including_lists_and_missing() -> None:
+    rows = [{"a": 1, "b": [1, 2], "c": "x"}, {"a": 1, "b": [1, 3], "c": "x", "d": None},
+            {"a": 1, "b": [1, 2], "c": "x"}]
+    # "d" is missing in two rows and None in one: the same value (None) everywhere.
+    assert differing_keys(rows) == ["b"]
+
+
+def test_comparison_rows_best_first_and_failed_last() -> None:
+    reports = [_report(128, "fixed", 0.6), _report(256, "fixed", None, status="FAILED"),
+               _report(512, "fixed", 0.8), _report(128, "heading", 0.7)]
+    axes, rows = comparison_rows(reports)
+    # The failed job does not decide the axes; eval.k is the same everywhere.
+    assert axes == ["chunk.boundary", "chunk.size"]
+    assert [(r["chunk.size"], r["chunk.boundary"], r["status"]) for r in rows] == [
+        (512, "fixed", "FINISHED"), (128, "heading", "FINISHED"), (128, "fixed", "FINISHED"),
+        (256, "fixed", "FAILED")]
+    assert rows[0]["headline"] == 0.8 and rows[0]["mrr"] == 0.5 and rows[0]["ndcg_at_5"] is None
+
+
+def test_format_value() -> None:
+    assert [format_value(v) for v in (None, math.nan, 0.12345, 123.6, 7, "x")] == [
+        "-", "-", "0.123", "124", "7", "x"]
