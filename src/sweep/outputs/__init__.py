@@ -1,0 +1,1 @@
+"""What a run leaves behind: report files, plots, and MLflow (the only mlflow import)."""
