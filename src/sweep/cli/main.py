@@ -31,6 +31,8 @@ commands:
   baseline        check [--tolerance T] [overrides...] | update [--allow-regression]: the CI gate
   rerun           --top N [--sweep latest|RUN_ID] [--metric M] [overrides...]: the best N of a
                   sweep again as a new sweep (generation on the best few; static -> transformer)
+  show            RUN [--qid QID] [--vs RUN]: why questions were missed (a job folder or an
+                  MLflow run id): miss causes, evidence inside its chunk boundaries, the top k
   label           [--corpus DIR] [--golden FILE] [--port 8765] [--no-dense]: a local page
                   (127.0.0.1) to label golden questions: search, select evidence, save
   (none)          run one configuration; `sweep -m key=a,b ...` sweeps (Hydra multirun)
@@ -119,6 +121,7 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "baseline": _lazy("sweep.decide.baseline", "cmd_baseline"),
     "rerun": _lazy("sweep.decide.rerun", "cmd_rerun"),
     "label": _lazy("sweep.label", "cmd_label"),
+    "show": _lazy("sweep.cli.show", "cmd_show"),
 }
 
 

@@ -216,6 +216,29 @@ class Embedder:
                        run_tokenizer)
         return [self._lengths[k] for k in keys]
 
+    def kept_chars(self, texts: list[str]) -> list[int | None]:
+        """How many characters of each document text (prefix included) the model reads before
+        it truncates at ``max_seq_length``; None for a text it reads whole. Only texts over the
+        limit are tokenised again, with offsets."""
+        lengths = self.token_lengths(texts)
+        limit = self.max_seq_length
+        tokenizer = getattr(self.model, "tokenizer", None)
+        out: list[int | None] = [None] * len(texts)
+        if lengths is None or not limit or tokenizer is None:
+            return out
+        over = [i for i, n in enumerate(lengths) if n > limit]
+        if not over:
+            return out
+        batch = [self.spec.document_prefix + texts[i] for i in over]
+        try:
+            enc = tokenizer(batch, add_special_tokens=True, truncation=True, max_length=limit,
+                            return_offsets_mapping=True)
+        except (NotImplementedError, TypeError, ValueError):  # a slow tokenizer: no offsets
+            return out
+        for i, offsets in zip(over, enc["offset_mapping"], strict=True):
+            out[i] = max((int(e) for _, e in offsets), default=0)
+        return out
+
 
 V = TypeVar("V")
 

@@ -42,6 +42,7 @@ from sweep.embedding.cache import get_cache
 from sweep.embedding.models import Embedder, get_embedder
 from sweep.evaluation.evaluate import EvalSpec, evaluate
 from sweep.evaluation.metrics import covered_chars
+from sweep.evaluation.misses import diagnose_misses, miss_views, truncation_cuts
 from sweep.evaluation.relevance import ChunkLocator, CorpusIndex, ResolvedItem, resolve_all
 from sweep.generation.cache import get_judge_cache
 from sweep.generation.run import (
@@ -72,6 +73,8 @@ class JobResult:
     # What the generation half reuses: the resolved items and the final rankings.
     resolved: list[ResolvedItem] = field(default_factory=list, repr=False)
     rankings: list[Ranking] = field(default_factory=list, repr=False)
+    # The per-question view (misses.json / misses.html / `sweep show`).
+    views: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
 
 @dataclass
@@ -210,6 +213,28 @@ def embedder_for(cfg: Config) -> Embedder:
     return embedder
 
 
+@dataclass
+class MissAnalysis:
+    counts: dict[str, float]
+    views: list[dict[str, Any]]
+
+
+def miss_analysis(resolved: list[ResolvedItem], rows: list[dict[str, Any]], chunks: list[Chunk],
+                  docs: list[Document], rankings: list[Ranking],
+                  diagnostics: dict[str, list[Ranking | None]], prompt_k: int,
+                  embedder: Embedder | None, any_truncated: bool) -> MissAnalysis:
+    """Each question's miss cause (into its row), the counts, and the per-question view."""
+    cuts: dict[str, int] = {}
+    if embedder is not None and any_truncated:
+        kept = embedder.kept_chars([c.embed_text for c in chunks])
+        cuts = truncation_cuts(chunks, kept, len(embedder.spec.document_prefix))
+    spans = [r.spans for r in resolved]
+    counts = diagnose_misses(rows, spans, chunks, prompt_k, cuts, embedder is not None)
+    texts = {d.doc_id: d.text for d in docs}
+    views = miss_views(rows, spans, chunks, texts, rankings, diagnostics, prompt_k, cuts)
+    return MissAnalysis(counts, views)
+
+
 def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     """Evaluate one configuration. Raises `SweepError` for bad input."""
     timings: dict[str, float] = {}
@@ -285,6 +310,9 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
                      cfg.eval.min_overlap)
     diagnostics = {"dense": [r.dense for r in results], "bm25": [r.bm25 for r in results]}
     summary, rows = evaluate(resolved, chunks, rankings, espec, diagnostics)
+    misses = miss_analysis(resolved, rows, chunks, docs, rankings, diagnostics, cfg.eval.prompt_k,
+                           embedder if uses_dense else None, truncated > 0)
+    summary.update(misses.counts)
     timings["eval_s"] = time.perf_counter() - t
     timings["total_s"] = time.perf_counter() - t0
 
@@ -321,7 +349,7 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         + [str(p) for r in resolved for p in r.problems if p.severity == "warning"],
         "n_documents": len(docs),
     }
-    return JobResult(report, rows, chunks, list(resolved), rankings)
+    return JobResult(report, rows, chunks, list(resolved), rankings, misses.views)
 
 
 def gen_items(result: JobResult, prompt_k: int, docs: list[Document], limit: int = 0
