@@ -76,3 +76,49 @@ def test_show_a_folder_without_views_is_one_line(tmp_path: Path) -> None:
     res = run_cli("-m", "sweep.cli", "show", str(tmp_path), cwd=tmp_path)
     assert res.returncode == 1 and "no misses.json" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_label_server_shows_a_run_with_links_to_each_label(sweep_dir: Path) -> None:
+    import http.client
+    import shutil
+
+    from conftest import DEMO
+    from sweep.label.app import LabelSettings, build_app
+    from sweep.label.server import LabelServer
+
+    work = sweep_dir / "label"
+    shutil.copytree(DEMO / "corpus", work / "corpus")
+    shutil.copy(DEMO / "golden.jsonl", work / "golden.jsonl")
+    uri = f"sqlite:///{sweep_dir / 'mlflow.db'}"
+    settings = LabelSettings(corpus=str(work / "corpus"), golden=str(work / "golden.jsonl"),
+                             tracking_enabled=True, tracking_uri=uri)
+    server = LabelServer(0, build_app(settings, say=lambda _: None))
+    server.start_background()
+
+    def get(path: str) -> tuple[int, str, str]:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        conn.request("GET", path, headers={"Host": f"127.0.0.1:{server.port}"})
+        res = conn.getresponse()
+        body = res.read().decode()
+        conn.close()
+        return res.status, body, res.getheader("Content-Security-Policy") or ""
+
+    try:
+        with sqlite3.connect(sweep_dir / "mlflow.db") as con:
+            run_id = con.execute("SELECT run_uuid FROM tags WHERE key = 'config_hash'"
+                                 ).fetchone()[0]
+        status, body, csp = get(f"/run/{run_id}")
+        assert status == 200, body[:500]
+        from sweep.outputs.misses_html import load_views
+
+        missed = [q["qid"] for q in load_views(run_id, uri)["questions"] if q["cause"]]
+        hrefs = [q for q in missed if f'href="/?edit={q}"' in body]
+        # Each missed question of that run links to its labelling view.
+        assert len(hrefs) == body.count("fix this label") > 0
+        nonce = csp.split("style-src 'nonce-")[1].split("'")[0]
+        assert f'<style nonce="{nonce}">' in body
+        assert get("/run/..%2f..%2fetc")[0] == 404
+        assert get("/run/" + "0" * 32)[0] == 400
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -6,43 +6,11 @@ Reads ``misses.json`` from a job folder, or from an MLflow run's artifacts by ru
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from sweep.common.errors import SweepError
-from sweep.outputs.misses_html import ADVICE
-
-
-def load_views(ref: str, uri: str | None) -> dict[str, Any]:
-    """``misses.json`` of a job folder (or the file itself), else of the MLflow run ``ref``."""
-    path = Path(ref)
-    if path.is_dir():
-        path = path / "misses.json"
-    if not path.is_file():
-        if Path(ref).exists() or os.sep in ref:
-            raise SweepError(f"{ref}: no misses.json here (a job folder of a sweep that ran "
-                             "with this version of chunk-sweep has one)")
-        from sweep.outputs import tracking
-
-        uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or \
-            f"sqlite:///{Path.cwd().resolve() / 'mlflow.db'}"
-        found = tracking.download_artifact(uri, ref, "misses.json",
-                                           Path(tempfile.mkdtemp(prefix="sweep-show-")))
-        if found is None:
-            raise SweepError(f"run {ref}: no misses.json artifact in {uri}",
-                             hint="pass a job folder, or a run id of this store")
-        path = found
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise SweepError(f"{path}: cannot read ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("questions"), list):
-        raise SweepError(f"{path}: not a misses.json (no 'questions' list)")
-    return data
+from sweep.outputs.misses_html import ADVICE, load_views
 
 
 def _passage_text(p: Mapping[str, Any]) -> Any:
