@@ -235,6 +235,20 @@ def miss_analysis(resolved: list[ResolvedItem], rows: list[dict[str, Any]], chun
     return MissAnalysis(counts, views)
 
 
+def latency_origin(sample: int, embedder: Embedder | None, before: tuple[int, int]) -> str:
+    """Where this run's latency figures come from, for report.json."""
+    if sample == 0:
+        return "skipped (eval.latency_sample=0)"
+    if embedder is None:
+        return "measured"
+    now = embedder.timed_now - before[0]
+    cached = embedder.timed_from_cache - before[1]
+    if cached and not now:
+        return "search measured; query embedding times cached (measured earlier on this machine)"
+    return "measured" if not cached else (f"measured; {cached} of {cached + now} query "
+                                          "embedding times cached from this machine")
+
+
 def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     """Evaluate one configuration. Raises `SweepError` for bad input."""
     timings: dict[str, float] = {}
@@ -301,8 +315,11 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     rankings = [r.final for r in results]
     timings["search_s"] = time.perf_counter() - t
     t = time.perf_counter()
+    counted = (embedder.timed_now, embedder.timed_from_cache) if embedder else (0, 0)
     latency = measure_latency(chunks, method, cfg, chunk_vecs if uses_dense else None,
                               bm25 if uses_bm25 else None, reranker, embedder, questions)
+    latency_source = latency_origin(cfg.eval.latency_sample, embedder if uses_dense else None,
+                                    counted)
     timings["latency_s"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -339,8 +356,9 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         "latency_note": "milliseconds per question, one question at a time, after a warm-up "
                         "(model loaded, index built, caches warm); query embedding is not "
                         "served from the embedding cache: it is timed once per embedding "
-                        "setting and question in a sweep process and added to each configuration's "
-                        "end-to-end time",
+                        "setting, question and machine, kept with the cache, and added to "
+                        "each configuration's end-to-end time",
+        "latency_source": latency_source,
         "found_only_by": {k: [r["qid"] for r in rows if r.get("found_by") == f"{k}_only"]
                           for k in ("dense", "bm25")},
         "orphans": [{"qid": r["qid"], "reason": r.get("orphan_reason", "")}
