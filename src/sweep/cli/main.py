@@ -16,7 +16,6 @@ import sys
 from collections.abc import Callable, Sequence
 
 from sweep.common.errors import SweepError
-from sweep.config.compose import compose
 
 USAGE = """usage: sweep COMMAND [options] [key=value ...]
 
@@ -51,6 +50,7 @@ def cmd_validate(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
 
     from sweep.config.checks import check_config
+    from sweep.config.compose import compose
     from sweep.data.golden import load_golden
     from sweep.data.validate import check_golden
     from sweep.pipeline.run import load_corpus_cached, resolve_golden
@@ -87,6 +87,7 @@ def cmd_cache(argv: Sequence[str]) -> int:
     parser.add_argument("action", choices=["info", "clear"])
     parser.add_argument("overrides", nargs="*", help="config overrides, e.g. cache.dir=DIR")
     args = parser.parse_args(argv)
+    from sweep.config.compose import compose
     from sweep.embedding.cache import get_cache
 
     cfg = compose(args.overrides)
