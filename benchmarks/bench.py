@@ -73,16 +73,64 @@ def unique_texts(out: Path, sizes: str) -> list[str]:
     return list(texts)
 
 
+HOMEBREW = ROOT.parent / "shared" / "data" / "homebrew_docs" / "docs"
+HOMEBREW_GOLDEN = ROOT / "tests" / "data" / "homebrew_golden.jsonl"
+
+
+def timed(args: list[str], cwd: Path) -> float:
+    start = time.perf_counter()
+    res = subprocess.run([sys.executable, *args], cwd=cwd,
+                         env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - start
+    if res.returncode != 0:
+        sys.exit(f"bench: {' '.join(args[:4])} failed:\n{res.stderr[-2000:]}")
+    return wall
+
+
+def small(out: Path) -> None:
+    """The corpus most teams gate on: Homebrew's docs (85 markdown files), 4 configurations
+    (fixed/recursive x dense/BM25 at 256 tokens), cold then warm; what a warm run costs
+    without the latency pass; and the CI gate warm beside `sweep --help`."""
+    if not HOMEBREW.is_dir() or not HOMEBREW_GOLDEN.is_file():
+        print("small: skipped (../shared/data/homebrew_docs or tests/data/homebrew_golden.jsonl "
+              "missing)")
+        return
+    cache = out / "small-cache"
+    base = ["-m", "sweep", "-m", "chunk.boundary=fixed,recursive", "retrieval=dense,bm25",
+            "chunk.size=256", f"corpus.path={HOMEBREW}", f"golden.path={HOMEBREW_GOLDEN}",
+            "corpus.name=homebrew", "golden.name=homebrew", f"cache.dir={cache}",
+            f"tracking.uri=sqlite:///{out}/small-mlflow.db", "sweep.force=true"]
+    cold = timed([*base, f"hydra.sweep.dir={out}/small-cold"], out)
+    warm = timed([*base, f"hydra.sweep.dir={out}/small-warm"], out)
+    warm0 = timed([*base, "eval.latency_sample=0", f"hydra.sweep.dir={out}/small-warm0"], out)
+    help_s = min(timed(["-m", "sweep.cli", "help"], out) for _ in range(3))
+    gate = ["-m", "sweep.cli", "baseline", "check", f"cache.dir={cache}-gate"]
+    timed(gate, ROOT)  # fills the gate's cache
+    gate_s = min(timed(gate, ROOT) for _ in range(2))
+    print(f"small_cold_s={cold:.1f} small_warm_s={warm:.1f} "
+          f"small_warm_ratio={warm / cold:.3f}  (target <= 0.06)")
+    print(f"small_warm_latency0_s={warm0:.1f} (eval.latency_sample=0)")
+    print(f"small_warm_stages_s: {job_seconds(out / 'small-warm')}")
+    print(f"help_s={help_s:.2f} gate_warm_s={gate_s:.2f} "
+          f"gate_vs_help={gate_s / help_s:.1f}  (target <= 2)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="128,256,512")
     parser.add_argument("--out", default=str(ROOT / ".cache" / "bench"))
+    parser.add_argument("--small-only", action="store_true",
+                        help="only the small-corpus lines (Homebrew docs, the gate, --help)")
     args = parser.parse_args()
     if not COVID.is_file():
         sys.exit(f"bench: COVID-QA not found at {COVID} (../shared/data is needed)")
     out = Path(args.out).resolve()
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
+    small(out)
+    if args.small_only:
+        return
     subprocess.run([sys.executable, "-m", "sweep.cli", "import", "squad", str(COVID), "--out",
                     str(out / "covid")], check=True, stdout=subprocess.DEVNULL)
 

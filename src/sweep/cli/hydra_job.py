@@ -29,6 +29,7 @@ from sweep.config.identity import config_hash
 from sweep.config.schema import Config
 from sweep.outputs import report as rp
 from sweep.outputs import tracking
+from sweep.outputs.misses_html import write_views
 from sweep.pipeline.run import (
     load_corpus_cached,
     load_golden_cached,
@@ -82,6 +83,8 @@ def job(cfg: DictConfig) -> float:
     # Retrieval results are on disk before generation starts: a crash there loses nothing.
     paths = [rp.write_report(job_dir, rep), rp.write_per_question(job_dir, result.rows),
              rp.write_config(job_dir, plain)]
+    paths += write_views(job_dir, result.views, run_name(plain),
+                         {k: v for k, v in rep["metrics"].items() if k.startswith("n_miss")})
     gen_error: SweepError | None = None
     if typed.generation.method.value != "none":
         try:

@@ -16,7 +16,6 @@ import sys
 from collections.abc import Callable, Sequence
 
 from sweep.common.errors import SweepError
-from sweep.config.compose import compose
 
 USAGE = """usage: sweep COMMAND [options] [key=value ...]
 
@@ -31,6 +30,8 @@ commands:
   baseline        check [--tolerance T] [overrides...] | update [--allow-regression]: the CI gate
   rerun           --top N [--sweep latest|RUN_ID] [--metric M] [overrides...]: the best N of a
                   sweep again as a new sweep (generation on the best few; static -> transformer)
+  show            RUN [--qid QID] [--vs RUN]: why questions were missed (a job folder or an
+                  MLflow run id): miss causes, evidence inside its chunk boundaries, the top k
   label           [--corpus DIR] [--golden FILE] [--port 8765] [--no-dense]: a local page
                   (127.0.0.1) to label golden questions: search, select evidence, save
   (none)          run one configuration; `sweep -m key=a,b ...` sweeps (Hydra multirun)
@@ -49,6 +50,7 @@ def cmd_validate(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
 
     from sweep.config.checks import check_config
+    from sweep.config.compose import compose
     from sweep.data.golden import load_golden
     from sweep.data.validate import check_golden
     from sweep.pipeline.run import load_corpus_cached, resolve_golden
@@ -85,6 +87,7 @@ def cmd_cache(argv: Sequence[str]) -> int:
     parser.add_argument("action", choices=["info", "clear"])
     parser.add_argument("overrides", nargs="*", help="config overrides, e.g. cache.dir=DIR")
     args = parser.parse_args(argv)
+    from sweep.config.compose import compose
     from sweep.embedding.cache import get_cache
 
     cfg = compose(args.overrides)
@@ -119,6 +122,7 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "baseline": _lazy("sweep.decide.baseline", "cmd_baseline"),
     "rerun": _lazy("sweep.decide.rerun", "cmd_rerun"),
     "label": _lazy("sweep.label", "cmd_label"),
+    "show": _lazy("sweep.cli.show", "cmd_show"),
 }
 
 

@@ -2,7 +2,9 @@
 
 Key: (model fingerprint, sha256 of the exact text sent to the model, prefix included). Value:
 the float32 vector as raw bytes (no pickle); beside it, under the same key, the text's length
-in model tokens (what the truncation check needs, so a warm run never re-tokenises).
+in model tokens (what the truncation check needs, so a warm run never re-tokenises), and other
+facts measured once per text: where the model stops reading a truncated text, and the time a
+query took through the model on this machine (kind ``query_ms@<machine>``).
 Storage: one SQLite file in WAL mode; every write is a transaction, so a crash leaves either
 the whole batch or none of it, and several jobs may read and write at once (SQLite serialises
 the writers; a busy writer is waited for).
@@ -30,6 +32,13 @@ CREATE TABLE IF NOT EXISTS token_lengths (
     key BLOB NOT NULL,
     n INTEGER NOT NULL,
     PRIMARY KEY (model, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS facts (
+    model TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    key BLOB NOT NULL,
+    value REAL NOT NULL,
+    PRIMARY KEY (model, kind, key)
 ) WITHOUT ROWID;
 """
 _BATCH = 500  # keys per SELECT (SQLite's variable limit is far above)
@@ -71,6 +80,22 @@ class EmbeddingCache:
         rows = [(model, key, int(n)) for key, n in items]
         return self._insert("INSERT OR IGNORE INTO token_lengths VALUES (?, ?, ?)", rows)
 
+    def get_facts(self, model: str, kind: str, keys: Sequence[bytes]) -> dict[bytes, float]:
+        found: dict[bytes, float] = {}
+        unique = list(dict.fromkeys(keys))
+        for lo in range(0, len(unique), _BATCH):
+            part = unique[lo : lo + _BATCH]
+            marks = ",".join("?" * len(part))
+            for key, value in self._db.execute(
+                    f"SELECT key, value FROM facts WHERE model = ? AND kind = ? AND key IN "
+                    f"({marks})", [model, kind, *part]):
+                found[bytes(key)] = float(value)
+        return found
+
+    def put_facts(self, model: str, kind: str, items: Iterable[tuple[bytes, float]]) -> int:
+        rows = [(model, kind, key, float(v)) for key, v in items]
+        return self._insert("INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?)", rows)
+
     def _insert(self, sql: str, rows: list[tuple]) -> int:
         if not rows:
             return 0
@@ -97,6 +122,7 @@ class EmbeddingCache:
         n = self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
         self._db.execute("DELETE FROM embeddings")
         self._db.execute("DELETE FROM token_lengths")
+        self._db.execute("DELETE FROM facts")
         self._db.execute("VACUUM")
         return int(n)
 

@@ -12,8 +12,10 @@ never embedded again: in memory within a process, and on disk across processes a
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
+import platform
 import shutil
 import tempfile
 import time
@@ -117,8 +119,38 @@ def _fingerprint_path(path: str) -> str:
     return h.hexdigest()
 
 
+def declared_max_seq_length(path: str, family: str) -> tuple[bool, int | None]:
+    """``(known, max_seq_length)`` of a model folder, read without loading the model.
+
+    A static (model2vec) model reads every token; a sentence-transformers folder declares its
+    limit in ``sentence_bert_config.json``. Anything else is not known until the model loads.
+    """
+    if family == "model2vec_distill":
+        return True, None
+    try:
+        value = json.loads((Path(path) / "sentence_bert_config.json").read_text(
+            encoding="utf-8")).get("max_seq_length")
+    except (OSError, ValueError, AttributeError):
+        return False, None
+    return (True, value) if isinstance(value, int) and value > 0 else (False, None)
+
+
+def machine_id() -> str:
+    """What a measured time is only true for: this host, its architecture and core count."""
+    return f"{platform.node()}|{platform.machine()}|{os.cpu_count()}"
+
+
+class _NoTokenizer(Exception):
+    pass
+
+
 class Embedder:
-    """One loaded model with an in-process embedding cache."""
+    """One model, loaded only when it has work, with an in-process embedding cache.
+
+    The fingerprint (which keys the disk cache) is read off the model folder, so a job whose
+    vectors, token lengths and query timings are all on disk never imports torch or loads the
+    weights; ``loads`` counts how often it did.
+    """
 
     def __init__(self, spec: EmbeddingSpec) -> None:
         if spec.family not in FAMILIES:
@@ -130,7 +162,11 @@ class Embedder:
         else:
             path = resolve_model_path(spec.name)
         self.path = path
-        self.model = _load_sentence_transformer(path, spec.name)
+        self._model: Any = None
+        self.loads = 0
+        known, self._max_seq_length = declared_max_seq_length(path, spec.family)
+        if not known:  # the limit is part of the fingerprint: ask the model itself
+            self._load()
         # Everything that changes a vector: the weights (file names, sizes, first bytes), the
         # prefixes, truncation length and normalisation.
         self.fingerprint = hashlib.sha256(
@@ -139,14 +175,32 @@ class Embedder:
         ).hexdigest()[:16]
         self._cache: dict[bytes, np.ndarray] = {}
         self._lengths: dict[bytes, int] = {}
+        self._kept: dict[bytes, float] = {}
         self._timed: dict[str, tuple[np.ndarray, float]] = {}
         self.cache: EmbeddingCache | None = None  # the disk cache, set by the caller
         self.encoded_texts = 0  # texts actually sent through the model (cache misses)
+        self.timed_from_cache = 0  # query times read back instead of measured
+        self.timed_now = 0
+
+    def _load(self) -> None:
+        self._model = _load_sentence_transformer(self.path, self.spec.name)
+        self.loads += 1
+        value = getattr(self._model, "max_seq_length", None)
+        loaded = int(value) if isinstance(value, int) and value > 0 else None
+        if self.loads == 1 and hasattr(self, "fingerprint") and loaded != self._max_seq_length:
+            log.warning("%s: the folder declares max_seq_length=%s, the loaded model has %s",
+                        self.spec.name, self._max_seq_length, loaded)
+        self._max_seq_length = loaded
+
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            self._load()
+        return self._model
 
     @property
     def max_seq_length(self) -> int | None:
-        value = getattr(self.model, "max_seq_length", None)
-        return int(value) if isinstance(value, int) and value > 0 else None
+        return self._max_seq_length
 
     @property
     def dimension(self) -> int:
@@ -185,36 +239,89 @@ class Embedder:
 
     def timed_queries(self, questions: list[str]) -> list[tuple[np.ndarray, float]]:
         """Each question straight through the model, one at a time, with its wall time in ms:
-        what embedding a live query costs. Timed once per question in a process (the cost
-        depends on the model and the text, not on the chunking), after two untimed warm-up
-        calls, so every configuration of a sweep adds the same embedding times to its own
-        search times instead of its own noise."""
+        what embedding a live query costs. Timed once per question and machine (the cost
+        depends on the model, the text and the hardware, not on the chunking), after two
+        untimed warm-up calls, so every configuration of a sweep adds the same embedding times
+        to its own search times instead of its own noise. A time measured earlier on this
+        machine is read back from the disk cache (`timed_from_cache` counts those)."""
         todo = [q for q in dict.fromkeys(questions) if q not in self._timed]
+        kind = f"query_ms@{machine_id()}"
+        if todo and self.cache is not None:
+            by_key = {text_key(self.spec.query_prefix + q): q for q in todo}
+            stored = self.cache.get_facts(self.fingerprint, kind, list(by_key))
+            if stored:
+                found = [by_key[k] for k in stored]
+                for q, vec in zip(found, self.encode(found, query=True, progress=False),
+                                  strict=True):
+                    self._timed[q] = (vec, stored[text_key(self.spec.query_prefix + q)])
+                self.timed_from_cache += len(found)
+                todo = [q for q in todo if q not in self._timed]
         for q in todo[:2]:
             self.encode_uncached(q)
         for q in todo:
             start = time.perf_counter()
             vec = self.encode_uncached(q)
             self._timed[q] = (vec, (time.perf_counter() - start) * 1000.0)
+        self.timed_now += len(todo)
+        if todo and self.cache is not None:
+            self.cache.put_facts(self.fingerprint, kind,
+                                 [(text_key(self.spec.query_prefix + q), self._timed[q][1])
+                                  for q in todo])
         return [self._timed[q] for q in questions]
 
     def token_lengths(self, texts: list[str]) -> list[int] | None:
         """Model-token lengths with special tokens, to detect silent truncation: from memory,
-        else from the disk cache, else the tokenizer."""
-        tokenizer = getattr(self.model, "tokenizer", None)
-        if tokenizer is None or self.max_seq_length is None or not callable(tokenizer):
+        else from the disk cache, else the tokenizer (which loads the model)."""
+        if self.max_seq_length is None:
             return None
 
         def run_tokenizer(todo: list[str]) -> list[int]:
+            tokenizer = getattr(self.model, "tokenizer", None)
+            if tokenizer is None or not callable(tokenizer):
+                raise _NoTokenizer
             ids = tokenizer(todo, add_special_tokens=True, truncation=False)["input_ids"]
             return [len(x) for x in ids]
 
         disk = self.cache
-        keys = _tiered([self.spec.document_prefix + t for t in texts], self._lengths,
-                       disk.get_lengths if disk is not None else None,
-                       disk.put_lengths if disk is not None else None, self.fingerprint,
-                       run_tokenizer)
+        try:
+            keys = _tiered([self.spec.document_prefix + t for t in texts], self._lengths,
+                           disk.get_lengths if disk is not None else None,
+                           disk.put_lengths if disk is not None else None, self.fingerprint,
+                           run_tokenizer)
+        except _NoTokenizer:
+            return None
         return [self._lengths[k] for k in keys]
+
+    def kept_chars(self, texts: list[str]) -> list[int | None]:
+        """How many characters of each document text (prefix included) the model reads before
+        it truncates at ``max_seq_length``; None for a text it reads whole. Only texts over the
+        limit are tokenised again, with offsets, and what that finds is kept in the cache."""
+        lengths = self.token_lengths(texts)
+        limit = self.max_seq_length
+        out: list[int | None] = [None] * len(texts)
+        if lengths is None or not limit:
+            return out
+        over = [i for i, n in enumerate(lengths) if n > limit]
+        if not over:
+            return out
+
+        def run_offsets(todo: list[str]) -> list[float]:
+            enc = self.model.tokenizer(todo, add_special_tokens=True, truncation=True,
+                                       max_length=limit, return_offsets_mapping=True)
+            return [float(max((int(e) for _, e in offsets), default=0))
+                    for offsets in enc["offset_mapping"]]
+
+        disk = self.cache
+        try:
+            keys = _tiered([self.spec.document_prefix + texts[i] for i in over], self._kept,
+                           (lambda m, k: disk.get_facts(m, "kept_chars", k)) if disk else None,
+                           (lambda m, it: disk.put_facts(m, "kept_chars", it)) if disk else None,
+                           self.fingerprint, run_offsets)
+        except (NotImplementedError, TypeError, ValueError, AttributeError):
+            return out  # a slow tokenizer gives no offsets
+        for i, key in zip(over, keys, strict=True):
+            out[i] = int(self._kept[key])
+        return out
 
 
 V = TypeVar("V")

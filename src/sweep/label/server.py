@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import secrets
 import sys
 import threading
@@ -32,8 +33,10 @@ from sweep.common.errors import SweepError
 from sweep.label import pages
 from sweep.label.app import LabelApp, LabelSettings, build_app
 from sweep.label.store import StaleError
+from sweep.outputs.misses_html import load_views, render_page
 
 log = logging.getLogger(__name__)
+_RUN_ID = re.compile(r"[0-9a-f]{32}")  # an MLflow run id
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -201,12 +204,30 @@ class LabelHandler(BaseHTTPRequestHandler):
                 hits = app.search(q)
                 self._json(HTTPStatus.OK, {k: pages.hits_html(app, v, q, k)
                                            for k, v in hits.items()})
+            elif path.startswith("/run/"):
+                self._run(app, path[len("/run/"):])
             elif path == "/favicon.ico":
                 self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
             else:
                 self._error(HTTPStatus.NOT_FOUND, "not found", html=True)
         except SweepError as exc:
             self._error(HTTPStatus.BAD_REQUEST, str(exc), html=not path.startswith("/api/"))
+
+    def _run(self, app: LabelApp, run_id: str) -> None:
+        """The misses of one run of the sweep store, each question linked to its labelling
+        view. Only an MLflow run id is accepted: never a path on this machine."""
+        if not _RUN_ID.fullmatch(run_id):
+            self._error(HTTPStatus.NOT_FOUND, "not a run id", html=True)
+            return
+        if not app.settings.tracking_enabled:
+            self._error(HTTPStatus.NOT_FOUND, "tracking is off, so there are no runs to show",
+                        html=True)
+            return
+        data = load_views(run_id, app.settings.tracking_uri)
+        nonce = secrets.token_urlsafe(12)
+        self._html(HTTPStatus.OK, render_page(data["questions"], str(data.get("title", run_id)),
+                                              data.get("counts", {}), nonce=nonce,
+                                              edit_links=True), nonce)
 
     def _doc(self, app: LabelApp, raw: str, query: dict[str, list[str]]) -> None:
         # One decode only: "%252e" stays "%2e", which names no document.

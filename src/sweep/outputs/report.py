@@ -109,6 +109,20 @@ def varying_params(reports: Sequence[dict[str, Any]]) -> list[str]:
     return differing_keys([flatten(r.get("config", {})) for r in reports])
 
 
+_MISS_SHORT = {"evidence_split": "split", "truncated": "trunc", "ranked_below_k": "below_k",
+               "never_retrieved": "never", "orphan": "orphan"}
+
+
+def miss_summary(metrics: Mapping[str, Any]) -> str | None:
+    """``split 9 · trunc 7``: the miss causes of a configuration that occur, most first."""
+    counts = [(int(metrics.get(f"n_miss_{c}") or 0), short) for c, short in _MISS_SHORT.items()
+              if f"n_miss_{c}" in metrics]
+    if not counts:
+        return None
+    shown = sorted((c for c in counts if c[0]), key=lambda c: -c[0])
+    return " · ".join(f"{short} {n}" for n, short in shown) or "none"
+
+
 def comparison_rows(reports: Sequence[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
     """Rows for the comparison table, best headline first (failed jobs last)."""
     axes = varying_params([r for r in reports if r.get("status") == "FINISHED"] or reports)
@@ -122,6 +136,7 @@ def comparison_rows(reports: Sequence[dict[str, Any]]) -> tuple[list[str], list[
         row["headline"] = headline.get("value")
         for name in TABLE_METRICS:
             row[name] = (rep.get("metrics") or {}).get(name)
+        row["misses"] = miss_summary(rep.get("metrics") or {})
         row["error"] = rep.get("error", "")
         row["found_only_by"] = rep.get("found_only_by") or {}
         rows.append(row)
@@ -148,7 +163,7 @@ def format_value(value: Any) -> str:
 def write_comparison(sweep_dir: Path, axes: Sequence[str], rows: Sequence[dict[str, Any]]
                      ) -> list[Path]:
     """``comparison.csv`` and ``comparison.md`` in the sweep folder (also logged to the parent)."""
-    columns = [*axes, "status", "headline_metric", "headline", *TABLE_METRICS, "error"]
+    columns = [*axes, "status", "headline_metric", "headline", *TABLE_METRICS, "misses", "error"]
     import io
 
     buf = io.StringIO()
@@ -158,7 +173,7 @@ def write_comparison(sweep_dir: Path, axes: Sequence[str], rows: Sequence[dict[s
         writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in columns})
     csv_path = Path(sweep_dir) / "comparison.csv"
     atomic_write(csv_path, buf.getvalue())
-    shown = [*axes, "headline", *TABLE_METRICS]
+    shown = [*axes, "headline", *TABLE_METRICS, "misses"]
     lines = ["| rank | " + " | ".join(shown) + " |", "|" + "---|" * (len(shown) + 1)]
     for i, row in enumerate(rows, start=1):
         cells = [format_value(row.get(c)) for c in shown]
@@ -181,6 +196,8 @@ def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> Non
         table.add_column(axis)
     table.add_column(str(metric), justify="right", style="bold")
     shown = [m for m in TABLE_METRICS if m != metric and any(r.get(m) is not None for r in rows)]
+    if any(r.get("misses") for r in rows):
+        shown.append("misses")
     for name in shown:
         table.add_column(name, justify="right")
     for i, row in enumerate(rows, start=1):

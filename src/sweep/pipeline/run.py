@@ -42,6 +42,7 @@ from sweep.embedding.cache import get_cache
 from sweep.embedding.models import Embedder, get_embedder
 from sweep.evaluation.evaluate import EvalSpec, evaluate
 from sweep.evaluation.metrics import covered_chars
+from sweep.evaluation.misses import diagnose_misses, miss_views, truncation_cuts
 from sweep.evaluation.relevance import ChunkLocator, CorpusIndex, ResolvedItem, resolve_all
 from sweep.generation.cache import get_judge_cache
 from sweep.generation.run import (
@@ -72,6 +73,8 @@ class JobResult:
     # What the generation half reuses: the resolved items and the final rankings.
     resolved: list[ResolvedItem] = field(default_factory=list, repr=False)
     rankings: list[Ranking] = field(default_factory=list, repr=False)
+    # The per-question view (misses.json / misses.html / `sweep show`).
+    views: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
 
 @dataclass
@@ -210,6 +213,42 @@ def embedder_for(cfg: Config) -> Embedder:
     return embedder
 
 
+@dataclass
+class MissAnalysis:
+    counts: dict[str, float]
+    views: list[dict[str, Any]]
+
+
+def miss_analysis(resolved: list[ResolvedItem], rows: list[dict[str, Any]], chunks: list[Chunk],
+                  docs: list[Document], rankings: list[Ranking],
+                  diagnostics: dict[str, list[Ranking | None]], prompt_k: int,
+                  embedder: Embedder | None, any_truncated: bool) -> MissAnalysis:
+    """Each question's miss cause (into its row), the counts, and the per-question view."""
+    cuts: dict[str, int] = {}
+    if embedder is not None and any_truncated:
+        kept = embedder.kept_chars([c.embed_text for c in chunks])
+        cuts = truncation_cuts(chunks, kept, len(embedder.spec.document_prefix))
+    spans = [r.spans for r in resolved]
+    counts = diagnose_misses(rows, spans, chunks, prompt_k, cuts, embedder is not None)
+    texts = {d.doc_id: d.text for d in docs}
+    views = miss_views(rows, spans, chunks, texts, rankings, diagnostics, prompt_k, cuts)
+    return MissAnalysis(counts, views)
+
+
+def latency_origin(sample: int, embedder: Embedder | None, before: tuple[int, int]) -> str:
+    """Where this run's latency figures come from, for report.json."""
+    if sample == 0:
+        return "skipped (eval.latency_sample=0)"
+    if embedder is None:
+        return "measured"
+    now = embedder.timed_now - before[0]
+    cached = embedder.timed_from_cache - before[1]
+    if cached and not now:
+        return "search measured; query embedding times cached (measured earlier on this machine)"
+    return "measured" if not cached else (f"measured; {cached} of {cached + now} query "
+                                          "embedding times cached from this machine")
+
+
 def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     """Evaluate one configuration. Raises `SweepError` for bad input."""
     timings: dict[str, float] = {}
@@ -276,8 +315,11 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     rankings = [r.final for r in results]
     timings["search_s"] = time.perf_counter() - t
     t = time.perf_counter()
+    counted = (embedder.timed_now, embedder.timed_from_cache) if embedder else (0, 0)
     latency = measure_latency(chunks, method, cfg, chunk_vecs if uses_dense else None,
                               bm25 if uses_bm25 else None, reranker, embedder, questions)
+    latency_source = latency_origin(cfg.eval.latency_sample, embedder if uses_dense else None,
+                                    counted)
     timings["latency_s"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -285,6 +327,9 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
                      cfg.eval.min_overlap)
     diagnostics = {"dense": [r.dense for r in results], "bm25": [r.bm25 for r in results]}
     summary, rows = evaluate(resolved, chunks, rankings, espec, diagnostics)
+    misses = miss_analysis(resolved, rows, chunks, docs, rankings, diagnostics, cfg.eval.prompt_k,
+                           embedder if uses_dense else None, truncated > 0)
+    summary.update(misses.counts)
     timings["eval_s"] = time.perf_counter() - t
     timings["total_s"] = time.perf_counter() - t0
 
@@ -311,8 +356,9 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         "latency_note": "milliseconds per question, one question at a time, after a warm-up "
                         "(model loaded, index built, caches warm); query embedding is not "
                         "served from the embedding cache: it is timed once per embedding "
-                        "setting and question in a sweep process and added to each configuration's "
-                        "end-to-end time",
+                        "setting, question and machine, kept with the cache, and added to "
+                        "each configuration's end-to-end time",
+        "latency_source": latency_source,
         "found_only_by": {k: [r["qid"] for r in rows if r.get("found_by") == f"{k}_only"]
                           for k in ("dense", "bm25")},
         "orphans": [{"qid": r["qid"], "reason": r.get("orphan_reason", "")}
@@ -321,7 +367,7 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         + [str(p) for r in resolved for p in r.problems if p.severity == "warning"],
         "n_documents": len(docs),
     }
-    return JobResult(report, rows, chunks, list(resolved), rankings)
+    return JobResult(report, rows, chunks, list(resolved), rankings, misses.views)
 
 
 def gen_items(result: JobResult, prompt_k: int, docs: list[Document], limit: int = 0

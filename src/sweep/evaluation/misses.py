@@ -1,0 +1,203 @@
+"""Why a question was missed: one computed cause per question, from spans and ranks.
+
+A question is *missed* when no relevant chunk is among the top ``prompt_k`` (what the model
+reads). Its cause is the first of these that holds, in this order:
+
+* ``orphan``: no chunk of this configuration covers its evidence, or the evidence could not be
+  placed (the reason is kept);
+* ``truncated``: every relevant chunk is longer than the embedding model reads
+  (``max_seq_length``) and the evidence lies wholly in the part the model never saw (dense
+  and hybrid retrieval only: BM25 reads every word);
+* ``evidence_split``: the evidence straddles a chunk boundary and no single chunk holds at
+  least `SPLIT_ENOUGH` of any evidence span;
+* ``ranked_below_k``: a relevant chunk is in the ranked list, below ``prompt_k`` (the seed's
+  "add a reranker" case; the rank is kept);
+* ``never_retrieved``: no relevant chunk in the ranked list at all (the seed's "hybrid search or
+  a better embedding" case; the BM25 rank is kept when the diagnosis BM25 list finds it).
+
+Each cause is a function of the question's evidence spans, the configuration's chunks and the
+ranked list, so the same inputs always give the same cause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sweep.chunking.chunkers import Chunk
+
+MISS_CAUSES: tuple[str, ...] = ("orphan", "truncated", "evidence_split", "ranked_below_k",
+                                "never_retrieved")
+
+# "Enough" of an evidence span for one chunk to hold it: below this share of the span in every
+# chunk, the boundary has cut the passage apart.
+SPLIT_ENOUGH = 0.8
+
+Span = tuple[str, int, int]
+
+
+@dataclass(frozen=True)
+class Miss:
+    cause: str
+    detail: str
+
+
+def _overlap(a0: int, a1: int, b0: int, b1: int) -> int:
+    return max(0, min(a1, b1) - max(a0, b0))
+
+
+def best_single_chunk_share(spans: Sequence[Span], chunks: Sequence[Chunk]) -> float:
+    """The largest share of one evidence span that one chunk holds (0 when there is none)."""
+    best = 0.0
+    for doc_id, s, e in spans:
+        if e <= s:
+            continue
+        for c in chunks:
+            if c.doc_id == doc_id:
+                best = max(best, _overlap(s, e, c.start, c.end) / (e - s))
+    return best
+
+
+def unseen_by_model(spans: Sequence[Span], chunk: Chunk, cut: int | None) -> bool:
+    """True when the model stops reading ``chunk`` at document offset ``cut`` and none of the
+    evidence inside the chunk lies before it."""
+    if cut is None or cut >= chunk.end:
+        return False
+    inside = [(max(s, chunk.start), min(e, chunk.end)) for d, s, e in spans
+              if d == chunk.doc_id and _overlap(s, e, chunk.start, chunk.end)]
+    return bool(inside) and all(s >= cut for s, _ in inside)
+
+
+def miss_cause(row: Mapping[str, Any], spans: Sequence[Span], relevant: Sequence[Chunk],
+               doc_chunks: Sequence[Chunk], prompt_k: int, cuts: Mapping[str, int],
+               model_reads: bool) -> Miss | None:
+    """The cause of one question's miss, or None when it was found in the top ``prompt_k``.
+
+    ``row`` is the question's per_question row (status, ranks); ``relevant`` its relevant
+    chunks in this configuration; ``doc_chunks`` the chunks of the documents its evidence is in;
+    ``cuts`` the document offset at which the embedding model stops reading each truncated
+    chunk (by chunk id); ``model_reads`` whether an embedding model ranks this configuration.
+    """
+    if row.get("status") == "orphan":
+        return Miss("orphan", str(row.get("orphan_reason", "")))
+    if row.get("status") != "scored":
+        return None  # document-level items have no chunk evidence to miss
+    rank = row.get("first_relevant_rank")
+    if rank is not None and rank <= prompt_k:
+        return None
+    if model_reads and relevant and all(unseen_by_model(spans, c, cuts.get(c.chunk_id))
+                                        for c in relevant):
+        return Miss("truncated", f"evidence after the model's cut in {len(relevant)} "
+                                 "relevant chunk(s)")
+    share = best_single_chunk_share(spans, doc_chunks)
+    if share < SPLIT_ENOUGH:
+        return Miss("evidence_split", f"no chunk holds more than {share:.0%} of the evidence")
+    if rank is not None:
+        return Miss("ranked_below_k", f"first relevant at rank {rank}")
+    bm25 = row.get("bm25_first_relevant_rank")
+    return Miss("never_retrieved", f"BM25 finds it at rank {bm25}" if bm25 is not None
+                else "not in the ranked list")
+
+
+def diagnose_misses(rows: list[dict[str, Any]], spans_by_row: Sequence[Sequence[Span]],
+                    chunks: Sequence[Chunk], prompt_k: int, cuts: Mapping[str, int],
+                    model_reads: bool) -> dict[str, float]:
+    """Add ``miss_cause`` and ``miss_detail`` to every row; return ``n_miss_<cause>`` counts
+    (every cause, zeros included) and ``n_misses``."""
+    by_id = {c.chunk_id: c for c in chunks}
+    by_doc: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    counts = dict.fromkeys(MISS_CAUSES, 0)
+    for row, spans in zip(rows, spans_by_row, strict=True):
+        relevant = [by_id[i] for i in str(row.get("relevant_ids", "")).split() if i in by_id]
+        doc_chunks = [c for d in sorted({s[0] for s in spans}) for c in by_doc.get(d, [])]
+        miss = miss_cause(row, spans, relevant, doc_chunks, prompt_k, cuts, model_reads)
+        row["miss_cause"] = miss.cause if miss else ""
+        row["miss_detail"] = miss.detail if miss else ""
+        if miss:
+            counts[miss.cause] += 1
+    out = {f"n_miss_{c}": float(n) for c, n in counts.items()}
+    out["n_misses"] = float(sum(counts.values()))
+    return out
+
+
+def truncation_cuts(chunks: Sequence[Chunk], kept_chars: Sequence[int | None],
+                    prefix_len: int = 0) -> dict[str, int]:
+    """Document offset where the model stops reading each truncated chunk.
+
+    ``kept_chars[i]`` is how many characters of the text the model was given (document prefix +
+    ``embed_text``) it read, or None when it read all of it. The header sits before the body in
+    ``embed_text``, so the body's share starts after ``len(embed_text) - len(text)`` characters.
+    """
+    cuts = {}
+    for c, kept in zip(chunks, kept_chars, strict=True):
+        if kept is None:
+            continue
+        header = len(c.embed_text) - len(c.text)
+        cuts[c.chunk_id] = c.start + max(0, kept - prefix_len - header)
+    return cuts
+
+
+def miss_views(rows: Sequence[Mapping[str, Any]], spans_by_row: Sequence[Sequence[Span]],
+               chunks: Sequence[Chunk], texts: Mapping[str, str],
+               rankings: Sequence[Any], diagnostics: Mapping[str, Sequence[Any]],
+               prompt_k: int, cuts: Mapping[str, int], context: int = 240,
+               top: int | None = None) -> list[dict[str, Any]]:
+    """Plain data for the per-question view: the question, its cause, the top list with who
+    found each chunk, and each evidence passage with the chunk boundaries around it.
+
+    ``texts`` maps doc_id to document text; ``rankings`` are the final rankings (chunk indices
+    and scores); ``diagnostics`` the dense and BM25 lists of the same questions. Only a window
+    of ``context`` characters around each evidence span is kept, so the view of a large corpus
+    stays small.
+    """
+    top = top or prompt_k
+    by_doc: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    views = []
+    for n, (row, spans) in enumerate(zip(rows, spans_by_row, strict=True)):
+        relevant = set(str(row.get("relevant_ids", "")).split())
+        # Each retriever's own rank of each chunk; "found by" = in that retriever's top k.
+        ranks: dict[str, dict[int, int]] = {}
+        for name, lists in diagnostics.items():
+            ranking = lists[n] if lists else None
+            ranks[name] = ({i: r for r, i in enumerate(ranking.indices, start=1)}
+                           if ranking is not None else {})
+        ranking = rankings[n]
+        hits = []
+        for rank, (i, score) in enumerate(zip(ranking.indices[:top], ranking.scores[:top],
+                                              strict=True), start=1):
+            c = chunks[i]
+            by = [name for name, rk in ranks.items() if rk.get(i, top + 1) <= top]
+            hits.append({"rank": rank, "chunk_id": c.chunk_id, "score": float(score),
+                         "found_by": "+".join(by), "relevant": c.chunk_id in relevant,
+                         "n_tokens": c.n_tokens, "heading": " > ".join(c.heading_path),
+                         **{f"{name}_rank": rk.get(i) for name, rk in ranks.items()}})
+        passages = []
+        for doc_id, s, e in spans:
+            text = texts.get(doc_id, "")
+            w0, w1 = max(0, s - context), min(len(text), e + context)
+            segs = []
+            for c in by_doc.get(doc_id, []):
+                if c.end <= w0 or c.start >= w1:
+                    continue
+                segs.append({"chunk_id": c.chunk_id, "start": max(c.start, w0),
+                             "end": min(c.end, w1), "n_tokens": c.n_tokens,
+                             "header": c.embed_text[: len(c.embed_text) - len(c.text)].strip(),
+                             "relevant": c.chunk_id in relevant,
+                             "cut": cuts.get(c.chunk_id)})
+            passages.append({"doc_id": doc_id, "window": [w0, w1], "evidence": [s, e],
+                             "text": text[w0:w1], "chunks": segs})
+        views.append({
+            "qid": row.get("qid"), "question": row.get("question"),
+            "status": row.get("status"), "cause": row.get("miss_cause", ""),
+            "detail": row.get("miss_detail", ""),
+            "first_relevant_rank": row.get("first_relevant_rank"),
+            "dense_rank": row.get("dense_first_relevant_rank"),
+            "bm25_rank": row.get("bm25_first_relevant_rank"),
+            "hits": hits, "passages": passages,
+        })
+    return views

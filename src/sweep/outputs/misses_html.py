@@ -1,0 +1,193 @@
+"""``misses.html``: why each question was missed, as one self-contained page.
+
+No network, no scripts, no external resources: inline CSS and ``<details>`` only, so the page
+opens from disk and in MLflow's artifact view alike. Every text on it comes from the golden set
+or the corpus (user input) and is escaped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from html import escape
+from pathlib import Path
+from urllib.parse import quote
+from typing import Any
+
+from sweep.common.errors import SweepError
+from sweep.common.files import atomic_write
+
+# The seed's decision table: what to try for each cause.
+ADVICE = {
+    "orphan": "fix the label: its evidence is not in this configuration's chunks",
+    "truncated": "smaller chunks, or a model with a longer max_seq_length",
+    "evidence_split": "a boundary that keeps passages whole (sentence, paragraph, heading), "
+                      "overlap, or larger chunks",
+    "ranked_below_k": "a reranker over a deeper pool",
+    "never_retrieved": "hybrid search (BM25 + dense) or a better embedding model",
+}
+
+_CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:70em;color:#222}
+h1{font-size:1.3em} table{border-collapse:collapse;margin:.5em 0}
+td,th{border:1px solid #ccc;padding:2px 8px;text-align:left;vertical-align:top}
+details{border:1px solid #ddd;border-radius:4px;margin:.4em 0;padding:.3em .6em}
+summary{cursor:pointer} .cause{font-weight:600}
+.passage{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:12.5px;
+ background:#fafafa;border:1px solid #eee;padding:.5em;margin:.4em 0}
+.c0{background:#e3eefc}.c1{background:#fdf0d8}.rel{outline:1px solid #6a6}
+.lab{font-size:10.5px;color:#555;background:#fff;border:1px solid #bbb;border-radius:3px;
+ padding:0 3px;margin-right:2px}
+mark{background:#ffe066;font-weight:600}
+.cut{color:#fff;background:#c00;font-size:10.5px;border-radius:3px;padding:0 3px}
+.unseen{color:#777;text-decoration:line-through #c00}
+.yes{color:#070}.no{color:#a00}
+"""
+
+
+def _pieces(p: Mapping[str, Any]) -> list[tuple[int, int]]:
+    """The passage window cut at every chunk boundary, evidence edge and truncation point."""
+    w0, w1 = p["window"]
+    points = {w0, w1, max(w0, min(w1, p["evidence"][0])), max(w0, min(w1, p["evidence"][1]))}
+    for c in p["chunks"]:
+        points.update((c["start"], c["end"]))
+        if c.get("cut") is not None and w0 < c["cut"] < w1:
+            points.add(c["cut"])
+    cuts = sorted(points)
+    return [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+
+
+def render_passage(p: Mapping[str, Any]) -> str:
+    """The evidence inside its window of document text, chunk boundaries drawn over it."""
+    w0 = p["window"][0]
+    e0, e1 = p["evidence"]
+    started: set[str] = set()
+    cut_marks = {c["cut"] for c in p["chunks"] if c.get("cut") is not None}
+    out = []
+    for a, b in _pieces(p):
+        owners = [c for c in p["chunks"] if c["start"] <= a and b <= c["end"]]
+        labels = []
+        for c in owners:
+            if c["chunk_id"] not in started:
+                started.add(c["chunk_id"])
+                header = f" · header: {c['header']}" if c["header"] else ""
+                labels.append(f'<span class="lab" data-chunk="{escape(c["chunk_id"])}">'
+                              f'{escape(c["chunk_id"])} · {c["n_tokens"]} tok'
+                              f'{escape(header)}</span>')
+        if a in cut_marks:
+            labels.append('<span class="cut" title="the embedding model stops reading here">'
+                          '✂ model stops reading</span>')
+        text = escape(p["text"][a - w0:b - w0])
+        if e0 <= a and b <= e1:
+            text = f"<mark>{text}</mark>"
+        shade = ""
+        if owners:
+            first = owners[0]
+            ordinal = int(str(first["chunk_id"]).rsplit("#", 1)[-1] or 0)
+            shade = f"c{ordinal % 2}" + (" rel" if first["relevant"] else "")
+        if any(c.get("cut") is not None and a >= c["cut"] for c in owners):
+            shade += " unseen"
+        ids = " ".join(c["chunk_id"] for c in owners)
+        out.append("".join(labels) + f'<span class="{shade}" data-chunks="{escape(ids)}">'
+                                     f"{text}</span>")
+    return (f'<div class="passage" data-doc="{escape(str(p["doc_id"]))}">'
+            f"{''.join(out)}</div>")
+
+
+def _hits_table(hits: Sequence[Mapping[str, Any]]) -> str:
+    rows = "".join(
+        f"<tr><td>{h['rank']}</td><td>{escape(h['chunk_id'])}</td><td>{h['score']:.4f}</td>"
+        f"<td>{escape(h['found_by'] or '-')}</td><td>{h.get('dense_rank') or '-'}</td>"
+        f"<td>{h.get('bm25_rank') or '-'}</td>"
+        f"<td class=\"{'yes' if h['relevant'] else 'no'}\">{'yes' if h['relevant'] else 'no'}"
+        f"</td><td>{h['n_tokens']}</td><td>{escape(h['heading'])}</td></tr>" for h in hits)
+    return ("<table><tr><th>rank</th><th>chunk</th><th>score</th><th>found by</th>"
+            "<th>dense rank</th><th>BM25 rank</th>"
+            f"<th>relevant</th><th>tokens</th><th>heading</th></tr>{rows}</table>")
+
+
+def render_question(v: Mapping[str, Any], edit_links: bool = False) -> str:
+    ranks = (f"first relevant rank: {v['first_relevant_rank']} · dense: {v['dense_rank']} · "
+             f"BM25: {v['bm25_rank']}")
+    body = "".join(render_passage(p) for p in v["passages"]) or "<p>no evidence span</p>"
+    return (f'<details id="q-{escape(str(v["qid"]))}" data-cause="{escape(v["cause"])}">'
+            f'<summary><b>{escape(str(v["qid"]))}</b> · <span class="cause">'
+            f'{escape(v["cause"] or "found")}</span> · {escape(v["detail"])} — '
+            f'{escape(str(v["question"]))}</summary>'
+            f"<p>{escape(ranks)}</p>{_edit_link(v) if edit_links else ''}{body}"
+            f"{_hits_table(v['hits'])}</details>")
+
+
+def _edit_link(v: Mapping[str, Any]) -> str:
+    """A link to the item's labelling view, on `sweep label`'s own page (same origin)."""
+    return (f'<p><a href="/?edit={escape(quote(str(v["qid"])))}">fix this label in '
+            "sweep label</a></p>")
+
+
+def render_page(views: Sequence[Mapping[str, Any]], title: str,
+                counts: Mapping[str, float], *, nonce: str | None = None,
+                edit_links: bool = False) -> str:
+    """The whole page. ``nonce`` marks its style for a Content-Security-Policy; ``edit_links``
+    links each question to its labelling view (when `sweep label` serves the page)."""
+    style_attr = f' nonce="{escape(nonce)}"' if nonce else ""
+    missed = [v for v in views if v["cause"]]
+    found = [v for v in views if not v["cause"] and v["status"] == "scored"]
+    cause_rows = "".join(
+        f"<tr><td>{escape(c)}</td><td>{int(counts.get(f'n_miss_{c}', 0))}</td>"
+        f"<td>{escape(a)}</td></tr>" for c, a in ADVICE.items())
+    found_rows = "".join(
+        f"<tr><td>{escape(str(v['qid']))}</td><td>{v['first_relevant_rank']}</td>"
+        f"<td>{escape(str(v['question']))}</td></tr>" for v in found)
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title>"
+        f"<style{style_attr}>{_CSS}</style></head><body>"
+        f"<h1>Misses: {escape(title)}</h1>"
+        f"<p>{len(missed)} of {len(views)} questions missed in the top k.</p>"
+        "<table><tr><th>cause</th><th>questions</th><th>what to try</th></tr>"
+        f"{cause_rows}</table>"
+        "<h2>Missed questions</h2>" + "".join(render_question(v, edit_links) for v in missed)
+        + f"<h2>Found ({len(found)})</h2><details><summary>list</summary><table>"
+        "<tr><th>qid</th><th>first relevant rank</th><th>question</th></tr>"
+        f"{found_rows}</table></details></body></html>")
+
+
+def write_views(folder: Path, views: Sequence[Mapping[str, Any]], title: str,
+                counts: Mapping[str, float]) -> list[Path]:
+    """``misses.json`` (what `sweep show` reads) and ``misses.html`` in the job folder."""
+    data = {"title": title, "counts": dict(counts), "questions": list(views)}
+    json_path = folder / "misses.json"
+    html_path = folder / "misses.html"
+    atomic_write(json_path, json.dumps(data, ensure_ascii=False))
+    atomic_write(html_path, render_page(views, title, counts))
+    return [json_path, html_path]
+
+
+def load_views(ref: str, uri: str | None) -> dict[str, Any]:
+    """``misses.json`` of a job folder (or the file itself), else of the MLflow run ``ref``."""
+    path = Path(ref)
+    if path.is_dir():
+        path = path / "misses.json"
+    if not path.is_file():
+        if Path(ref).exists() or os.sep in ref:
+            raise SweepError(f"{ref}: no misses.json here (a job folder of a sweep that ran "
+                             "with this version of chunk-sweep has one)")
+        from sweep.outputs import tracking
+
+        uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or \
+            f"sqlite:///{Path.cwd().resolve() / 'mlflow.db'}"
+        found = tracking.download_artifact(uri, ref, "misses.json",
+                                           Path(tempfile.mkdtemp(prefix="sweep-show-")))
+        if found is None:
+            raise SweepError(f"run {ref}: no misses.json artifact in {uri}",
+                             hint="pass a job folder, or a run id of this store")
+        path = found
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise SweepError(f"{path}: cannot read ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("questions"), list):
+        raise SweepError(f"{path}: not a misses.json (no 'questions' list)")
+    return data

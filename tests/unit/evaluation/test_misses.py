@@ -1,0 +1,104 @@
+"""Miss causes on hand-made cases: one case per cause, computed from spans and ranks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sweep.chunking.chunkers import Chunk
+from sweep.evaluation.misses import (
+    MISS_CAUSES,
+    best_single_chunk_share,
+    diagnose_misses,
+    miss_cause,
+    truncation_cuts,
+)
+
+TEXT = "".join(chr(ord("a") + i % 26) for i in range(100))
+
+
+def chunk(ordinal: int, start: int, end: int, header: str = "") -> Chunk:
+    body = TEXT[start:end]
+    return Chunk(f"d#{ordinal}", "d", ordinal, start, end, body,
+                 f"{header}\n\n{body}" if header else body, end - start)
+
+
+def row(status: str = "scored", rank: int | None = None, **extra: Any) -> dict[str, Any]:
+    return {"status": status, "first_relevant_rank": rank, **extra}
+
+
+WHOLE = [chunk(0, 0, 100)]
+HALVES = [chunk(0, 0, 50), chunk(1, 50, 100)]
+
+
+def test_found_in_top_k_is_no_miss() -> None:
+    assert miss_cause(row(rank=5), [("d", 10, 20)], WHOLE, WHOLE, 5, {}, True) is None
+
+
+def test_orphan_keeps_its_reason() -> None:
+    miss = miss_cause(row("orphan", orphan_reason="no chunk covers"), [("d", 10, 20)], [],
+                      WHOLE, 5, {}, True)
+    assert miss is not None and (miss.cause, miss.detail) == ("orphan", "no chunk covers")
+
+
+def test_document_level_items_are_not_misses() -> None:
+    assert miss_cause(row("doc_only"), [], [], [], 5, {}, True) is None
+
+
+def test_truncated_when_the_evidence_lies_after_the_models_cut() -> None:
+    spans = [("d", 60, 80)]
+    miss = miss_cause(row(rank=9), spans, WHOLE, WHOLE, 5, {"d#0": 40}, True)
+    assert miss is not None and miss.cause == "truncated"
+    # Evidence starting before the cut is partly seen: not a truncation miss.
+    miss = miss_cause(row(rank=9), [("d", 30, 80)], WHOLE, WHOLE, 5, {"d#0": 40}, True)
+    assert miss is not None and miss.cause == "ranked_below_k"
+    # BM25 alone reads every word: no model, no truncation.
+    miss = miss_cause(row(rank=9), spans, WHOLE, WHOLE, 5, {"d#0": 40}, False)
+    assert miss is not None and miss.cause == "ranked_below_k"
+
+
+def test_evidence_split_across_a_boundary() -> None:
+    spans = [("d", 30, 70)]  # 20 characters in each half: 50% < SPLIT_ENOUGH
+    assert best_single_chunk_share(spans, HALVES) == 0.5
+    miss = miss_cause(row(rank=7), spans, HALVES, HALVES, 5, {}, True)
+    assert miss is not None and miss.cause == "evidence_split"
+    assert "50%" in miss.detail
+    # 35 of 40 characters in one chunk (87.5%) is enough: the miss is a ranking one.
+    spans = [("d", 15, 55)]
+    assert best_single_chunk_share(spans, HALVES) == 35 / 40
+    miss = miss_cause(row(rank=7), spans, HALVES, HALVES, 5, {}, True)
+    assert miss is not None and miss.cause == "ranked_below_k"
+
+
+def test_ranked_below_k_keeps_the_rank() -> None:
+    miss = miss_cause(row(rank=12), [("d", 10, 20)], WHOLE, WHOLE, 5, {}, True)
+    assert miss is not None and (miss.cause, miss.detail) == ("ranked_below_k",
+                                                              "first relevant at rank 12")
+
+
+def test_never_retrieved_names_the_bm25_rank() -> None:
+    miss = miss_cause(row(rank=None, bm25_first_relevant_rank=3), [("d", 10, 20)], WHOLE,
+                      WHOLE, 5, {}, True)
+    assert miss is not None and miss.cause == "never_retrieved"
+    assert miss.detail == "BM25 finds it at rank 3"
+    miss = miss_cause(row(rank=None), [("d", 10, 20)], WHOLE, WHOLE, 5, {}, True)
+    assert miss is not None and miss.detail == "not in the ranked list"
+
+
+def test_diagnose_counts_every_cause() -> None:
+    rows = [row(rank=1, relevant_ids="d#0"), row(rank=None, relevant_ids="d#0"),
+            row(rank=8, relevant_ids="d#0 d#1"), row("orphan", relevant_ids="")]
+    spans = [[("d", 10, 20)], [("d", 10, 20)], [("d", 30, 70)], [("d", 10, 20)]]
+    counts = diagnose_misses(rows, spans, HALVES, 5, {}, True)
+    assert set(counts) == {f"n_miss_{c}" for c in MISS_CAUSES} | {"n_misses"}
+    assert counts["n_miss_never_retrieved"] == 1
+    assert counts["n_miss_evidence_split"] == 1
+    assert counts["n_miss_orphan"] == 1
+    assert counts["n_misses"] == 3
+    assert [r["miss_cause"] for r in rows] == ["", "never_retrieved", "evidence_split",
+                                                "orphan"]
+
+
+def test_truncation_cut_skips_prefix_and_header() -> None:
+    c = chunk(0, 20, 90, header="Title")  # embed_text = "Title\n\n" + body (7 characters)
+    cuts = truncation_cuts([c, chunk(1, 0, 10)], [2 + 7 + 15, None], prefix_len=2)
+    assert cuts == {"d#0": 20 + 15}

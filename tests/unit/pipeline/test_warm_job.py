@@ -1,0 +1,46 @@
+"""A warm job (every vector and measurement on disk) gives the same numbers without a model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sweep.config.compose import compose
+from sweep.embedding import models
+from sweep.outputs.report import result_metrics
+from sweep.pipeline import run as pipeline
+
+
+def _fresh_process() -> None:
+    """What a new `python -m sweep` starts with: no memo, no loaded models."""
+    pipeline.clear_memo()
+    models._EMBEDDERS.clear()
+
+
+def test_warm_job_never_loads_the_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    base = [f"cache.dir={tmp_path}", "retrieval=hybrid"]
+    _fresh_process()
+    cold = pipeline.run_config(compose([*base, "eval.latency_sample=5"]), progress=False)
+    assert cold.report["metrics"]["n_texts_encoded"] > 0
+    assert cold.report["latency_source"] == "measured"
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("the embedding model was loaded on a warm cache")
+
+    monkeypatch.setattr(models, "_load_sentence_transformer", refuse)
+    for sample in (5, 0):
+        _fresh_process()
+        warm = pipeline.run_config(compose([*base, f"eval.latency_sample={sample}"]),
+                                   progress=False)
+        assert result_metrics(warm.report["metrics"]) == result_metrics(cold.report["metrics"])
+        assert warm.report["metrics"]["n_texts_encoded"] == 0
+        assert warm.rows == cold.rows
+        if sample:
+            assert "cached" in warm.report["latency_source"]
+            # The query times measured cold come back: end-to-end latency stays comparable.
+            assert (warm.report["metrics"]["latency_query_embed_p50_ms"]
+                    == cold.report["metrics"]["latency_query_embed_p50_ms"])
+        else:
+            assert warm.report["latency_source"] == "skipped (eval.latency_sample=0)"
+    _fresh_process()
