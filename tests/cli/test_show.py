@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from helpers import run_cli
 
 BM25 = ["retrieval=bm25", "retrieval.diagnose=false", "eval.latency_sample=0"]
 
@@ -82,7 +82,7 @@ def test_label_server_shows_a_run_with_links_to_each_label(sweep_dir: Path) -> N
     import http.client
     import shutil
 
-    from conftest import DEMO
+    from helpers import DEMO
     from sweep.label.app import LabelSettings, build_app
     from sweep.label.server import LabelServer
 

@@ -12,9 +12,10 @@ import os
 import tempfile
 from collections.abc import Mapping, Sequence
 from html import escape
+from itertools import pairwise
 from pathlib import Path
-from urllib.parse import quote
 from typing import Any
+from urllib.parse import quote
 
 from sweep.common.errors import SweepError
 from sweep.common.files import atomic_write
@@ -56,7 +57,7 @@ def _pieces(p: Mapping[str, Any]) -> list[tuple[int, int]]:
         if c.get("cut") is not None and w0 < c["cut"] < w1:
             points.add(c["cut"])
     cuts = sorted(points)
-    return [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+    return [(a, b) for a, b in pairwise(cuts) if b > a]
 
 
 def render_passage(p: Mapping[str, Any]) -> str:
