@@ -30,12 +30,12 @@ import yaml
 
 from sweep.common.errors import SweepError
 from sweep.decide.table import (
-    _default_sections,
-    _selection_args,
+    default_sections,
     default_uri,
     format_value,
     load_table,
     lower_is_better,
+    selection_args,
     winner_name,
     winner_sections,
     winner_yaml,
@@ -104,7 +104,7 @@ def cmd_rerun(argv: Sequence[str]) -> int:
         description="Re-run the top N configurations of a finished sweep with overrides, as "
         "a new sweep (e.g. generation=extractive on the best 3, or embedding=minilm after a "
         "static-model sweep).")
-    _selection_args(parser)
+    selection_args(parser)
     parser.add_argument("--top", type=int, required=True, help="how many configurations")
     parser.add_argument("--metric", help="rank by this metric (default: the sweep's headline)")
     parser.add_argument("--dry-run", action="store_true",
@@ -126,7 +126,7 @@ def cmd_rerun(argv: Sequence[str]) -> int:
             if path is None:
                 raise SweepError(f"run {row['run_id']} has no config.yaml artifact")
             configs.append(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
-        files = experiment_files(configs, args.overrides, _default_sections(),
+        files = experiment_files(configs, args.overrides, default_sections(),
                                  f"sweep rerun of {t.parent['run_id']} by {t.metric}")
         folder = tmp / "conf" / "experiment" / "rerun"
         folder.mkdir(parents=True)

@@ -480,7 +480,7 @@ def plot_table(t: SweepTable, folder: Path) -> list[Path]:
 
 # --- commands -------------------------------------------------------------------------------
 
-def _selection_args(parser: argparse.ArgumentParser) -> None:
+def selection_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--experiment", help="MLflow experiment (default: the one used last)")
     parser.add_argument("--sweep", default="latest",
                         help="latest (default) or the parent run id of a sweep")
@@ -491,7 +491,7 @@ def _selection_args(parser: argparse.ArgumentParser) -> None:
 def cmd_compare(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="sweep compare",
                                      description="Compare the configurations of a sweep.")
-    _selection_args(parser)
+    selection_args(parser)
     parser.add_argument("--metric", help="rank by this metric (default: the sweep's headline)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--plot", metavar="DIR", help="folder for the plots "
@@ -527,7 +527,7 @@ def _sweep_folder(parent: Mapping[str, Any]) -> Path:
     return Path.cwd()
 
 
-def _default_sections() -> dict[str, Any] | None:
+def default_sections() -> dict[str, Any] | None:
     from sweep.config.compose import compose, to_container
 
     try:
@@ -540,7 +540,7 @@ def cmd_export(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="sweep export",
         description="Write the sweep's winner as a Hydra experiment (experiments/winners/).")
-    _selection_args(parser)
+    selection_args(parser)
     parser.add_argument("--metric", required=True, help="choose the winner on this metric")
     parser.add_argument("--name", help="file name (default: from the winning config)")
     parser.add_argument("--out-dir", default=None,
@@ -558,7 +558,7 @@ def cmd_export(argv: Sequence[str]) -> int:
     name = args.name or winner_name(config)
     if not re.fullmatch(r"[A-Za-z0-9._-]+", name):
         raise SweepError(f"--name {name!r}: use letters, digits, '.', '_' and '-' only")
-    sections = winner_sections(config, _default_sections())
+    sections = winner_sections(config, default_sections())
     now = datetime.now(UTC)
     shown = "  ".join(f"{m}={format_value(winner.get(m))}" for m in t.shown)
     header = [

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from sweep.common.errors import SweepError, model_load_error
+from sweep.common.hf import quiet_transformers
 from sweep.common.sqlite import text_key
 from sweep.embedding.cache import EmbeddingCache
 
@@ -59,16 +60,6 @@ def resolve_model_path(name: str) -> str:
     return name
 
 
-def _quiet_transformers() -> None:
-    try:
-        import transformers
-
-        transformers.logging.set_verbosity_error()
-        transformers.logging.disable_progress_bar()
-    except Exception:  # pragma: no cover - transformers missing or API moved
-        pass
-
-
 def distilled_model_path(spec: EmbeddingSpec) -> Path:
     """Distil a model2vec static model from ``spec.distill_from`` once; later calls reuse it.
 
@@ -92,7 +83,7 @@ def distilled_model_path(spec: EmbeddingSpec) -> Path:
         except ImportError as exc:
             raise SweepError("model2vec[distill] is not installed", hint="run `make install`") \
                 from exc
-        _quiet_transformers()
+        quiet_transformers()
         model = distill(model_name=source, pca_dims=spec.pca_dims)
         tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".distill-"))
         try:
@@ -243,7 +234,7 @@ def _tiered(texts: list[str], memory: dict[bytes, V],
 
 
 def _load_sentence_transformer(path: str, name: str) -> Any:
-    _quiet_transformers()
+    quiet_transformers()
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:  # pragma: no cover

@@ -19,6 +19,9 @@ class EvalSpec:
     token_budget: int = 1024
     min_overlap: float = 0.5
 
+    def metric_names(self) -> list[str]:
+        return metric_names(self.k, self.prompt_k)
+
 
 def metric_names(k: Sequence[int], prompt_k: int) -> list[str]:
     """Every per-question metric `evaluate` averages, for a headline check before any work."""

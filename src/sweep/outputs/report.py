@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from sweep.common.mapping import flatten
 from sweep.common.files import atomic_write
+from sweep.common.mapping import flatten
 
 REPORT = "report.json"
 PER_QUESTION = "per_question.csv"

@@ -17,10 +17,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from sweep.common.paths import PROJECT_ROOT
-from sweep.common.mapping import flatten
 from sweep.common.errors import SweepError
+from sweep.common.mapping import flatten
 from sweep.common.net import connect_error
+from sweep.common.paths import PROJECT_ROOT
 
 log = logging.getLogger(__name__)
 

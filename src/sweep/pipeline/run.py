@@ -29,7 +29,7 @@ from sweep.common.sqlite import parts_key
 from sweep.config.compose import to_container
 from sweep.config.identity import config_hash
 from sweep.config.schema import Config
-from sweep.config.specs import embedding_spec
+from sweep.config.specs import chunk_spec, embedding_spec, eval_spec, rerank_spec
 from sweep.data.corpus import Document, corpus_fingerprint, load_corpus
 from sweep.data.golden import (
     GoldenSet,
@@ -40,7 +40,7 @@ from sweep.data.golden import (
 )
 from sweep.embedding.cache import get_cache
 from sweep.embedding.models import Embedder, get_embedder
-from sweep.evaluation.evaluate import EvalSpec, evaluate
+from sweep.evaluation.evaluate import evaluate
 from sweep.evaluation.metrics import covered_chars
 from sweep.evaluation.relevance import ChunkLocator, CorpusIndex, ResolvedItem, resolve_all
 from sweep.generation.cache import get_judge_cache
@@ -59,7 +59,7 @@ from sweep.generation.run import (
 )
 from sweep.retrieval.bm25 import BM25Index, stopwords_for
 from sweep.retrieval.ranking import Ranking
-from sweep.retrieval.rerank import CrossEncoderReranker, RerankSpec, get_reranker
+from sweep.retrieval.rerank import CrossEncoderReranker, get_reranker
 from sweep.retrieval.search import ConfigSearch, latency_summary
 
 log = logging.getLogger(__name__)
@@ -223,9 +223,7 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     timings["load_s"] = time.perf_counter() - t0
 
     t = time.perf_counter()
-    spec = ChunkSpec(cfg.chunk.boundary.value, cfg.chunk.size, cfg.chunk.overlap,
-                     cfg.chunk.header.value)
-    chunks = chunks_for(docs, corpus_fp, spec, cfg.chunk.tokenizer)
+    chunks = chunks_for(docs, corpus_fp, chunk_spec(cfg), cfg.chunk.tokenizer)
     if not chunks:
         raise SweepError(f"corpus {cfg.corpus.path} produced no chunks")
     timings["chunk_s"] = time.perf_counter() - t
@@ -242,8 +240,7 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         stopwords_for(cfg.retrieval.bm25_stopwords)
     reranker = None
     if cfg.rerank.method.value == "cross_encoder":
-        r = cfg.rerank
-        reranker = get_reranker(RerankSpec(r.model, r.batch_size, r.max_length))
+        reranker = get_reranker(rerank_spec(cfg))
 
     embedder = chunk_vecs = query_vecs = None
     truncated = 0.0
@@ -281,8 +278,7 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     timings["latency_s"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    espec = EvalSpec(tuple(cfg.eval.k), cfg.eval.prompt_k, cfg.eval.token_budget,
-                     cfg.eval.min_overlap)
+    espec = eval_spec(cfg)
     diagnostics = {"dense": [r.dense for r in results], "bm25": [r.bm25 for r in results]}
     summary, rows = evaluate(resolved, chunks, rankings, espec, diagnostics)
     timings["eval_s"] = time.perf_counter() - t

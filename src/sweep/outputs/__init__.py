@@ -1,0 +1,1 @@
+"""What a run leaves behind: the report files (report) and the MLflow store (tracking)."""
