@@ -1,9 +1,9 @@
 """Config -> plain specs: the one place where a stage's settings are read off a `Config`.
 
-It is also the only module of `sweep.config` that imports stage code (the spec dataclasses);
-`config.checks` validates through these specs, so the rules a stage enforces (a chunk
-boundary's name, the metric names of an evaluation) live with the stage (import contract
-"config reaches stage code only through config.specs" in pyproject.toml).
+With config.schema (which reads the axis registries), it is the only module of `sweep.config`
+that imports stage code (the spec dataclasses); `config.checks` validates through these
+specs, so the rules a stage enforces (overlap < size, the metric names of an evaluation) live
+with the stage (import contract in pyproject.toml).
 """
 
 from __future__ import annotations

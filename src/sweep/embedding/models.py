@@ -31,9 +31,6 @@ from sweep.embedding.cache import EmbeddingCache
 
 log = logging.getLogger(__name__)
 
-FAMILIES = ("sentence_transformers", "model2vec_distill")
-
-
 @dataclass(frozen=True)
 class EmbeddingSpec:
     name: str = "minilm"
@@ -108,18 +105,25 @@ def _fingerprint_path(path: str) -> str:
     return h.hexdigest()
 
 
+# The embedding.family axis: name -> the sentence-transformers folder (or hub id) a spec loads.
+# The schema's `Family` enum is built from these names; a family whose models do not load
+# with sentence-transformers also needs its own branch in `_load_sentence_transformer`.
+FAMILIES: dict[str, Callable[[EmbeddingSpec], str]] = {
+    "sentence_transformers": lambda spec: resolve_model_path(spec.name),
+    "model2vec_distill": lambda spec: str(distilled_model_path(spec)),
+}
+
+
 class Embedder:
     """One loaded model with an in-process embedding cache."""
 
     def __init__(self, spec: EmbeddingSpec) -> None:
-        if spec.family not in FAMILIES:
+        model_path = FAMILIES.get(spec.family)
+        if model_path is None:
             raise SweepError(f"embedding.family={spec.family!r} is not one of "
                              f"{', '.join(FAMILIES)}")
         self.spec = spec
-        if spec.family == "model2vec_distill":
-            path = str(distilled_model_path(spec))
-        else:
-            path = resolve_model_path(spec.name)
+        path = model_path(spec)
         self.path = path
         self.model = _load_sentence_transformer(path, spec.name)
         # Everything that changes a vector: the weights (file names, sizes, first bytes), the

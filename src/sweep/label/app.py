@@ -45,7 +45,7 @@ class LabelSettings:
     extensions: Sequence[str] = (".md", ".markdown", ".txt")
     on_error: str = "raise"
     # The chunking shown and used for chunk ids when the golden set has no sidecar yet.
-    chunk: ChunkSpec = field(default_factory=lambda: ChunkSpec("recursive", 256, 0, "none"))
+    chunk: ChunkSpec = field(default_factory=ChunkSpec)
     tokenizer: str = "minilm"
     bm25_k1: float = 1.5
     bm25_b: float = 0.75

@@ -23,7 +23,7 @@ from sweep.chunking.chunkers import (
     chunk_stats,
     corpus_token_starts,
 )
-from sweep.chunking.tokenizers import load_chunk_tokenizer
+from sweep.chunking.tokenizers import DEFAULT_TOKENIZER, load_chunk_tokenizer
 from sweep.common.errors import SweepError
 from sweep.common.sqlite import parts_key
 from sweep.config.compose import to_container
@@ -175,13 +175,13 @@ def reference_spec(golden: GoldenSet) -> tuple[ChunkSpec, str] | None:
     if golden.reference is None:
         return None
     ref = golden.reference["chunk"]  # types checked by golden.load_reference
-    try:
-        spec = ChunkSpec(ref.get("boundary", "recursive"), ref.get("size", 256),
-                         ref.get("overlap", 0), "none").validate()
+    try:  # what the sidecar leaves out is ChunkSpec's default; no header (ids, not vectors)
+        spec = ChunkSpec(**{k: ref[k] for k in ("boundary", "size", "overlap") if k in ref}
+                         ).validate()
     except SweepError as exc:
         raise SweepError(f"{reference_path(Path(golden.path))}: reference chunking is invalid "
                          f"({exc})") from None
-    return spec, str(ref.get("tokenizer", "minilm"))
+    return spec, str(ref.get("tokenizer", DEFAULT_TOKENIZER))
 
 
 def resolve_golden(golden: GoldenSet, docs: list[Document], fingerprint: str
