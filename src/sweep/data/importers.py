@@ -482,6 +482,20 @@ def convert_beir(
     for key in ("queries_without_qrels", "qrels_read", "qrels_positive", "qrels_unknown_doc",
                 "qrels_unknown_query", "documents_skipped_empty", "evidence_outside_split"):
         rep.counts[key] = 0
+    documents, docs = _beir_documents(corpus, rep)
+    query_text = _beir_queries(queries, rep)
+    positive = _beir_positive(qrels, rep, query_text, docs)
+    spans_by_query = _beir_evidence(evidence or (), rep, docs, positive)
+    items = _beir_items(query_text, positive, spans_by_query, rep)
+    _finish(rep, documents, items)
+    rep.counts["questions_with_evidence"] = sum(1 for i in items if i["evidence"])
+    return ImportResult("beir", source, documents, items, rep.as_dict())
+
+
+def _beir_documents(corpus: Iterable[tuple[str, dict[str, Any]]], rep: _Report
+                    ) -> tuple[list[tuple[str, str]], dict[str, BeirDoc]]:
+    """The documents to write (title, a blank line, text; normalised) and each BEIR _id's
+    slug and offset map; empty documents are reported, duplicate _ids keep the first."""
     slugs = SlugRegistry()
     documents: list[tuple[str, str]] = []
     docs: dict[str, BeirDoc] = {}
@@ -508,7 +522,11 @@ def convert_beir(
         documents.append((f"{doc_id}.txt", body))
     if renamed:
         rep.extra["renamed_doc_ids"] = renamed
+    return documents, docs
 
+
+def _beir_queries(queries: Iterable[tuple[str, dict[str, Any]]], rep: _Report
+                  ) -> dict[str, str]:
     query_text: dict[str, str] = {}
     for where, obj in queries:
         qid = _id_field(obj, "_id", where)
@@ -516,7 +534,14 @@ def convert_beir(
             rep.notes.append(f"{where}: duplicate query _id {qid!r}, the first one is kept")
             continue
         query_text[qid] = _field(obj, "text", where, (str,)).strip()
+    return query_text
 
+
+def _beir_positive(qrels: Iterable[tuple[str, str, str, float]], rep: _Report,
+                   query_text: dict[str, str], docs: dict[str, BeirDoc]
+                   ) -> dict[str, dict[str, None]]:
+    """Each query's relevant documents (score > 0), as slugs in qrels order; a qrel naming an
+    unknown query or document is reported."""
     positive: dict[str, dict[str, None]] = {}
     for _where, qid, cid, score in qrels:
         rep.bump("qrels_read")
@@ -533,9 +558,15 @@ def convert_beir(
             rep.drop("qrel", qid, cid, f"corpus-id {cid!r} is not in corpus.jsonl (dropped)")
             continue
         positive[qid][docs[cid].doc_id] = None
+    return positive
 
+
+def _beir_evidence(evidence: Iterable[tuple[str, dict[str, Any]]], rep: _Report,
+                   docs: dict[str, BeirDoc], positive: dict[str, dict[str, None]]
+                   ) -> dict[str, _Spans]:
+    """The evidence spans of the split's queries, placed in the written documents."""
     spans_by_query: dict[str, _Spans] = {}
-    for where, obj in evidence or ():
+    for where, obj in evidence:
         qid = _id_field(obj, "query_id", where)
         cid = _id_field(obj, "doc_id", where)
         start = _field(obj, "start", where, (int,))
@@ -556,7 +587,12 @@ def convert_beir(
                              f"{qid!r}'s qrels; kept (the document counts as relevant)")
         spans.add(doc.doc_id, doc.title_len, doc.text_map.clean, clean_text(text),
                   doc.text_map(start), what="evidence")
+    return spans_by_query
 
+
+def _beir_items(query_text: dict[str, str], positive: dict[str, dict[str, None]],
+                spans_by_query: dict[str, _Spans], rep: _Report) -> list[dict[str, Any]]:
+    """One golden item per query with a relevant document, in queries.jsonl order."""
     items: list[dict[str, Any]] = []
     for qid, question in _progress(query_text.items(), "queries", total=len(query_text)):
         rep.bump("questions_read")
@@ -573,9 +609,7 @@ def convert_beir(
             rep.drop("question", qid, question, reason)
             continue
         items.append(_item(qid, question, [], list(dict.fromkeys(doc_ids)), spans.evidence))
-    _finish(rep, documents, items)
-    rep.counts["questions_with_evidence"] = sum(1 for i in items if i["evidence"])
-    return ImportResult("beir", source, documents, items, rep.as_dict())
+    return items
 
 
 def _beir_qrels(path: Path) -> Iterator[tuple[str, str, str, float]]:

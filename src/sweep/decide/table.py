@@ -331,10 +331,10 @@ def _headline_of(uri: str, run_ids: Sequence[str], tmp: Path) -> str | None:
     return None
 
 
-def load_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
-               tmp: Path, *, n: int = N_RESAMPLES, seed: int = SEED) -> SweepTable:
-    """The sweep's finished configurations, best first, each with its verdict vs the best."""
-    parent = tracking.find_sweep(uri, experiment, sweep)
+def finished_records(uri: str, parent: Mapping[str, Any]) -> tuple[list[dict[str, Any]],
+                                                                  list[str], int]:
+    """The sweep's finished runs as ``{run_id, params, <metric>: value}`` records, the metric
+    names any of them has, and how many runs did not finish."""
     df = tracking.sweep_runs(uri, parent)
     if df is None or len(df) == 0:
         raise SweepError(f"sweep {parent['run_id']} has no configuration runs")
@@ -355,9 +355,17 @@ def load_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
             v = r[f"metrics.{m}"]
             rec[m] = None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
         records.append(rec)
-    run_ids = [rec["run_id"] for rec in records]
+    return records, metric_cols, n_failed
+
+
+def ranked_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
+                 tmp: Path) -> SweepTable:
+    """The sweep's finished configurations, best first, without the per-question scores or
+    the verdicts (what the labelling page needs: the best run and the swept parameters)."""
+    parent = tracking.find_sweep(uri, experiment, sweep)
+    records, metric_cols, n_failed = finished_records(uri, parent)
     if metric is None:
-        metric = _headline_of(uri, run_ids, tmp) or DEFAULT_METRIC
+        metric = _headline_of(uri, [rec["run_id"] for rec in records], tmp) or DEFAULT_METRIC
     if metric not in metric_cols:
         shown = ", ".join(m for m in metric_cols if not m.startswith(("time_", "n_")))
         raise SweepError(f"unknown metric {metric!r} (available: {shown})")
@@ -369,12 +377,25 @@ def load_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
     cost = f"context_tokens_at_{prompt_k}"
     latency = "latency_end_to_end_p95_ms"
     rows = rank_rows(records, metric, cost, latency)
-    per_q = {rec["run_id"]: read_per_question(uri, rec["run_id"], tmp) for rec in rows}
-    best = rows[0]
-    best_q = per_q.get(best["run_id"])
     for i, rec in enumerate(rows):
         rec["rank"] = i + 1
-        mine = per_q.get(rec["run_id"])
+    shown = [metric]
+    for name in (f"recall_at_{prompt_k}", "mrr", f"evidence_recall_at_{prompt_k}",
+                 "evidence_recall_at_budget", cost, latency):
+        if name not in shown and name in metric_cols:
+            shown.append(name)
+    return SweepTable(parent, metric, swept, shown, rows, {}, cost, latency, n_failed)
+
+
+def add_verdicts(t: SweepTable, uri: str, tmp: Path, *, n: int = N_RESAMPLES,
+                 seed: int = SEED) -> None:
+    """Read every run's per_question.csv into ``t.per_question`` and test each configuration
+    against the best (paired bootstrap), in place."""
+    t.per_question = {rec["run_id"]: read_per_question(uri, rec["run_id"], tmp) for rec in t.rows}
+    metric = t.metric
+    best_q = t.per_question.get(t.rows[0]["run_id"])
+    for i, rec in enumerate(t.rows):
+        mine = t.per_question.get(rec["run_id"])
         if i == 0:
             rec.update(tied=True, verdict="best", n_pairs=None, diff=None, lo=None, hi=None,
                        p=None)
@@ -388,12 +409,14 @@ def load_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
         v = verdict_against_best(b_scores, o_scores, metric, n=n, seed=seed)
         rec.update(tied=v.tied, verdict=v.text, n_pairs=v.n_pairs, diff=v.diff, lo=v.lo,
                    hi=v.hi, p=v.p)
-    shown = [metric]
-    for name in (f"recall_at_{prompt_k}", "mrr", f"evidence_recall_at_{prompt_k}",
-                 "evidence_recall_at_budget", cost, latency):
-        if name not in shown and name in metric_cols:
-            shown.append(name)
-    return SweepTable(parent, metric, swept, shown, rows, per_q, cost, latency, n_failed)
+
+
+def load_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
+               tmp: Path, *, n: int = N_RESAMPLES, seed: int = SEED) -> SweepTable:
+    """The sweep's finished configurations, best first, each with its verdict vs the best."""
+    t = ranked_table(uri, experiment, sweep, metric, tmp)
+    add_verdicts(t, uri, tmp, n=n, seed=seed)
+    return t
 
 
 def _typed(value: Any) -> Any:

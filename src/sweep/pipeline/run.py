@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -210,78 +212,97 @@ def embedder_for(cfg: Config) -> Embedder:
     return embedder
 
 
-def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
-    """Evaluate one configuration. Raises `SweepError` for bad input."""
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    plain = to_container(cfg)
+@contextmanager
+def stage_timer(timings: dict[str, float], key: str) -> Iterator[None]:
+    """Record the seconds the block took as ``timings[key]`` (only when it finishes)."""
+    start = time.perf_counter()
+    yield
+    timings[key] = time.perf_counter() - start
 
-    docs, corpus_fp = load_corpus_cached(cfg)
-    golden = load_golden_cached(cfg.golden.path)
-    resolved = resolve_golden(golden, docs, corpus_fp)
-    raise_first_error([p for r in resolved for p in r.problems])
-    timings["load_s"] = time.perf_counter() - t0
 
-    t = time.perf_counter()
-    chunks = chunks_for(docs, corpus_fp, chunk_spec(cfg), cfg.chunk.tokenizer)
-    if not chunks:
-        raise SweepError(f"corpus {cfg.corpus.path} produced no chunks")
-    timings["chunk_s"] = time.perf_counter() - t
+@dataclass
+class Indexes:
+    """What one configuration searches with: the dense vectors and/or the BM25 index."""
 
+    embedder: Embedder | None = None
+    chunk_vecs: np.ndarray | None = None
+    query_vecs: np.ndarray | None = None
+    bm25: BM25Index | None = None
+    truncated: float = 0.0
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def build_indexes(cfg: Config, chunks: list[Chunk], questions: list[str],
+                  timings: dict[str, float], *, progress: bool = True) -> Indexes:
+    """Embed chunks and questions (``embed_s``) when the method or the diagnosis needs them,
+    then check truncation and build the BM25 index (``index_s``)."""
     method = cfg.retrieval.method.value
     uses_dense = method in ("dense", "hybrid")
     uses_bm25 = method in ("bm25", "hybrid")
     texts = [c.embed_text for c in chunks]
-    questions = [r.item.question for r in resolved]
-    index_metrics: dict[str, float] = {}
-
-    # What can fail on bad input is loaded before the expensive embedding step.
-    if uses_bm25 or cfg.retrieval.diagnose:
-        stopwords_for(cfg.retrieval.bm25_stopwords)
-    reranker = None
-    if cfg.rerank.method.value == "cross_encoder":
-        reranker = get_reranker(rerank_spec(cfg))
-
-    embedder = chunk_vecs = query_vecs = None
-    truncated = 0.0
+    out = Indexes()
     if uses_dense or cfg.retrieval.diagnose:
-        t = time.perf_counter()
-        embedder = embedder_for(cfg)
-        encoded_before = embedder.encoded_texts
-        chunk_vecs = embedder.encode(texts, progress=progress)
-        query_vecs = embedder.encode(questions, query=True, progress=progress)
-        timings["embed_s"] = time.perf_counter() - t
-        index_metrics["n_texts_encoded"] = float(embedder.encoded_texts - encoded_before)
-        index_metrics["index_bytes_dense"] = float(chunk_vecs.nbytes)
+        with stage_timer(timings, "embed_s"):
+            out.embedder = embedder_for(cfg)
+            encoded_before = out.embedder.encoded_texts
+            out.chunk_vecs = out.embedder.encode(texts, progress=progress)
+            out.query_vecs = out.embedder.encode(questions, query=True, progress=progress)
+        out.metrics["n_texts_encoded"] = float(out.embedder.encoded_texts - encoded_before)
+        out.metrics["index_bytes_dense"] = float(out.chunk_vecs.nbytes)
+    with stage_timer(timings, "index_s"):  # truncation check, BM25 index
+        if out.embedder is not None:
+            out.truncated = truncation(out.embedder, texts, cfg.embedding.name)
+        if uses_bm25 or cfg.retrieval.diagnose:
+            # The diagnosis-only BM25 list uses bm25s: the same scores as rank-bm25 (tested on
+            # SciFact), ~70x faster per question, and it never changes the metrics.
+            backend = cfg.retrieval.bm25_backend.value if uses_bm25 else "bm25s"
+            out.bm25, build_s = bm25_for(texts, cfg, backend)
+            out.metrics["index_bytes_bm25"] = float(out.bm25.size_bytes())
+            out.metrics["index_build_bm25_s"] = build_s
+    return out
 
-    t = time.perf_counter()
-    if embedder is not None:
-        truncated = truncation(embedder, texts, cfg.embedding.name)
-    bm25 = None
-    if uses_bm25 or cfg.retrieval.diagnose:
-        # The diagnosis-only BM25 list uses bm25s: the same scores as rank-bm25 (tested on
-        # SciFact), ~70x faster per question, and it never changes the metrics.
-        backend = cfg.retrieval.bm25_backend.value if uses_bm25 else "bm25s"
-        bm25, build_s = bm25_for(texts, cfg, backend)
-        index_metrics["index_bytes_bm25"] = float(bm25.size_bytes())
-        index_metrics["index_build_bm25_s"] = build_s
-    timings["index_s"] = time.perf_counter() - t  # truncation check, BM25 index
 
-    t = time.perf_counter()
-    search = make_search(chunks, method, cfg, chunk_vecs, bm25, reranker)
-    results = search.run_all(questions, query_vecs)
-    rankings = [r.final for r in results]
-    timings["search_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    latency = measure_latency(chunks, method, cfg, chunk_vecs if uses_dense else None,
-                              bm25 if uses_bm25 else None, reranker, embedder, questions)
-    timings["latency_s"] = time.perf_counter() - t
+def load_reranker(cfg: Config) -> CrossEncoderReranker | None:
+    """What can fail on bad input (stop words file, reranker model), loaded before the
+    expensive embedding step."""
+    if cfg.retrieval.method.value in ("bm25", "hybrid") or cfg.retrieval.diagnose:
+        stopwords_for(cfg.retrieval.bm25_stopwords)
+    if cfg.rerank.method.value == "cross_encoder":
+        return get_reranker(rerank_spec(cfg))
+    return None
 
-    t = time.perf_counter()
-    espec = eval_spec(cfg)
-    diagnostics = {"dense": [r.dense for r in results], "bm25": [r.bm25 for r in results]}
-    summary, rows = evaluate(resolved, chunks, rankings, espec, diagnostics)
-    timings["eval_s"] = time.perf_counter() - t
+
+def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
+    """Evaluate one configuration. Raises `SweepError` for bad input."""
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    with stage_timer(timings, "load_s"):
+        plain = to_container(cfg)
+        docs, corpus_fp = load_corpus_cached(cfg)
+        golden = load_golden_cached(cfg.golden.path)
+        resolved = resolve_golden(golden, docs, corpus_fp)
+        raise_first_error([p for r in resolved for p in r.problems])
+    with stage_timer(timings, "chunk_s"):
+        chunks = chunks_for(docs, corpus_fp, chunk_spec(cfg), cfg.chunk.tokenizer)
+        if not chunks:
+            raise SweepError(f"corpus {cfg.corpus.path} produced no chunks")
+
+    method = cfg.retrieval.method.value
+    questions = [r.item.question for r in resolved]
+    reranker = load_reranker(cfg)
+    ix = build_indexes(cfg, chunks, questions, timings, progress=progress)
+    with stage_timer(timings, "search_s"):
+        search = make_search(chunks, method, cfg, ix.chunk_vecs, ix.bm25, reranker)
+        results = search.run_all(questions, ix.query_vecs)
+        rankings = [r.final for r in results]
+    with stage_timer(timings, "latency_s"):
+        latency = measure_latency(chunks, method, cfg,
+                                  ix.chunk_vecs if method in ("dense", "hybrid") else None,
+                                  ix.bm25 if method in ("bm25", "hybrid") else None,
+                                  reranker, ix.embedder, questions)
+    with stage_timer(timings, "eval_s"):
+        diagnostics = {"dense": [r.dense for r in results], "bm25": [r.bm25 for r in results]}
+        summary, rows = evaluate(resolved, chunks, rankings, eval_spec(cfg), diagnostics)
     timings["total_s"] = time.perf_counter() - t0
 
     headline = cfg.eval.headline
@@ -289,12 +310,11 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         raise SweepError(f"eval.headline={headline!r}: no question could be scored for it "
                          f"({summary['n_orphans']} orphans, {summary['n_doc_only']} document-"
                          "level only)")
-
     metrics = dict(summary)
     metrics.update(chunk_stats(chunks))
-    metrics.update(index_metrics)
+    metrics.update(ix.metrics)
     metrics.update(latency)
-    metrics["truncated_fraction"] = truncated
+    metrics["truncated_fraction"] = ix.truncated
     report = {
         "status": "FINISHED",
         "config": plain,
@@ -303,21 +323,31 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         "metrics": metrics,
         "timings_s": timings,
         "fingerprints": {"corpus": corpus_fp, "golden": golden.fingerprint,
-                         "model": embedder.fingerprint if embedder else ""},
-        "latency_note": "milliseconds per question, one question at a time, after a warm-up "
-                        "(model loaded, index built, caches warm); query embedding is not "
-                        "served from the embedding cache: it is timed once per embedding "
-                        "setting and question in a sweep process and added to each configuration's "
-                        "end-to-end time",
-        "found_only_by": {k: [r["qid"] for r in rows if r.get("found_by") == f"{k}_only"]
-                          for k in ("dense", "bm25")},
-        "orphans": [{"qid": r["qid"], "reason": r.get("orphan_reason", "")}
-                    for r in rows if r["status"] == "orphan"],
+                         "model": ix.embedder.fingerprint if ix.embedder else ""},
+        "latency_note": LATENCY_NOTE,
+        **row_lists(rows),
         "golden_warnings": [str(p) for p in golden.problems if p.severity == "warning"]
         + [str(p) for r in resolved for p in r.problems if p.severity == "warning"],
         "n_documents": len(docs),
     }
     return JobResult(report, rows, chunks, list(resolved), rankings)
+
+
+LATENCY_NOTE = ("milliseconds per question, one question at a time, after a warm-up "
+                "(model loaded, index built, caches warm); query embedding is not "
+                "served from the embedding cache: it is timed once per embedding "
+                "setting and question in a sweep process and added to each configuration's "
+                "end-to-end time")
+
+
+def row_lists(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The questions only one retriever found, and the orphans with their reasons."""
+    return {
+        "found_only_by": {k: [r["qid"] for r in rows if r.get("found_by") == f"{k}_only"]
+                          for k in ("dense", "bm25")},
+        "orphans": [{"qid": r["qid"], "reason": r.get("orphan_reason", "")}
+                    for r in rows if r["status"] == "orphan"],
+    }
 
 
 def gen_items(result: JobResult, prompt_k: int, docs: list[Document], limit: int = 0
