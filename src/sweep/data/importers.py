@@ -4,6 +4,8 @@
     sweep import beir   FOLDER     --out DIR [--split test] [--evidence SPANS.jsonl]
     sweep import chroma FOLDER     --out DIR      # Chroma chunking-evaluation layout
 
+(the command's options: sweep.cli.import_cmd; `run_import` is what it calls)
+
 Each importer is split in two: ``convert_*`` turns already-read source data into an
 `ImportResult` (documents as ``(relative_path, text)`` pairs, golden items as plain dicts and a
 report dict) without touching the disk, and ``import_*`` reads the source files (any fault is a
@@ -21,16 +23,14 @@ the nearest occurrence of its text ("moved"), and one whose text does not occur 
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
 import re
 import shutil
-import sys
 import time
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -887,30 +887,3 @@ def run_import(fmt: str, src: str | Path, out: str | Path, *, force: bool = Fals
     (Path(out) / "import_report.json").write_text(
         json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return report
-
-
-def run_import_cli(argv: Sequence[str], *, print_fn: Callable[[str], None] = print) -> int:
-    parser = argparse.ArgumentParser(
-        prog="sweep import",
-        description="Turn a public QA / retrieval data set into a corpus folder and a golden "
-                    "set (DIR/corpus/, DIR/golden.jsonl, DIR/import_report.json).")
-    parser.add_argument("format", metavar="FORMAT", choices=FORMATS,
-                        help="squad (SQuAD v1.1 JSON, COVID-QA), beir (BEIR folder) or chroma "
-                             "(Chroma chunking-evaluation folder)")
-    parser.add_argument("src", metavar="SRC", help="the source file (squad) or folder")
-    parser.add_argument("--out", metavar="DIR", required=True, help="output folder")
-    parser.add_argument("--force", action="store_true",
-                        help="write into a non-empty DIR (its corpus/ is replaced)")
-    parser.add_argument("--split", default="test", help="beir: qrels split (default: test)")
-    parser.add_argument("--evidence", metavar="FILE", default=None,
-                        help="beir: JSONL evidence spans {query_id, doc_id, start, end, text} "
-                             f"(default: SRC/{EVIDENCE_FILE_NAME} when present)")
-    args = parser.parse_args(list(argv))
-    report = run_import(args.format, args.src, args.out, force=args.force, split=args.split,
-                        evidence=args.evidence)
-    print_fn(summary(report))
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover - the `sweep import` subcommand is the entry
-    sys.exit(run_import_cli(sys.argv[1:]))
