@@ -344,17 +344,18 @@ def test_exported_winner_reruns_to_identical_metrics(tmp_path):
         assert (a[key] == b[key]) or (math.isnan(a[key]) and math.isnan(b[key])), key
 
 
-def test_winners_folder_is_on_the_search_path():
-    # `experiment=winners/NAME` resolves through conf/experiment -> experiments/.
+def test_winners_folder_is_on_the_search_path(tmp_path):
+    # `sweep export` writes to experiments/winners/ by default, which is where
+    # `experiment=winners/NAME` resolves (conf/experiment -> experiments/) ...
     from sweep.config.compose import compose
+    from sweep.config.schema import conf_dir
 
+    assert decide.WINNERS_DIR.resolve() == (conf_dir() / "experiment" / "winners").resolve()
+    # ... and an exported file composes as an experiment. It is written under a config root
+    # in tmp_path (added to Hydra's search path), never into the repository.
     name = f"test-{uuid.uuid4().hex[:8]}"
-    path = decide.WINNERS_DIR / f"{name}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        path.write_text(decide.winner_yaml({"chunk": {"size": 192, "boundary": "heading"}},
-                                           ["test"]))
-        cfg = compose([f"experiment=winners/{name}"])
-        assert cfg.chunk.size == 192 and cfg.chunk.boundary.value == "heading"
-    finally:
-        path.unlink(missing_ok=True)
+    path = tmp_path / "experiment" / "winners" / f"{name}.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(decide.winner_yaml({"chunk": {"size": 192, "boundary": "heading"}}, ["test"]))
+    cfg = compose([f"hydra.searchpath=[file://{tmp_path}]", f"experiment=winners/{name}"])
+    assert cfg.chunk.size == 192 and cfg.chunk.boundary.value == "heading"
