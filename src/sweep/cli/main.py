@@ -6,9 +6,7 @@
 
 from __future__ import annotations
 
-import argparse
 import importlib
-import json
 import logging
 import os
 import signal
@@ -41,68 +39,6 @@ Every command takes Hydra-style overrides, e.g. corpus.path=DIR golden.path=FILE
 """
 
 
-def cmd_validate(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="sweep validate",
-                                     description="Check a golden set against its corpus.")
-    parser.add_argument("--strict", action="store_true", help="treat warnings as errors")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
-    parser.add_argument("overrides", nargs="*", help="config overrides, e.g. golden.path=FILE")
-    args = parser.parse_args(argv)
-
-    from sweep.config.checks import check_config
-    from sweep.config.compose import compose
-    from sweep.data.golden import load_golden
-    from sweep.data.validate import check_golden
-    from sweep.pipeline.run import load_corpus_cached, resolve_golden
-
-    cfg = compose(args.overrides)
-    check_config(cfg)
-    docs, fingerprint = load_corpus_cached(cfg)
-    golden = load_golden(cfg.golden.path)
-    resolved = resolve_golden(golden, docs, fingerprint)
-    result = check_golden(golden, resolved, docs)
-    failing = result.problems if args.strict else result.errors
-    if args.json:
-        print(json.dumps({
-            "golden": golden.path, "corpus": cfg.corpus.path, "items": result.n_items,
-            "errors": len(result.errors), "warnings": len(result.warnings),
-            "ok": not failing,
-            "problems": [{"file": p.file, "line": p.line, "field": p.field,
-                          "message": p.message, "severity": p.severity}
-                         for p in result.problems],
-        }, indent=2))
-    else:
-        for p in result.problems:
-            print(f"{p}" + ("" if p.severity == "error" else "  [warning]"))
-        verdict = "FAILED" if failing else "OK"
-        print(f"{verdict}: {golden.path}: {result.n_items} items checked against "
-              f"{len(docs)} documents; {len(result.errors)} errors, "
-              f"{len(result.warnings)} warnings", file=sys.stderr)
-    return 1 if failing else 0
-
-
-def cmd_cache(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="sweep cache",
-                                     description="Inspect or empty the embedding cache.")
-    parser.add_argument("action", choices=["info", "clear"])
-    parser.add_argument("overrides", nargs="*", help="config overrides, e.g. cache.dir=DIR")
-    args = parser.parse_args(argv)
-    from sweep.config.compose import compose
-    from sweep.embedding.cache import get_cache
-
-    cfg = compose(args.overrides)
-    cache = get_cache(cfg.cache.dir)
-    if args.action == "clear":
-        print(f"removed {cache.clear()} vectors (and their token lengths) from {cache.path}")
-        return 0
-    info = cache.info()
-    print(f"{info['path']}: {info['vectors']} vectors, {info['token_lengths']} token lengths, "
-          f"{info['bytes_on_disk'] / 1e6:.1f} MB on disk")
-    for model, stats in info["models"].items():  # type: ignore[union-attr]
-        print(f"  model {model}: {stats['vectors']} vectors")
-    return 0
-
-
 def _lazy(module: str, name: str) -> Callable[[Sequence[str]], int]:
     """A subcommand imported when used: they pull in pandas, MLflow and matplotlib."""
 
@@ -112,17 +48,19 @@ def _lazy(module: str, name: str) -> Callable[[Sequence[str]], int]:
     return run
 
 
+# One module per command under sweep/cli/ (argparse and printing; the work is done by
+# data/, decide/ and pipeline/); the labelling page keeps its server and options together.
 COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
-    "validate": cmd_validate,
-    "cache": cmd_cache,
-    "import": _lazy("sweep.data.importers", "run_import_cli"),
-    "compare": _lazy("sweep.decide.table", "cmd_compare"),
-    "export": _lazy("sweep.decide.table", "cmd_export"),
-    "flips": _lazy("sweep.decide.table", "cmd_flips"),
-    "baseline": _lazy("sweep.decide.baseline", "cmd_baseline"),
-    "rerun": _lazy("sweep.decide.rerun", "cmd_rerun"),
-    "label": _lazy("sweep.label", "cmd_label"),
+    "validate": _lazy("sweep.cli.validate", "cmd_validate"),
+    "cache": _lazy("sweep.cli.cache", "cmd_cache"),
+    "import": _lazy("sweep.cli.import_cmd", "cmd_import"),
+    "compare": _lazy("sweep.cli.compare", "cmd_compare"),
+    "export": _lazy("sweep.cli.export", "cmd_export"),
+    "flips": _lazy("sweep.cli.flips", "cmd_flips"),
+    "baseline": _lazy("sweep.cli.baseline", "cmd_baseline"),
+    "rerun": _lazy("sweep.cli.rerun", "cmd_rerun"),
     "show": _lazy("sweep.cli.show", "cmd_show"),
+    "label": _lazy("sweep.label", "cmd_label"),
 }
 
 

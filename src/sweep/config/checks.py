@@ -1,17 +1,20 @@
-"""Cross-key checks the schema cannot express (overlap < size, depth >= k, ...)."""
+"""Cross-key checks the schema cannot express (overlap < size, depth >= k, ...).
+
+A rule that belongs to a stage (which chunk boundaries exist, which metrics an evaluation
+reports) is the stage's own: it is reached through the spec `config.specs` builds, so this
+module imports no stage code and the rule is written once.
+"""
 
 from __future__ import annotations
 
 from sweep.common.errors import SweepError
 from sweep.config.schema import Config, GenerationMethod
+from sweep.config.specs import chunk_spec, eval_spec
 
 
 def check_config(cfg: Config) -> None:
     """Cross-field checks the schema cannot express; raises a one-line `SweepError`."""
-    from sweep.chunking.chunkers import ChunkSpec
-
-    ChunkSpec(cfg.chunk.boundary.value, cfg.chunk.size, cfg.chunk.overlap,
-              cfg.chunk.header.value).validate()
+    chunk_spec(cfg).validate()  # the chunker's own rules (allowed boundary, overlap < size)
     if cfg.corpus.on_error not in ("raise", "skip"):
         raise SweepError(f"corpus.on_error={cfg.corpus.on_error!r} is not one of raise, skip")
     if not cfg.eval.k or any(k < 1 for k in cfg.eval.k):
@@ -36,9 +39,7 @@ def check_config(cfg: Config) -> None:
                          f"retrieval.depth={cfg.retrieval.depth}")
     if cfg.eval.latency_sample < 0:
         raise SweepError(f"eval.latency_sample={cfg.eval.latency_sample} must be >= 0")
-    from sweep.evaluation.evaluate import metric_names
-
-    names = metric_names(cfg.eval.k, cfg.eval.prompt_k)
+    names = eval_spec(cfg).metric_names()
     if cfg.eval.headline not in names:
         raise SweepError(f"eval.headline={cfg.eval.headline!r} is not a metric of this run "
                          f"(one of: {', '.join(names)})")

@@ -15,8 +15,12 @@ from pathlib import Path
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
+from sweep.chunking.chunkers import BOUNDARIES, HEADERS, ChunkSpec
+from sweep.chunking.tokenizers import DEFAULT_TOKENIZER
 from sweep.common.errors import SweepError
 from sweep.common.paths import PROJECT_ROOT
+from sweep.embedding.models import FAMILIES
+from sweep.retrieval.bm25 import BACKENDS
 
 
 def conf_dir() -> Path:
@@ -33,34 +37,24 @@ def conf_dir() -> Path:
     return path
 
 
-class Boundary(StrEnum):
-    fixed = "fixed"
-    sentence = "sentence"
-    paragraph = "paragraph"
-    heading = "heading"
-    recursive = "recursive"
+def _axis(name: str, values: tuple[str, ...] | dict[str, object]) -> type[StrEnum]:
+    """A StrEnum of an axis's allowed values, read off the stage's registry, so a value added
+    there is accepted here (and listed in Hydra's "expected one of [...]") with no second
+    list to keep in step."""
+    return StrEnum(name, {v: v for v in values}, module=__name__)
 
 
-class Header(StrEnum):
-    none = "none"
-    title = "title"
-    path = "path"
-
-
-class Family(StrEnum):
-    sentence_transformers = "sentence_transformers"
-    model2vec_distill = "model2vec_distill"
+# Stage registries (config.schema may import them: see the import contract in pyproject.toml).
+Boundary = _axis("Boundary", BOUNDARIES)
+Header = _axis("Header", HEADERS)
+Family = _axis("Family", FAMILIES)
+Bm25Backend = _axis("Bm25Backend", BACKENDS)
 
 
 class Method(StrEnum):
     dense = "dense"
     bm25 = "bm25"
     hybrid = "hybrid"
-
-
-class Bm25Backend(StrEnum):
-    rank_bm25 = "rank_bm25"
-    bm25s = "bm25s"
 
 
 class RerankMethod(StrEnum):
@@ -95,17 +89,18 @@ class GoldenConfig:
 
 @dataclass
 class ChunkConfig:
-    boundary: Boundary = Boundary.recursive
-    size: int = 256
-    overlap: int = 0
-    header: Header = Header.none
-    tokenizer: str = "minilm"
+    # The defaults are ChunkSpec's (chunking/chunkers.py), the one home of the chunk defaults.
+    boundary: Boundary = Boundary[ChunkSpec.boundary]
+    size: int = ChunkSpec.size
+    overlap: int = ChunkSpec.overlap
+    header: Header = Header[ChunkSpec.header]
+    tokenizer: str = DEFAULT_TOKENIZER
 
 
 @dataclass
 class EmbeddingConfig:
     name: str = "minilm"
-    family: Family = Family.sentence_transformers
+    family: Family = Family["sentence_transformers"]
     distill_from: str = "minilm"
     pca_dims: int = 256
     batch_size: int = 32
@@ -118,7 +113,7 @@ class RetrievalConfig:
     method: Method = Method.dense
     depth: int = 100
     # bm25s: the same scores as rank_bm25 (tested to 1e-9 on SciFact), ~70x faster per query.
-    bm25_backend: Bm25Backend = Bm25Backend.bm25s
+    bm25_backend: Bm25Backend = Bm25Backend["bm25s"]
     bm25_k1: float = 1.5
     bm25_b: float = 0.75
     bm25_stopwords: str = "english"

@@ -1,9 +1,23 @@
-"""Config -> plain specs: the one place where a stage's settings are read off a `Config`."""
+"""Config -> plain specs: the one place where a stage's settings are read off a `Config`.
+
+With config.schema (which reads the axis registries), it is the only module of `sweep.config`
+that imports stage code (the spec dataclasses); `config.checks` validates through these
+specs, so the rules a stage enforces (overlap < size, the metric names of an evaluation) live
+with the stage (import contract in pyproject.toml).
+"""
 
 from __future__ import annotations
 
+from sweep.chunking.chunkers import ChunkSpec
 from sweep.config.schema import Config
 from sweep.embedding.models import EmbeddingSpec
+from sweep.evaluation.evaluate import EvalSpec
+from sweep.retrieval.rerank import RerankSpec
+
+
+def chunk_spec(cfg: Config) -> ChunkSpec:
+    c = cfg.chunk
+    return ChunkSpec(c.boundary.value, c.size, c.overlap, c.header.value)
 
 
 def embedding_spec(cfg: Config) -> EmbeddingSpec:
@@ -11,3 +25,12 @@ def embedding_spec(cfg: Config) -> EmbeddingSpec:
     return EmbeddingSpec(e.name, e.family.value, e.distill_from, e.pca_dims, e.batch_size,
                          e.query_prefix, e.document_prefix)
 
+
+def rerank_spec(cfg: Config) -> RerankSpec:
+    r = cfg.rerank
+    return RerankSpec(r.model, r.batch_size, r.max_length)
+
+
+def eval_spec(cfg: Config) -> EvalSpec:
+    e = cfg.eval
+    return EvalSpec(tuple(e.k), e.prompt_k, e.token_budget, e.min_overlap)

@@ -250,7 +250,8 @@ REFERENCE_KEYS = {"boundary", "size", "overlap", "tokenizer"}
 def load_reference(ref_path: Path) -> dict[str, Any]:
     """Read and check a ``*.reference.yaml`` sidecar: ``chunk: {boundary, size, overlap,
     tokenizer}``. Every fault is a one-line `SweepError` naming the sidecar."""
-    from sweep.chunking.chunkers import BOUNDARIES
+    from sweep.chunking.chunkers import BOUNDARIES, ChunkSpec
+    from sweep.chunking.tokenizers import DEFAULT_TOKENIZER
 
     if not ref_path.is_file():
         raise SweepError(f"{ref_path}: not a file (the reference chunking sidecar)")
@@ -272,15 +273,15 @@ def load_reference(ref_path: Path) -> dict[str, Any]:
     if unknown:
         raise SweepError(f"{ref_path}: chunk.{_field_name(unknown[0])}: unknown key (allowed: "
                          f"{', '.join(sorted(REFERENCE_KEYS))})")
-    boundary = chunk.get("boundary", "recursive")
+    boundary = chunk.get("boundary", ChunkSpec.boundary)
     if boundary not in BOUNDARIES:
         raise SweepError(f"{ref_path}: chunk.boundary: {boundary!r} is not one of "
                          f"{', '.join(BOUNDARIES)}")
-    for key, default in (("size", 256), ("overlap", 0)):
+    for key, default in (("size", ChunkSpec.size), ("overlap", ChunkSpec.overlap)):
         value = chunk.get(key, default)
         if not isinstance(value, int) or isinstance(value, bool):
             raise SweepError(f"{ref_path}: chunk.{key}: must be an integer, got {value!r}")
-    if not isinstance(chunk.get("tokenizer", "minilm"), str):
+    if not isinstance(chunk.get("tokenizer", DEFAULT_TOKENIZER), str):
         raise SweepError(f"{ref_path}: chunk.tokenizer: must be a string")
     return reference
 

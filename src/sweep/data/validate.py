@@ -58,7 +58,9 @@ def check_golden(golden: GoldenSet, resolved: list[ResolvedItem], docs: list[Doc
 
 # --------------------------------------------------------------------------- conflicting numbers
 
-_NUMBER = re.compile(r"(?<![\w.])(\$)?(\d+(?:[.,]\d+)?)\s*(%|[A-Za-z]+)?")
+# A number with its optional "$" and unit ("$15", "30 days", "15%"); public because the
+# labelling page (label.checks) suggests answer mentions with the same rule.
+NUMBER = re.compile(r"(?<![\w.])(\$)?(\d+(?:[.,]\d+)?)\s*(%|[A-Za-z]+)?")
 _WORDS = re.compile(r"[^\W\d_]+")
 
 
@@ -84,7 +86,7 @@ def number_mentions(doc: Document, window: int = 5) -> list[NumberMention]:
 
     out = []
     text = doc.text
-    for m in _NUMBER.finditer(text):
+    for m in NUMBER.finditer(text):
         dollar, value, unit = m.group(1), m.group(2), (m.group(3) or "").lower()
         unit = "$" if dollar else unit
         if not unit or unit in ENGLISH_STOPWORDS:

@@ -1,9 +1,7 @@
 """Deciding between the configurations of a sweep: compare, export the winner, flips.
 
-    sweep compare [--experiment NAME] [--sweep latest|PARENT_RUN_ID] [--metric M] [--json]
-                  [--plot DIR] [--no-plot] [--tracking-uri URI]
-    sweep export  --metric M [--name NAME] [--out-dir DIR] [same selection options]
-    sweep flips   RUN_A RUN_B [--metric recall_at_5] [--json] [--tracking-uri URI]
+What `sweep compare`, `sweep export` and `sweep flips` do (their options and output are in
+sweep.cli.compare, .export and .flips).
 
 The runs are read back from MLflow (``tracking`` holds every MLflow call); per-question scores
 come from the ``per_question.csv`` artifacts. The statistics and the choice of the winner are
@@ -12,12 +10,10 @@ pure functions over plain data, tested with hand-made numbers.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
 import re
-import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -331,10 +327,10 @@ def _headline_of(uri: str, run_ids: Sequence[str], tmp: Path) -> str | None:
     return None
 
 
-def load_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
-               tmp: Path, *, n: int = N_RESAMPLES, seed: int = SEED) -> SweepTable:
-    """The sweep's finished configurations, best first, each with its verdict vs the best."""
-    parent = tracking.find_sweep(uri, experiment, sweep)
+def finished_records(uri: str, parent: Mapping[str, Any]) -> tuple[list[dict[str, Any]],
+                                                                  list[str], int]:
+    """The sweep's finished runs as ``{run_id, params, <metric>: value}`` records, the metric
+    names any of them has, and how many runs did not finish."""
     df = tracking.sweep_runs(uri, parent)
     if df is None or len(df) == 0:
         raise SweepError(f"sweep {parent['run_id']} has no configuration runs")
@@ -355,9 +351,17 @@ def load_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
             v = r[f"metrics.{m}"]
             rec[m] = None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
         records.append(rec)
-    run_ids = [rec["run_id"] for rec in records]
+    return records, metric_cols, n_failed
+
+
+def ranked_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
+                 tmp: Path) -> SweepTable:
+    """The sweep's finished configurations, best first, without the per-question scores or
+    the verdicts (what the labelling page needs: the best run and the swept parameters)."""
+    parent = tracking.find_sweep(uri, experiment, sweep)
+    records, metric_cols, n_failed = finished_records(uri, parent)
     if metric is None:
-        metric = _headline_of(uri, run_ids, tmp) or DEFAULT_METRIC
+        metric = _headline_of(uri, [rec["run_id"] for rec in records], tmp) or DEFAULT_METRIC
     if metric not in metric_cols:
         shown = ", ".join(m for m in metric_cols if not m.startswith(("time_", "n_")))
         raise SweepError(f"unknown metric {metric!r} (available: {shown})")
@@ -369,12 +373,25 @@ def load_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
     cost = f"context_tokens_at_{prompt_k}"
     latency = "latency_end_to_end_p95_ms"
     rows = rank_rows(records, metric, cost, latency)
-    per_q = {rec["run_id"]: read_per_question(uri, rec["run_id"], tmp) for rec in rows}
-    best = rows[0]
-    best_q = per_q.get(best["run_id"])
     for i, rec in enumerate(rows):
         rec["rank"] = i + 1
-        mine = per_q.get(rec["run_id"])
+    shown = [metric]
+    for name in (f"recall_at_{prompt_k}", "mrr", f"evidence_recall_at_{prompt_k}",
+                 "evidence_recall_at_budget", cost, latency):
+        if name not in shown and name in metric_cols:
+            shown.append(name)
+    return SweepTable(parent, metric, swept, shown, rows, {}, cost, latency, n_failed)
+
+
+def add_verdicts(t: SweepTable, uri: str, tmp: Path, *, n: int = N_RESAMPLES,
+                 seed: int = SEED) -> None:
+    """Read every run's per_question.csv into ``t.per_question`` and test each configuration
+    against the best (paired bootstrap), in place."""
+    t.per_question = {rec["run_id"]: read_per_question(uri, rec["run_id"], tmp) for rec in t.rows}
+    metric = t.metric
+    best_q = t.per_question.get(t.rows[0]["run_id"])
+    for i, rec in enumerate(t.rows):
+        mine = t.per_question.get(rec["run_id"])
         if i == 0:
             rec.update(tied=True, verdict="best", n_pairs=None, diff=None, lo=None, hi=None,
                        p=None)
@@ -388,12 +405,14 @@ def load_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
         v = verdict_against_best(b_scores, o_scores, metric, n=n, seed=seed)
         rec.update(tied=v.tied, verdict=v.text, n_pairs=v.n_pairs, diff=v.diff, lo=v.lo,
                    hi=v.hi, p=v.p)
-    shown = [metric]
-    for name in (f"recall_at_{prompt_k}", "mrr", f"evidence_recall_at_{prompt_k}",
-                 "evidence_recall_at_budget", cost, latency):
-        if name not in shown and name in metric_cols:
-            shown.append(name)
-    return SweepTable(parent, metric, swept, shown, rows, per_q, cost, latency, n_failed)
+
+
+def load_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
+               tmp: Path, *, n: int = N_RESAMPLES, seed: int = SEED) -> SweepTable:
+    """The sweep's finished configurations, best first, each with its verdict vs the best."""
+    t = ranked_table(uri, experiment, sweep, metric, tmp)
+    add_verdicts(t, uri, tmp, n=n, seed=seed)
+    return t
 
 
 def _typed(value: Any) -> Any:
@@ -478,56 +497,17 @@ def plot_table(t: SweepTable, folder: Path) -> list[Path]:
     return out
 
 
-# --- commands -------------------------------------------------------------------------------
+# --- what the commands do (argparse and printing: sweep.cli.compare / export / flips) -------
 
-def _selection_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--experiment", help="MLflow experiment (default: the one used last)")
-    parser.add_argument("--sweep", default="latest",
-                        help="latest (default) or the parent run id of a sweep")
-    parser.add_argument("--tracking-uri", default=None,
-                        help="MLflow store (default: sqlite:///<cwd>/mlflow.db)")
-
-
-def cmd_compare(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="sweep compare",
-                                     description="Compare the configurations of a sweep.")
-    _selection_args(parser)
-    parser.add_argument("--metric", help="rank by this metric (default: the sweep's headline)")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
-    parser.add_argument("--plot", metavar="DIR", help="folder for the plots "
-                        "(default: the sweep folder)")
-    parser.add_argument("--no-plot", action="store_true", help="skip the plots")
-    args = parser.parse_args(argv)
-    uri = args.tracking_uri or default_uri()
-    with tempfile.TemporaryDirectory(prefix="sweep-compare-") as tmp:
-        t = load_table(uri, args.experiment, args.sweep, args.metric, Path(tmp))
-    plots: list[Path] = []
-    if not args.no_plot:
-        folder = Path(args.plot) if args.plot else _sweep_folder(t.parent)
-        plots = plot_table(t, folder)
-        try:
-            tracking.log_artifacts_to(uri, t.parent["run_id"], plots)
-        except SweepError as exc:
-            print(f"warning: plots not logged to MLflow: {exc}", file=sys.stderr)
-    if args.json:
-        data = table_json(t)
-        data["plots"] = [str(p) for p in plots]
-        print(json.dumps(data, indent=2, default=str))
-    else:
-        print_table(t)
-        for p in plots:
-            print(f"plot: {p}")
-    return 0
-
-
-def _sweep_folder(parent: Mapping[str, Any]) -> Path:
+def sweep_folder(parent: Mapping[str, Any]) -> Path:
+    """Where a sweep's plots go: its folder when it still exists and is writable, else cwd."""
     folder = Path(str(parent.get("sweep_dir") or ""))
     if parent.get("sweep_dir") and folder.is_dir() and os.access(folder, os.W_OK):
         return folder
     return Path.cwd()
 
 
-def _default_sections() -> dict[str, Any] | None:
+def default_sections() -> dict[str, Any] | None:
     from sweep.config.compose import compose, to_container
 
     try:
@@ -536,29 +516,35 @@ def _default_sections() -> dict[str, Any] | None:
         return None
 
 
-def cmd_export(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="sweep export",
-        description="Write the sweep's winner as a Hydra experiment (experiments/winners/).")
-    _selection_args(parser)
-    parser.add_argument("--metric", required=True, help="choose the winner on this metric")
-    parser.add_argument("--name", help="file name (default: from the winning config)")
-    parser.add_argument("--out-dir", default=None,
-                        help=f"folder to write NAME.yaml into (default: {WINNERS_DIR})")
-    args = parser.parse_args(argv)
-    uri = args.tracking_uri or default_uri()
+@dataclass
+class Export:
+    """A sweep's winner, written as a Hydra experiment file."""
+
+    table: SweepTable
+    winner: dict[str, Any]
+    rule: str
+    config: dict[str, Any]
+    name: str
+    path: Path
+    existed: bool
+
+
+def export_winner(uri: str, experiment: str | None, sweep: str, metric: str,
+                  name: str | None, out_dir: Path) -> Export:
+    """Choose the sweep's winner on ``metric``, write it to ``out_dir/NAME.yaml`` (sections
+    that differ from the defaults) and tag the runs in MLflow."""
     with tempfile.TemporaryDirectory(prefix="sweep-export-") as tmp:
-        t = load_table(uri, args.experiment, args.sweep, args.metric, Path(tmp))
+        t = load_table(uri, experiment, sweep, metric, Path(tmp))
         winner, rule = choose_winner(t.rows, t.metric, t.cost, t.latency)
         cfg_path = tracking.download_artifact(uri, winner["run_id"], "config.yaml",
                                               Path(tmp) / "winner")
         if cfg_path is None:
             raise SweepError(f"run {winner['run_id']} has no config.yaml artifact")
         config = yaml.safe_load(cfg_path.read_text(encoding="utf-8")) or {}
-    name = args.name or winner_name(config)
+    name = name or winner_name(config)
     if not re.fullmatch(r"[A-Za-z0-9._-]+", name):
         raise SweepError(f"--name {name!r}: use letters, digits, '.', '_' and '-' only")
-    sections = winner_sections(config, _default_sections())
+    sections = winner_sections(config, default_sections())
     now = datetime.now(UTC)
     shown = "  ".join(f"{m}={format_value(winner.get(m))}" for m in t.shown)
     header = [
@@ -571,7 +557,6 @@ def cmd_export(argv: Sequence[str]) -> int:
         f"metrics: {shown}",
         f"re-run: python -m sweep experiment=winners/{name}",
     ]
-    out_dir = Path(args.out_dir) if args.out_dir else WINNERS_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name}.yaml"
     existed = path.exists()
@@ -580,19 +565,10 @@ def cmd_export(argv: Sequence[str]) -> int:
                                               "winner_metric": t.metric})
     tracking.set_tags(uri, t.parent["run_id"], {"winner_run_id": winner["run_id"],
                                                 "winner_name": name})
-    best = t.rows[0]
-    print(f"winner: {winner_name(config)} (run {winner['run_id']}, "
-          f"{t.metric}={format_value(winner.get(t.metric))}, {t.cost}={format_value(winner.get(t.cost))}, "
-          f"{t.latency}={format_value(winner.get(t.latency))})")
-    if winner is not best:
-        print(f"  (top {t.metric}: run {best['run_id']}, {format_value(best.get(t.metric))})")
-    print(f"decided by: {rule}")
-    print(f"{'overwrote' if existed else 'wrote'} {path}")
-    print(f"re-run: python -m sweep experiment=winners/{name}")
-    return 0
+    return Export(t, winner, rule, config, name, path, existed)
 
 
-def _per_question_for(ref: str, uri: str, tmp: Path) -> tuple[Any, str]:
+def per_question_for(ref: str, uri: str, tmp: Path) -> tuple[Any, str]:
     """A per_question table from a job folder, a CSV file, or an MLflow run id."""
     import pandas as pd
 
@@ -608,42 +584,25 @@ def _per_question_for(ref: str, uri: str, tmp: Path) -> tuple[Any, str]:
     return df, f"{info['run_name'] or ref} ({ref})"
 
 
-def cmd_flips(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="sweep flips",
-        description="Questions one configuration gets right and the other wrong.")
-    parser.add_argument("run_a", help="MLflow run id (or a job folder / per_question.csv)")
-    parser.add_argument("run_b", help="MLflow run id (or a job folder / per_question.csv)")
-    parser.add_argument("--metric", default=DEFAULT_METRIC)
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--tracking-uri", default=None)
-    args = parser.parse_args(argv)
-    uri = args.tracking_uri or default_uri()
+@dataclass
+class Flips:
+    name_a: str
+    name_b: str
+    metric: str
+    n_paired: int
+    rows: list[dict[str, Any]]  # flip_rows: the questions scored in both that differ
+
+
+def flips(uri: str, run_a: str, run_b: str, metric: str) -> Flips:
+    """The questions two configurations score differently on ``metric``."""
     with tempfile.TemporaryDirectory(prefix="sweep-flips-") as tmp:
-        a, name_a = _per_question_for(args.run_a, uri, Path(tmp))
-        b, name_b = _per_question_for(args.run_b, uri, Path(tmp))
+        a, name_a = per_question_for(run_a, uri, Path(tmp))
+        b, name_b = per_question_for(run_b, uri, Path(tmp))
     for df in (a, b):
-        if args.metric not in df.columns:
+        if metric not in df.columns:
             cols = [c for c in df.columns if re.match(r"(recall|hit|ndcg|evidence|mrr|doc_|"
                                                       r"context_tokens)", c)]
-            raise SweepError(f"unknown per-question metric {args.metric!r} "
+            raise SweepError(f"unknown per-question metric {metric!r} "
                              f"(available: {', '.join(cols)})")
-    qids, _, _ = paired_scores(a, b, args.metric)
-    rows = flip_rows(a, b, args.metric)
-    if args.json:
-        print(json.dumps({"a": name_a, "b": name_b, "metric": args.metric,
-                          "n_paired": len(qids), "flips": rows}, indent=2, default=str))
-        return 0
-    binary = all(r["a"] in (0.0, 1.0) and r["b"] in (0.0, 1.0) for r in rows)
-    print(f"A = {name_a}\nB = {name_b}\n{args.metric}: {len(rows)} of {len(qids)} questions "
-          "scored in both differ")
-    for side, other in (("a", "b"), ("b", "a")):
-        chosen = [r for r in rows if r["better"] == side]
-        what = (f"{side.upper()} right, {other.upper()} wrong" if binary
-                else f"{side.upper()} better than {other.upper()}")
-        print(f"\n{what} ({len(chosen)}):")
-        for r in chosen:
-            print(f"  {r['qid']:<10} {args.metric} A={format_value(r['a'])} B={format_value(r['b'])}  "
-                  f"first_relevant_rank A={format_value(r['rank_a'])} B={format_value(r['rank_b'])}  "
-                  f"{str(r['question'])[:70]}")
-    return 0
+    qids, _, _ = paired_scores(a, b, metric)
+    return Flips(name_a, name_b, metric, len(qids), flip_rows(a, b, metric))

@@ -27,13 +27,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from sweep.common.errors import SweepError, model_load_error
+from sweep.common.hf import quiet_transformers
 from sweep.common.sqlite import text_key
 from sweep.embedding.cache import EmbeddingCache
 
 log = logging.getLogger(__name__)
-
-FAMILIES = ("sentence_transformers", "model2vec_distill")
-
 
 @dataclass(frozen=True)
 class EmbeddingSpec:
@@ -61,16 +59,6 @@ def resolve_model_path(name: str) -> str:
     return name
 
 
-def _quiet_transformers() -> None:
-    try:
-        import transformers
-
-        transformers.logging.set_verbosity_error()
-        transformers.logging.disable_progress_bar()
-    except Exception:  # pragma: no cover - transformers missing or API moved
-        pass
-
-
 def distilled_model_path(spec: EmbeddingSpec) -> Path:
     """Distil a model2vec static model from ``spec.distill_from`` once; later calls reuse it.
 
@@ -94,7 +82,7 @@ def distilled_model_path(spec: EmbeddingSpec) -> Path:
         except ImportError as exc:
             raise SweepError("model2vec[distill] is not installed", hint="run `make install`") \
                 from exc
-        _quiet_transformers()
+        quiet_transformers()
         model = distill(model_name=source, pca_dims=spec.pca_dims)
         tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".distill-"))
         try:
@@ -117,6 +105,15 @@ def _fingerprint_path(path: str) -> str:
         with f.open("rb") as fh:
             h.update(fh.read(65536))
     return h.hexdigest()
+
+
+# The embedding.family axis: name -> the sentence-transformers folder (or hub id) a spec loads.
+# The schema's `Family` enum is built from these names; a family whose models do not load
+# with sentence-transformers also needs its own branch in `_load_sentence_transformer`.
+FAMILIES: dict[str, Callable[[EmbeddingSpec], str]] = {
+    "sentence_transformers": lambda spec: resolve_model_path(spec.name),
+    "model2vec_distill": lambda spec: str(distilled_model_path(spec)),
+}
 
 
 def declared_max_seq_length(path: str, family: str) -> tuple[bool, int | None]:
@@ -153,14 +150,12 @@ class Embedder:
     """
 
     def __init__(self, spec: EmbeddingSpec) -> None:
-        if spec.family not in FAMILIES:
+        model_path = FAMILIES.get(spec.family)
+        if model_path is None:
             raise SweepError(f"embedding.family={spec.family!r} is not one of "
                              f"{', '.join(FAMILIES)}")
         self.spec = spec
-        if spec.family == "model2vec_distill":
-            path = str(distilled_model_path(spec))
-        else:
-            path = resolve_model_path(spec.name)
+        path = model_path(spec)
         self.path = path
         self._model: Any = None
         self.loads = 0
@@ -350,7 +345,7 @@ def _tiered(texts: list[str], memory: dict[bytes, V],
 
 
 def _load_sentence_transformer(path: str, name: str) -> Any:
-    _quiet_transformers()
+    quiet_transformers()
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:  # pragma: no cover

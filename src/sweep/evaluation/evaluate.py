@@ -19,6 +19,9 @@ class EvalSpec:
     token_budget: int = 1024
     min_overlap: float = 0.5
 
+    def metric_names(self) -> list[str]:
+        return metric_names(self.k, self.prompt_k)
+
 
 def metric_names(k: Sequence[int], prompt_k: int) -> list[str]:
     """Every per-question metric `evaluate` averages, for a headline check before any work."""
@@ -27,6 +30,64 @@ def metric_names(k: Sequence[int], prompt_k: int) -> list[str]:
     for prefix in ("recall", "hit", "ndcg", "evidence_recall", "context_tokens", "doc_recall"):
         names += [f"{prefix}_at_{n}" for n in ks]
     return names
+
+
+class _Scores:
+    """Per-question metric values, kept per metric for the averages."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, list[float]] = {}
+
+    def put(self, row: dict[str, Any], name: str, value: float) -> None:
+        row[name] = value
+        self.values.setdefault(name, []).append(value)
+
+
+def _score_chunks(row: dict[str, Any], scores: _Scores, item: ResolvedItem, ranked: list[Chunk],
+                  rel: set[str], ks: Sequence[int], spec: EvalSpec) -> None:
+    """The chunk-level metrics of a question some chunk of this configuration answers."""
+    ranked_ids = [c.chunk_id for c in ranked]
+    spans = [(c.doc_id, c.start, c.end) for c in ranked]
+    tokens = [c.n_tokens for c in ranked]
+    row["status"] = "scored"
+    row["first_relevant_rank"] = m.first_relevant_rank(ranked_ids, rel)
+    scores.put(row, "mrr", m.reciprocal_rank(ranked_ids, rel))
+    for k in ks:
+        scores.put(row, f"recall_at_{k}", m.recall_at_k(ranked_ids, rel, k))
+        scores.put(row, f"hit_at_{k}", m.hit_at_k(ranked_ids, rel, k))
+        scores.put(row, f"ndcg_at_{k}", m.ndcg_at_k(ranked_ids, dict.fromkeys(rel, 1.0), k))
+        scores.put(row, f"evidence_recall_at_{k}", m.evidence_recall_at_k(spans, item.spans, k))
+        scores.put(row, f"context_tokens_at_{k}", m.context_tokens_at_k(tokens, k))
+    scores.put(row, "evidence_recall_at_budget",
+               m.evidence_recall_at_budget(spans, tokens, item.spans, spec.token_budget))
+    row["evidence_coverage_at_prompt_k"] = row[f"evidence_recall_at_{spec.prompt_k}"]
+
+
+def _found_by(row: dict[str, Any], rel_positions: set[int],
+              diagnostics: Mapping[str, Ranking], prompt_k: int) -> str | None:
+    """Each diagnostic ranking's first relevant rank into ``row``; with two of them, which
+    found the answer in the top ``prompt_k``."""
+    found = []
+    for name, ranking in diagnostics.items():
+        r = m.first_relevant_rank(ranking.indices, rel_positions)
+        row[f"{name}_first_relevant_rank"] = r
+        if r is not None and r <= prompt_k:
+            found.append(name)
+    if len(diagnostics) != 2:
+        return None
+    return "both" if len(found) == 2 else f"{found[0]}_only" if found else "neither"
+
+
+def _unscored_status(row: dict[str, Any], item: ResolvedItem) -> None:
+    row["first_relevant_rank"] = None
+    if item.spans:
+        row["status"] = "orphan"
+        row["orphan_reason"] = "no chunk of this configuration covers the evidence"
+    elif item.level == "doc":
+        row["status"] = "doc_only"
+    else:
+        row["status"] = "orphan"
+        row["orphan_reason"] = "evidence could not be placed in the corpus"
 
 
 def evaluate(
@@ -52,71 +113,38 @@ def evaluate(
     position = {c.chunk_id: i for i, c in enumerate(chunks)}
     ks = sorted(set(spec.k) | {spec.prompt_k})
     rows: list[dict[str, Any]] = []
-    values: dict[str, list[float]] = {}
-
-    def put(row: dict[str, Any], name: str, value: float) -> None:
-        row[name] = value
-        values.setdefault(name, []).append(value)
-
+    scores = _Scores()
     diagnostics = {k: v for k, v in (diagnostics or {}).items() if v and v[0] is not None}
     found_counts: dict[str, int] = {}
     for n, (item, ranking) in enumerate(zip(resolved, rankings, strict=True)):
         ranked = [chunks[i] for i in ranking.indices]
-        ranked_ids = [c.chunk_id for c in ranked]
         relevant = relevant_chunks(item.spans, locator, spec.min_overlap)
         row: dict[str, Any] = {
             "qid": item.item.qid,
             "question": item.item.question,
-            "retrieved_ids": " ".join(ranked_ids[: max(ks)]),
+            "retrieved_ids": " ".join(c.chunk_id for c in ranked[: max(ks)]),
             "relevant_ids": " ".join(relevant),
             "evidence_source": item.source,
         }
         if relevant:
             rel = set(relevant)
-            spans = [(c.doc_id, c.start, c.end) for c in ranked]
-            tokens = [c.n_tokens for c in ranked]
-            rank = m.first_relevant_rank(ranked_ids, rel)
-            row["status"] = "scored"
-            row["first_relevant_rank"] = rank
-            put(row, "mrr", m.reciprocal_rank(ranked_ids, rel))
-            for k in ks:
-                put(row, f"recall_at_{k}", m.recall_at_k(ranked_ids, rel, k))
-                put(row, f"hit_at_{k}", m.hit_at_k(ranked_ids, rel, k))
-                put(row, f"ndcg_at_{k}", m.ndcg_at_k(ranked_ids, dict.fromkeys(rel, 1.0), k))
-                put(row, f"evidence_recall_at_{k}", m.evidence_recall_at_k(spans, item.spans, k))
-                put(row, f"context_tokens_at_{k}", m.context_tokens_at_k(tokens, k))
-            put(row, "evidence_recall_at_budget",
-                m.evidence_recall_at_budget(spans, tokens, item.spans, spec.token_budget))
-            row["evidence_coverage_at_prompt_k"] = row[f"evidence_recall_at_{spec.prompt_k}"]
-            found = []
-            rel_positions = {position[c] for c in rel if c in position}
-            for name, lists in diagnostics.items():
-                r = m.first_relevant_rank(lists[n].indices, rel_positions)
-                row[f"{name}_first_relevant_rank"] = r
-                if r is not None and r <= spec.prompt_k:
-                    found.append(name)
-            if len(diagnostics) == 2:
-                row["found_by"] = ("both" if len(found) == 2 else f"{found[0]}_only" if found
-                                   else "neither")
-                found_counts[row["found_by"]] = found_counts.get(row["found_by"], 0) + 1
+            _score_chunks(row, scores, item, ranked, rel, ks, spec)
+            found = _found_by(row, {position[c] for c in rel if c in position},
+                              {name: lists[n] for name, lists in diagnostics.items()},
+                              spec.prompt_k)
+            if found is not None:
+                row["found_by"] = found
+                found_counts[found] = found_counts.get(found, 0) + 1
         else:
-            row["first_relevant_rank"] = None
-            if item.spans:
-                row["status"] = "orphan"
-                row["orphan_reason"] = "no chunk of this configuration covers the evidence"
-            elif item.level == "doc":
-                row["status"] = "doc_only"
-            else:
-                row["status"] = "orphan"
-                row["orphan_reason"] = "evidence could not be placed in the corpus"
+            _unscored_status(row, item)
         if item.doc_ids:
             docs = m.collapse_to_docs([c.doc_id for c in ranked])
-            put(row, "doc_mrr", m.reciprocal_rank(docs, item.doc_ids))
+            scores.put(row, "doc_mrr", m.reciprocal_rank(docs, item.doc_ids))
             for k in ks:
-                put(row, f"doc_recall_at_{k}", m.recall_at_k(docs, set(item.doc_ids), k))
+                scores.put(row, f"doc_recall_at_{k}", m.recall_at_k(docs, set(item.doc_ids), k))
         rows.append(row)
 
-    summary = {name: m.mean(vals) for name, vals in sorted(values.items())}
+    summary = {name: m.mean(vals) for name, vals in sorted(scores.values.items())}
     statuses = [r["status"] for r in rows]
     summary["n_questions"] = len(rows)
     summary["n_scored"] = statuses.count("scored")

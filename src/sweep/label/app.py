@@ -45,7 +45,7 @@ class LabelSettings:
     extensions: Sequence[str] = (".md", ".markdown", ".txt")
     on_error: str = "raise"
     # The chunking shown and used for chunk ids when the golden set has no sidecar yet.
-    chunk: ChunkSpec = field(default_factory=lambda: ChunkSpec("recursive", 256, 0, "none"))
+    chunk: ChunkSpec = field(default_factory=ChunkSpec)
     tokenizer: str = "minilm"
     bm25_k1: float = 1.5
     bm25_b: float = 0.75
@@ -111,17 +111,18 @@ def load_sweep_ranks(settings: LabelSettings, golden_path: Path) -> SweepRanks:
 
     try:
         with tempfile.TemporaryDirectory(prefix="sweep-label-") as tmp:
-            # The paired bootstrap of load_table is not used here; a small n keeps it quick.
-            table = decide.load_table(settings.tracking_uri, settings.experiment or None,
-                                      "latest", None, Path(tmp), n=100)
+            # Only the best run's ranks are shown: no verdicts, one per_question.csv.
+            table = decide.ranked_table(settings.tracking_uri, settings.experiment or None,
+                                        "latest", None, Path(tmp))
+            best = table.rows[0]
+            swept_golden = str(best["params"].get("golden.path", ""))
+            if swept_golden and Path(swept_golden).resolve() != golden_path.resolve():
+                return SweepRanks(False, f"the last sweep in experiment "
+                                  f"{settings.experiment!r} used golden.path={swept_golden}, "
+                                  "not this file")
+            frame = decide.read_per_question(settings.tracking_uri, best["run_id"], Path(tmp))
     except SweepError as exc:
         return SweepRanks(False, f"no sweep to read ranks from: {exc}")
-    best = table.rows[0]
-    swept_golden = str(best["params"].get("golden.path", ""))
-    if swept_golden and Path(swept_golden).resolve() != golden_path.resolve():
-        return SweepRanks(False, f"the last sweep in experiment {settings.experiment!r} used "
-                          f"golden.path={swept_golden}, not this file")
-    frame = table.per_question.get(best["run_id"])
     if frame is None:
         return SweepRanks(False, f"the best run {best['run_id']} of the last sweep has no "
                           "per_question.csv artifact")

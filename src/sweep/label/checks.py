@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sweep.data.corpus import Document
-from sweep.data.validate import _NUMBER, NumberIndex, absent_mentions
+from sweep.data.validate import NUMBER, NumberIndex, absent_mentions
 from sweep.retrieval.bm25 import ENGLISH_STOPWORDS
 
 # Share of the question's content words found in the evidence from which it is flagged.
@@ -90,7 +90,7 @@ def suggest_mentions(text: str, limit: int = 8) -> list[str]:
     """Strings an answer must contain, guessed from the selected evidence: quantities with
     a unit (``30 days``, ``15%``, ``$15``), bare numbers, and codes (``ERR_4021``)."""
     found: dict[str, None] = {}
-    for m in _NUMBER.finditer(text):
+    for m in NUMBER.finditer(text):
         if m.start() > 0 and text[m.start() - 1] in "-_":
             continue  # the digits of a code such as KT-200, suggested whole below
         dollar, value, unit = m.group(1), m.group(2), m.group(3) or ""

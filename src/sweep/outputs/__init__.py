@@ -1,1 +1,1 @@
-"""What a run leaves behind: report files, plots, and MLflow (the only mlflow import)."""
+"""What a run leaves behind: report files, the per-question views (misses.html), plots, and MLflow (tracking, the only mlflow import)."""

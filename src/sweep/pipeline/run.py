@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,13 +25,13 @@ from sweep.chunking.chunkers import (
     chunk_stats,
     corpus_token_starts,
 )
-from sweep.chunking.tokenizers import load_chunk_tokenizer
+from sweep.chunking.tokenizers import DEFAULT_TOKENIZER, load_chunk_tokenizer
 from sweep.common.errors import SweepError
 from sweep.common.sqlite import parts_key
 from sweep.config.compose import to_container
 from sweep.config.identity import config_hash
 from sweep.config.schema import Config
-from sweep.config.specs import embedding_spec
+from sweep.config.specs import chunk_spec, embedding_spec, eval_spec, rerank_spec
 from sweep.data.corpus import Document, corpus_fingerprint, load_corpus
 from sweep.data.golden import (
     GoldenSet,
@@ -40,7 +42,7 @@ from sweep.data.golden import (
 )
 from sweep.embedding.cache import get_cache
 from sweep.embedding.models import Embedder, get_embedder
-from sweep.evaluation.evaluate import EvalSpec, evaluate
+from sweep.evaluation.evaluate import evaluate
 from sweep.evaluation.metrics import covered_chars
 from sweep.evaluation.misses import diagnose_misses, miss_views, truncation_cuts
 from sweep.evaluation.relevance import ChunkLocator, CorpusIndex, ResolvedItem, resolve_all
@@ -60,7 +62,7 @@ from sweep.generation.run import (
 )
 from sweep.retrieval.bm25 import BM25Index, stopwords_for
 from sweep.retrieval.ranking import Ranking
-from sweep.retrieval.rerank import CrossEncoderReranker, RerankSpec, get_reranker
+from sweep.retrieval.rerank import CrossEncoderReranker, get_reranker
 from sweep.retrieval.search import ConfigSearch, latency_summary
 
 log = logging.getLogger(__name__)
@@ -178,13 +180,13 @@ def reference_spec(golden: GoldenSet) -> tuple[ChunkSpec, str] | None:
     if golden.reference is None:
         return None
     ref = golden.reference["chunk"]  # types checked by golden.load_reference
-    try:
-        spec = ChunkSpec(ref.get("boundary", "recursive"), ref.get("size", 256),
-                         ref.get("overlap", 0), "none").validate()
+    try:  # what the sidecar leaves out is ChunkSpec's default; no header (ids, not vectors)
+        spec = ChunkSpec(**{k: ref[k] for k in ("boundary", "size", "overlap") if k in ref}
+                         ).validate()
     except SweepError as exc:
         raise SweepError(f"{reference_path(Path(golden.path))}: reference chunking is invalid "
                          f"({exc})") from None
-    return spec, str(ref.get("tokenizer", "minilm"))
+    return spec, str(ref.get("tokenizer", DEFAULT_TOKENIZER))
 
 
 def resolve_golden(golden: GoldenSet, docs: list[Document], fingerprint: str
@@ -211,6 +213,66 @@ def embedder_for(cfg: Config) -> Embedder:
     embedder = get_embedder(embedding_spec(cfg))
     embedder.cache = get_cache(cfg.cache.dir) if cfg.cache.enabled else None
     return embedder
+
+
+@contextmanager
+def stage_timer(timings: dict[str, float], key: str) -> Iterator[None]:
+    """Record the seconds the block took as ``timings[key]`` (only when it finishes)."""
+    start = time.perf_counter()
+    yield
+    timings[key] = time.perf_counter() - start
+
+
+@dataclass
+class Indexes:
+    """What one configuration searches with: the dense vectors and/or the BM25 index."""
+
+    embedder: Embedder | None = None
+    chunk_vecs: np.ndarray | None = None
+    query_vecs: np.ndarray | None = None
+    bm25: BM25Index | None = None
+    truncated: float = 0.0
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def build_indexes(cfg: Config, chunks: list[Chunk], questions: list[str],
+                  timings: dict[str, float], *, progress: bool = True) -> Indexes:
+    """Embed chunks and questions (``embed_s``) when the method or the diagnosis needs them,
+    then check truncation and build the BM25 index (``index_s``)."""
+    method = cfg.retrieval.method.value
+    uses_dense = method in ("dense", "hybrid")
+    uses_bm25 = method in ("bm25", "hybrid")
+    texts = [c.embed_text for c in chunks]
+    out = Indexes()
+    if uses_dense or cfg.retrieval.diagnose:
+        with stage_timer(timings, "embed_s"):
+            out.embedder = embedder_for(cfg)
+            encoded_before = out.embedder.encoded_texts
+            out.chunk_vecs = out.embedder.encode(texts, progress=progress)
+            out.query_vecs = out.embedder.encode(questions, query=True, progress=progress)
+        out.metrics["n_texts_encoded"] = float(out.embedder.encoded_texts - encoded_before)
+        out.metrics["index_bytes_dense"] = float(out.chunk_vecs.nbytes)
+    with stage_timer(timings, "index_s"):  # truncation check, BM25 index
+        if out.embedder is not None:
+            out.truncated = truncation(out.embedder, texts, cfg.embedding.name)
+        if uses_bm25 or cfg.retrieval.diagnose:
+            # The diagnosis-only BM25 list uses bm25s: the same scores as rank-bm25 (tested on
+            # SciFact), ~70x faster per question, and it never changes the metrics.
+            backend = cfg.retrieval.bm25_backend.value if uses_bm25 else "bm25s"
+            out.bm25, build_s = bm25_for(texts, cfg, backend)
+            out.metrics["index_bytes_bm25"] = float(out.bm25.size_bytes())
+            out.metrics["index_build_bm25_s"] = build_s
+    return out
+
+
+def load_reranker(cfg: Config) -> CrossEncoderReranker | None:
+    """What can fail on bad input (stop words file, reranker model), loaded before the
+    expensive embedding step."""
+    if cfg.retrieval.method.value in ("bm25", "hybrid") or cfg.retrieval.diagnose:
+        stopwords_for(cfg.retrieval.bm25_stopwords)
+    if cfg.rerank.method.value == "cross_encoder":
+        return get_reranker(rerank_spec(cfg))
+    return None
 
 
 @dataclass
@@ -253,84 +315,40 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     """Evaluate one configuration. Raises `SweepError` for bad input."""
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    plain = to_container(cfg)
-
-    docs, corpus_fp = load_corpus_cached(cfg)
-    golden = load_golden_cached(cfg.golden.path)
-    resolved = resolve_golden(golden, docs, corpus_fp)
-    raise_first_error([p for r in resolved for p in r.problems])
-    timings["load_s"] = time.perf_counter() - t0
-
-    t = time.perf_counter()
-    spec = ChunkSpec(cfg.chunk.boundary.value, cfg.chunk.size, cfg.chunk.overlap,
-                     cfg.chunk.header.value)
-    chunks = chunks_for(docs, corpus_fp, spec, cfg.chunk.tokenizer)
-    if not chunks:
-        raise SweepError(f"corpus {cfg.corpus.path} produced no chunks")
-    timings["chunk_s"] = time.perf_counter() - t
+    with stage_timer(timings, "load_s"):
+        plain = to_container(cfg)
+        docs, corpus_fp = load_corpus_cached(cfg)
+        golden = load_golden_cached(cfg.golden.path)
+        resolved = resolve_golden(golden, docs, corpus_fp)
+        raise_first_error([p for r in resolved for p in r.problems])
+    with stage_timer(timings, "chunk_s"):
+        chunks = chunks_for(docs, corpus_fp, chunk_spec(cfg), cfg.chunk.tokenizer)
+        if not chunks:
+            raise SweepError(f"corpus {cfg.corpus.path} produced no chunks")
 
     method = cfg.retrieval.method.value
-    uses_dense = method in ("dense", "hybrid")
-    uses_bm25 = method in ("bm25", "hybrid")
-    texts = [c.embed_text for c in chunks]
     questions = [r.item.question for r in resolved]
-    index_metrics: dict[str, float] = {}
-
-    # What can fail on bad input is loaded before the expensive embedding step.
-    if uses_bm25 or cfg.retrieval.diagnose:
-        stopwords_for(cfg.retrieval.bm25_stopwords)
-    reranker = None
-    if cfg.rerank.method.value == "cross_encoder":
-        r = cfg.rerank
-        reranker = get_reranker(RerankSpec(r.model, r.batch_size, r.max_length))
-
-    embedder = chunk_vecs = query_vecs = None
-    truncated = 0.0
-    if uses_dense or cfg.retrieval.diagnose:
-        t = time.perf_counter()
-        embedder = embedder_for(cfg)
-        encoded_before = embedder.encoded_texts
-        chunk_vecs = embedder.encode(texts, progress=progress)
-        query_vecs = embedder.encode(questions, query=True, progress=progress)
-        timings["embed_s"] = time.perf_counter() - t
-        index_metrics["n_texts_encoded"] = float(embedder.encoded_texts - encoded_before)
-        index_metrics["index_bytes_dense"] = float(chunk_vecs.nbytes)
-
-    t = time.perf_counter()
-    if embedder is not None:
-        truncated = truncation(embedder, texts, cfg.embedding.name)
-    bm25 = None
-    if uses_bm25 or cfg.retrieval.diagnose:
-        # The diagnosis-only BM25 list uses bm25s: the same scores as rank-bm25 (tested on
-        # SciFact), ~70x faster per question, and it never changes the metrics.
-        backend = cfg.retrieval.bm25_backend.value if uses_bm25 else "bm25s"
-        bm25, build_s = bm25_for(texts, cfg, backend)
-        index_metrics["index_bytes_bm25"] = float(bm25.size_bytes())
-        index_metrics["index_build_bm25_s"] = build_s
-    timings["index_s"] = time.perf_counter() - t  # truncation check, BM25 index
-
-    t = time.perf_counter()
-    search = make_search(chunks, method, cfg, chunk_vecs, bm25, reranker)
-    results = search.run_all(questions, query_vecs)
-    rankings = [r.final for r in results]
-    timings["search_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    counted = (embedder.timed_now, embedder.timed_from_cache) if embedder else (0, 0)
-    latency = measure_latency(chunks, method, cfg, chunk_vecs if uses_dense else None,
-                              bm25 if uses_bm25 else None, reranker, embedder, questions)
-    latency_source = latency_origin(cfg.eval.latency_sample, embedder if uses_dense else None,
-                                    counted)
-    timings["latency_s"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    espec = EvalSpec(tuple(cfg.eval.k), cfg.eval.prompt_k, cfg.eval.token_budget,
-                     cfg.eval.min_overlap)
-    diagnostics = {"dense": [r.dense for r in results], "bm25": [r.bm25 for r in results]}
-    summary, rows = evaluate(resolved, chunks, rankings, espec, diagnostics)
-    misses = miss_analysis(resolved, rows, chunks, docs, rankings, diagnostics, cfg.eval.prompt_k,
-                           embedder if uses_dense else None, truncated > 0)
-    summary.update(misses.counts)
-    timings["eval_s"] = time.perf_counter() - t
+    reranker = load_reranker(cfg)
+    ix = build_indexes(cfg, chunks, questions, timings, progress=progress)
+    with stage_timer(timings, "search_s"):
+        search = make_search(chunks, method, cfg, ix.chunk_vecs, ix.bm25, reranker)
+        results = search.run_all(questions, ix.query_vecs)
+        rankings = [r.final for r in results]
+    uses_dense = method in ("dense", "hybrid")
+    counted = (ix.embedder.timed_now, ix.embedder.timed_from_cache) if ix.embedder else (0, 0)
+    with stage_timer(timings, "latency_s"):
+        latency = measure_latency(chunks, method, cfg, ix.chunk_vecs if uses_dense else None,
+                                  ix.bm25 if method in ("bm25", "hybrid") else None,
+                                  reranker, ix.embedder, questions)
+    latency_source = latency_origin(cfg.eval.latency_sample,
+                                    ix.embedder if uses_dense else None, counted)
+    with stage_timer(timings, "eval_s"):
+        diagnostics = {"dense": [r.dense for r in results], "bm25": [r.bm25 for r in results]}
+        summary, rows = evaluate(resolved, chunks, rankings, eval_spec(cfg), diagnostics)
+        misses = miss_analysis(resolved, rows, chunks, docs, rankings, diagnostics,
+                               cfg.eval.prompt_k, ix.embedder if uses_dense else None,
+                               ix.truncated > 0)
+        summary.update(misses.counts)
     timings["total_s"] = time.perf_counter() - t0
 
     headline = cfg.eval.headline
@@ -338,12 +356,11 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         raise SweepError(f"eval.headline={headline!r}: no question could be scored for it "
                          f"({summary['n_orphans']} orphans, {summary['n_doc_only']} document-"
                          "level only)")
-
     metrics = dict(summary)
     metrics.update(chunk_stats(chunks))
-    metrics.update(index_metrics)
+    metrics.update(ix.metrics)
     metrics.update(latency)
-    metrics["truncated_fraction"] = truncated
+    metrics["truncated_fraction"] = ix.truncated
     report = {
         "status": "FINISHED",
         "config": plain,
@@ -352,22 +369,32 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         "metrics": metrics,
         "timings_s": timings,
         "fingerprints": {"corpus": corpus_fp, "golden": golden.fingerprint,
-                         "model": embedder.fingerprint if embedder else ""},
-        "latency_note": "milliseconds per question, one question at a time, after a warm-up "
-                        "(model loaded, index built, caches warm); query embedding is not "
-                        "served from the embedding cache: it is timed once per embedding "
-                        "setting, question and machine, kept with the cache, and added to "
-                        "each configuration's end-to-end time",
+                         "model": ix.embedder.fingerprint if ix.embedder else ""},
+        "latency_note": LATENCY_NOTE,
         "latency_source": latency_source,
-        "found_only_by": {k: [r["qid"] for r in rows if r.get("found_by") == f"{k}_only"]
-                          for k in ("dense", "bm25")},
-        "orphans": [{"qid": r["qid"], "reason": r.get("orphan_reason", "")}
-                    for r in rows if r["status"] == "orphan"],
+        **row_lists(rows),
         "golden_warnings": [str(p) for p in golden.problems if p.severity == "warning"]
         + [str(p) for r in resolved for p in r.problems if p.severity == "warning"],
         "n_documents": len(docs),
     }
     return JobResult(report, rows, chunks, list(resolved), rankings, misses.views)
+
+
+LATENCY_NOTE = ("milliseconds per question, one question at a time, after a warm-up "
+                "(model loaded, index built, caches warm); query embedding is not "
+                "served from the embedding cache: it is timed once per embedding "
+                "setting, question and machine, kept with the cache, and added to each "
+                "configuration's end-to-end time")
+
+
+def row_lists(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The questions only one retriever found, and the orphans with their reasons."""
+    return {
+        "found_only_by": {k: [r["qid"] for r in rows if r.get("found_by") == f"{k}_only"]
+                          for k in ("dense", "bm25")},
+        "orphans": [{"qid": r["qid"], "reason": r.get("orphan_reason", "")}
+                    for r in rows if r["status"] == "orphan"],
+    }
 
 
 def gen_items(result: JobResult, prompt_k: int, docs: list[Document], limit: int = 0

@@ -23,7 +23,6 @@ import numpy as np
 
 from sweep.common.errors import SweepError
 
-BACKENDS = ("rank_bm25", "bm25s")
 _WORD = re.compile(r"\w+")
 
 # A short English list: function words only, so that content words (and every code or
@@ -55,6 +54,52 @@ def query_tokens(text: str, stopwords: frozenset[str] = ENGLISH_STOPWORDS) -> li
     return list(dict.fromkeys(tokenize(text, stopwords)))
 
 
+class _RankBm25:
+    """rank-bm25's BM25Okapi (epsilon 0: a negative idf is not floored)."""
+
+    def __init__(self, docs: list[list[str]], k1: float, b: float) -> None:
+        from rank_bm25 import BM25Okapi
+
+        self.index = BM25Okapi(docs, k1=k1, b=b, epsilon=0.0)
+
+    def scores(self, tokens: list[str], n: int) -> np.ndarray:
+        return np.asarray(self.index.get_scores(tokens), dtype=np.float64)
+
+    def size_bytes(self) -> int:
+        total = 0
+        for freqs in self.index.doc_freqs:
+            total += sum(len(w) + 8 for w in freqs)
+        return total + 16 * len(self.index.idf)
+
+
+class _Bm25s:
+    """bm25s's precomputed sparse scores, Robertson's variant: rank-bm25's scores divided by
+    (k1 + 1), so they are multiplied back."""
+
+    def __init__(self, docs: list[list[str]], k1: float, b: float) -> None:
+        import bm25s
+
+        self.k1 = k1
+        self.index = bm25s.BM25(k1=k1, b=b, method="robertson", dtype="float64")
+        self.index.index(docs, show_progress=False)
+
+    def scores(self, tokens: list[str], n: int) -> np.ndarray:
+        known = [t for t in tokens if t in self.index.vocab_dict]
+        if not known:
+            return np.zeros(n, dtype=np.float64)
+        raw = self.index.get_scores(known)
+        return np.asarray(raw, dtype=np.float64) * (self.k1 + 1.0)
+
+    def size_bytes(self) -> int:
+        s = self.index.scores
+        return int(s["data"].nbytes + s["indices"].nbytes + s["indptr"].nbytes)
+
+
+# The retrieval.bm25_backend axis: name -> implementation (built from the tokenised texts, k1
+# and b; scores a tokenised query). The schema's `Bm25Backend` enum is built from these names.
+BACKENDS: dict[str, type[_RankBm25] | type[_Bm25s]] = {"rank_bm25": _RankBm25, "bm25s": _Bm25s}
+
+
 class BM25Index:
     """A BM25 index over a fixed list of texts; `scores` returns one float64 per text."""
 
@@ -69,32 +114,11 @@ class BM25Index:
         docs = [tokenize(t, self.stopwords) for t in texts]
         if not any(docs):
             raise SweepError("BM25: no chunk has a single indexable word")
-        if backend == "rank_bm25":
-            from rank_bm25 import BM25Okapi
-
-            self._index = BM25Okapi(docs, k1=k1, b=b, epsilon=0.0)
-        else:
-            import bm25s
-
-            self._index = bm25s.BM25(k1=k1, b=b, method="robertson", dtype="float64")
-            self._index.index(docs, show_progress=False)
+        self._index = BACKENDS[backend](docs, k1, b)
 
     def scores(self, query: str) -> np.ndarray:
-        tokens = query_tokens(query, self.stopwords)
-        if self.backend == "rank_bm25":
-            return np.asarray(self._index.get_scores(tokens), dtype=np.float64)
-        known = [t for t in tokens if t in self._index.vocab_dict]
-        if not known:
-            return np.zeros(self.n, dtype=np.float64)
-        raw = self._index.get_scores(known)
-        return np.asarray(raw, dtype=np.float64) * (self.k1 + 1.0)
+        return self._index.scores(query_tokens(query, self.stopwords), self.n)
 
     def size_bytes(self) -> int:
         """Approximate memory held by the index (for the index-size metric)."""
-        if self.backend == "bm25s":
-            s = self._index.scores
-            return int(s["data"].nbytes + s["indices"].nbytes + s["indptr"].nbytes)
-        total = 0
-        for freqs in self._index.doc_freqs:
-            total += sum(len(w) + 8 for w in freqs)
-        return total + 16 * len(self._index.idf)
+        return self._index.size_bytes()

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from sweep.common.errors import model_load_error
-from sweep.embedding.models import _quiet_transformers
+from sweep.common.hf import quiet_transformers
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class RerankSpec:
 
 class CrossEncoderReranker:
     def __init__(self, spec: RerankSpec) -> None:
-        _quiet_transformers()
+        quiet_transformers()
         from sentence_transformers import CrossEncoder
 
         self.spec = spec

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from helpers import check_written
+from sweep.cli.import_cmd import cmd_import
 from sweep.common.errors import SweepError
 from sweep.data.corpus import load_corpus, slugify_path
 from sweep.data.importers import (
@@ -22,7 +23,6 @@ from sweep.data.importers import (
     must_mention,
     place,
     run_import,
-    run_import_cli,
     safe_slug,
     write_import,
 )
@@ -212,7 +212,7 @@ def test_squad_offsets_survive_normalisation() -> None:
 def test_squad_written_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = write_json(tmp_path / "squad.json", squad_data())
     out = tmp_path / "out"
-    assert run_import_cli(["squad", str(src), "--out", str(out)]) == 0
+    assert cmd_import(["squad", str(src), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "questions: 7 written of 9 read" in printed
     assert "1 re-located" in printed and "1 not placed" in printed
@@ -343,7 +343,7 @@ def test_beir_import(tmp_path: Path) -> None:
 def test_beir_written_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = beir_folder(tmp_path / "beir")
     out = tmp_path / "out"
-    assert run_import_cli(["beir", str(src), "--out", str(out)]) == 0
+    assert cmd_import(["beir", str(src), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "(auto-detected)" in printed
     resolved = {r.item.qid: r for r in check_written(out)}
@@ -483,6 +483,6 @@ def test_chroma_malformed(tmp_path: Path) -> None:
 def test_cli_rejects_evidence_for_other_formats(tmp_path: Path) -> None:
     src = write_json(tmp_path / "squad.json", squad_data())
     with pytest.raises(SweepError, match="--evidence is only for the beir format"):
-        run_import_cli(["squad", str(src), "--out", str(tmp_path / "o"), "--evidence", "x"])
+        cmd_import(["squad", str(src), "--out", str(tmp_path / "o"), "--evidence", "x"])
     with pytest.raises(SystemExit):
-        run_import_cli(["squad", str(src)])  # --out is required
+        cmd_import(["squad", str(src)])  # --out is required

@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from sweep.cli import baseline as baseline_cmd
 from sweep.common.errors import SweepError
 from sweep.decide import baseline as bl
 
@@ -87,15 +88,15 @@ def _fake_run(metrics, ranks):
 def test_update_then_check_with_stubbed_runs(tmp_path, monkeypatch, capsys):
     path = tmp_path / "baseline.json"
     ranks = {f"q{i}": 1 for i in range(40)}
-    monkeypatch.setattr(bl, "evaluate_config", lambda overrides: _fake_run(BASE, ranks))
-    assert bl.cmd_baseline(["update", "--baseline", str(path)]) == 0
+    monkeypatch.setattr(baseline_cmd, "evaluate_config", lambda overrides: _fake_run(BASE, ranks))
+    assert baseline_cmd.cmd_baseline(["update", "--baseline", str(path)]) == 0
     assert json.loads(path.read_text())["metrics"] == BASE
 
     worse = {**BASE, "recall_at_5": 0.70}
     worse_ranks = {**ranks, "q3": 9, "q7": None}
-    monkeypatch.setattr(bl, "evaluate_config", lambda overrides: _fake_run(worse, worse_ranks))
+    monkeypatch.setattr(baseline_cmd, "evaluate_config", lambda overrides: _fake_run(worse, worse_ranks))
     capsys.readouterr()
-    assert bl.cmd_baseline(["check", "--baseline", str(path), "--tolerance", "0.05"]) == 1
+    assert baseline_cmd.cmd_baseline(["check", "--baseline", str(path), "--tolerance", "0.05"]) == 1
     captured = capsys.readouterr()
     assert "recall_at_5" in captured.out and "FAIL (down 0.1000)" in captured.out
     assert "0.7000" in captured.out and "0.8000" in captured.out
@@ -103,15 +104,15 @@ def test_update_then_check_with_stubbed_runs(tmp_path, monkeypatch, capsys):
     assert "tolerance 0.05 is below 2.5/n" in captured.err  # 2.5/40 = 0.0625
 
     # The ratchet: update refuses to lower recall_at_5, names it, keeps the file.
-    assert bl.cmd_baseline(["update", "--baseline", str(path)]) == 1
+    assert baseline_cmd.cmd_baseline(["update", "--baseline", str(path)]) == 1
     assert "refusing to lower recall_at_5" in capsys.readouterr().err
     assert json.loads(path.read_text())["metrics"]["recall_at_5"] == 0.80
-    assert bl.cmd_baseline(["update", "--baseline", str(path), "--allow-regression"]) == 0
+    assert baseline_cmd.cmd_baseline(["update", "--baseline", str(path), "--allow-regression"]) == 0
     assert json.loads(path.read_text())["metrics"]["recall_at_5"] == 0.70
 
 
 def test_check_without_baseline_is_one_line_error(tmp_path):
     with pytest.raises(SweepError, match="no baseline at"):
-        bl.cmd_baseline(["check", "--baseline", str(tmp_path / "none.json")])
+        baseline_cmd.cmd_baseline(["check", "--baseline", str(tmp_path / "none.json")])
 
 

@@ -13,6 +13,8 @@ import pytest
 import yaml
 
 from helpers import ROOT
+from sweep.cli.export import cmd_export
+from sweep.cli.flips import cmd_flips
 from sweep.common.errors import SweepError
 from sweep.config.identity import RESULT_SECTIONS
 from sweep.decide import table as decide
@@ -277,8 +279,8 @@ def test_compare_errors(fake_store, tmp_path):
 
 def test_export_and_flips_commands(fake_store, tmp_path, capsys):
     uri = fake_store["uri"]
-    code = decide.cmd_export(["--metric", "recall_at_5", "--tracking-uri", uri,
-                              "--out-dir", str(tmp_path)])
+    code = cmd_export(["--metric", "recall_at_5", "--tracking-uri", uri,
+                      "--out-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0
     # a and b are tied on recall_at_5; b reads half the tokens.
@@ -291,14 +293,14 @@ def test_export_and_flips_commands(fake_store, tmp_path, capsys):
     assert body["chunk"]["size"] == 128 and set(body) == set(RESULT_SECTIONS)
     assert tracking.run_info(uri, fake_store["ids"]["b"])["tags"]["winner"] == "true"
 
-    code = decide.cmd_flips([fake_store["ids"]["a"], fake_store["ids"]["c"],
-                             "--tracking-uri", uri])
+    code = cmd_flips([fake_store["ids"]["a"], fake_store["ids"]["c"],
+                   "--tracking-uri", uri])
     out = capsys.readouterr().out
     assert code == 0
     assert "A right, B wrong (20)" in out and "B right, A wrong (0)" in out
     assert re.search(r"q10 .*first_relevant_rank A=1 B=20", out)
     with pytest.raises(SweepError, match="no run with id"):
-        decide.cmd_flips(["f" * 32, fake_store["ids"]["c"], "--tracking-uri", uri])
+        cmd_flips(["f" * 32, fake_store["ids"]["c"], "--tracking-uri", uri])
 
 
 # --- export -> re-run reproduces the metrics (real model, real sweep) ----------------------

@@ -416,7 +416,9 @@ def test_list_view_ranks_from_the_last_sweep(tmp_path: Path,
                "params": {"golden.path": str(app.store.path)}}],
         shown=[], per_question={"r" * 32: frame})
     calls = []
-    monkeypatch.setattr(decide, "load_table", lambda *a, **k: calls.append(a) or table)
+    monkeypatch.setattr(decide, "ranked_table", lambda *a, **k: calls.append(a) or table)
+    monkeypatch.setattr(decide, "read_per_question",
+                        lambda uri, run_id, tmp: table.per_question[run_id])
     ranks = app.sweep_ranks()
     assert ranks.ok and "chunk.size=256" in ranks.note
     rows = {r.entry.qid: r for r in app.rows(ranks)[0]}

@@ -145,7 +145,7 @@ def test_search_diagnosis_and_latency_stages() -> None:
 
 @pytest.fixture(scope="module")
 def tiny_reranker(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from sweep.fixtures import make_untrained_cross_encoder
+    from sweep.dev.fixtures import make_untrained_cross_encoder
 
     return make_untrained_cross_encoder(tmp_path_factory.mktemp("rr") / "model")
 

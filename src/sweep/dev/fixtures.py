@@ -3,7 +3,9 @@
 Its scores are random (seeded, so deterministic): it exercises loading, pooling, ordering and
 latency, and says nothing about reranking quality.
 
-    python -m sweep.fixtures .cache/untrained-reranker
+    python -m sweep.dev.fixtures .cache/untrained-reranker
+
+A development command: the test suite and the README's offline reranking example use it.
 """
 
 from __future__ import annotations

@@ -1,0 +1,142 @@
+"""``sweep baseline``: the CI gate (logic in sweep.decide.baseline).
+
+    sweep baseline check  [--tolerance 0.05] [--metrics recall_at_5,mrr,evidence_recall_at_5]
+                          [--baseline PATH] [--json] [overrides...]
+    sweep baseline update [--allow-regression] [--metrics ...] [--baseline PATH] [overrides...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from sweep.common.errors import SweepError
+from sweep.common.files import atomic_write
+from sweep.decide.baseline import (
+    BASELINE_PATH,
+    DEFAULT_TOLERANCE,
+    GATED,
+    baseline_document,
+    compare_metrics,
+    config_differences,
+    evaluate_config,
+    flipped,
+    lowered,
+    portable,
+    read_baseline,
+    tolerance_warning,
+)
+
+
+def _metrics_arg(text: str | None, default: Sequence[str]) -> list[str]:
+    if not text:
+        return list(default)
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    if not names:
+        raise SweepError("--metrics needs at least one metric name")
+    return names
+
+
+def _check(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="sweep baseline check",
+                                     description="Fail when a gated metric drops below the "
+                                     "baseline by more than the tolerance.")
+    parser.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
+                        help=f"allowed absolute drop (default {DEFAULT_TOLERANCE})")
+    parser.add_argument("--metrics", help="comma-separated (default: the baseline's)")
+    parser.add_argument("--baseline", type=Path, default=BASELINE_PATH)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("overrides", nargs="*", help="config overrides on top of the baseline's")
+    args = parser.parse_intermixed_args(argv)
+    base = read_baseline(args.baseline)
+    metrics = _metrics_arg(args.metrics, list(base["metrics"]))
+    overrides = [*base.get("overrides", []), *args.overrides]
+    run = evaluate_config(overrides)
+    findings = compare_metrics(run["metrics"], base["metrics"], metrics, args.tolerance)
+    k = int(base.get("found_at_k", run["prompt_k"]))
+    lost, gained = flipped(base.get("per_question", {}), run["per_question"], k)
+    warning = tolerance_warning(args.tolerance, run["n_scored"])
+    diffs = config_differences(base.get("config", {}), portable(run["config"]))
+    failed = [f for f in findings if not f.ok]
+    if args.json:
+        print(json.dumps({
+            "ok": not failed, "tolerance": args.tolerance, "overrides": overrides,
+            "metrics": [{"metric": f.metric, "got": f.got, "baseline": f.baseline,
+                         "ok": f.ok} for f in findings],
+            "lost": lost, "gained": gained, "warning": warning, "config_changes": diffs,
+        }, indent=2))
+        return 1 if failed else 0
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
+    if diffs:
+        print("configuration differs from the baseline's: " + ", ".join(diffs))
+    if run["fingerprints"].get("golden") != (base.get("fingerprints") or {}).get("golden"):
+        print("note: the golden set changed since the baseline was made (update it once the "
+              "change is reviewed)")
+    print(f"{'metric':<24} {'got':>8} {'baseline':>9} {'tolerance':>10}  result")
+    for f in findings:
+        print(f"{f.metric:<24} {f.got:>8.4f} {f.baseline:>9.4f} {f.tolerance:>10.4f}  "
+              + ("ok" if f.ok else f"FAIL (down {f.drop:.4f})"))
+    if lost:
+        print(f"{len(lost)} questions found in the top {k} by the baseline and not now: "
+              + ", ".join(lost))
+    if gained:
+        print(f"{len(gained)} questions found now and not by the baseline: " + ", ".join(gained))
+    if failed:
+        print(f"FAILED: {', '.join(f.metric for f in failed)} fell more than "
+              f"{args.tolerance:g} below the baseline ({args.baseline})", file=sys.stderr)
+        return 1
+    print(f"OK: no gated metric fell more than {args.tolerance:g} below the baseline "
+          f"({run['n_scored']} scored questions)")
+    return 0
+
+
+def _update(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="sweep baseline update",
+                                     description="Recompute the baseline (a ratchet: it will "
+                                     "not lower a metric without --allow-regression).")
+    parser.add_argument("--allow-regression", action="store_true",
+                        help="accept lower numbers than the current baseline")
+    parser.add_argument("--metrics", help=f"comma-separated (default: {','.join(GATED)} or "
+                        "the current baseline's)")
+    parser.add_argument("--baseline", type=Path, default=BASELINE_PATH)
+    parser.add_argument("overrides", nargs="*",
+                        help="config overrides (default: the project's default configuration)")
+    args = parser.parse_intermixed_args(argv)
+    old = read_baseline(args.baseline) if args.baseline.exists() else None
+    metrics = _metrics_arg(args.metrics, list(old["metrics"]) if old else GATED)
+    run = evaluate_config(args.overrides)
+    missing = [m for m in metrics if m not in run["metrics"]]
+    if missing:
+        raise SweepError(f"unknown metric {missing[0]!r} (computed: "
+                         f"{', '.join(sorted(k for k in run['metrics'] if not k.startswith('n_')))})")
+    doc = baseline_document(run, args.overrides, metrics)
+    if old is not None:
+        down = lowered(old["metrics"], doc["metrics"], metrics)
+        for m, before, after in down:
+            print(f"{m}: {before:.4f} -> {after:.4f}"
+                  + ("  (allowed by --allow-regression)" if args.allow_regression else ""))
+        if down and not args.allow_regression:
+            names = ", ".join(m for m, _, _ in down)
+            print(f"error: refusing to lower {names} in {args.baseline} "
+                  "(pass --allow-regression to accept it)", file=sys.stderr)
+            return 1
+    args.baseline.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(Path(args.baseline), json.dumps(doc, indent=2) + "\n")
+    for m in metrics:
+        before = f"{float(old['metrics'][m]):.4f} -> " if old and m in old["metrics"] else ""
+        print(f"{m:<24} {before}{doc['metrics'][m]:.4f}")
+    print(f"wrote {args.baseline} ({doc['n_scored']} scored of {doc['n_questions']} questions)")
+    return 0
+
+
+def cmd_baseline(argv: Sequence[str]) -> int:
+    if not argv or argv[0] not in ("check", "update"):
+        print("usage: sweep baseline check [--tolerance T] [--metrics A,B] [overrides...]\n"
+              "       sweep baseline update [--allow-regression] [--metrics A,B] "
+              "[overrides...]", file=sys.stderr)
+        return 2
+    return _check(argv[1:]) if argv[0] == "check" else _update(argv[1:])

@@ -1,0 +1,31 @@
+"""``sweep cache info | clear``: the on-disk embedding cache.
+
+    sweep cache info|clear [overrides...]   (cache.dir=DIR picks the folder)
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from sweep.config.compose import compose
+from sweep.embedding.cache import get_cache
+
+
+def cmd_cache(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="sweep cache",
+                                     description="Inspect or empty the embedding cache.")
+    parser.add_argument("action", choices=["info", "clear"])
+    parser.add_argument("overrides", nargs="*", help="config overrides, e.g. cache.dir=DIR")
+    args = parser.parse_args(argv)
+    cfg = compose(args.overrides)
+    cache = get_cache(cfg.cache.dir)
+    if args.action == "clear":
+        print(f"removed {cache.clear()} vectors (and their token lengths) from {cache.path}")
+        return 0
+    info = cache.info()
+    print(f"{info['path']}: {info['vectors']} vectors, {info['token_lengths']} token lengths, "
+          f"{info['bytes_on_disk'] / 1e6:.1f} MB on disk")
+    for model, stats in info["models"].items():  # type: ignore[union-attr]
+        print(f"  model {model}: {stats['vectors']} vectors")
+    return 0

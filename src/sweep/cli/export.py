@@ -1,0 +1,43 @@
+"""``sweep export``: the winner of a sweep as a Hydra experiment file
+(``experiment=winners/NAME``).
+
+    sweep export --metric M [--name NAME] [--out-dir DIR] [--experiment NAME]
+                 [--sweep latest|PARENT_RUN_ID] [--tracking-uri URI]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from sweep.cli.args import selection_args
+from sweep.decide.table import WINNERS_DIR, default_uri, export_winner, winner_name
+from sweep.outputs.report import format_value
+
+
+def cmd_export(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="sweep export",
+        description="Write the sweep's winner as a Hydra experiment (experiments/winners/).")
+    selection_args(parser)
+    parser.add_argument("--metric", required=True, help="choose the winner on this metric")
+    parser.add_argument("--name", help="file name (default: from the winning config)")
+    parser.add_argument("--out-dir", default=None,
+                        help=f"folder to write NAME.yaml into (default: {WINNERS_DIR})")
+    args = parser.parse_args(argv)
+    uri = args.tracking_uri or default_uri()
+    out_dir = Path(args.out_dir) if args.out_dir else WINNERS_DIR
+    e = export_winner(uri, args.experiment, args.sweep, args.metric, args.name, out_dir)
+    t, winner = e.table, e.winner
+    best = t.rows[0]
+    print(f"winner: {winner_name(e.config)} (run {winner['run_id']}, "
+          f"{t.metric}={format_value(winner.get(t.metric))}, "
+          f"{t.cost}={format_value(winner.get(t.cost))}, "
+          f"{t.latency}={format_value(winner.get(t.latency))})")
+    if winner is not best:
+        print(f"  (top {t.metric}: run {best['run_id']}, {format_value(best.get(t.metric))})")
+    print(f"decided by: {e.rule}")
+    print(f"{'overwrote' if e.existed else 'wrote'} {e.path}")
+    print(f"re-run: python -m sweep experiment=winners/{e.name}")
+    return 0
