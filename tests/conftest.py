@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
+# ../shared/data from a clone; $SWEEP_SHARED_DATA when the clone lives elsewhere (a worktree).
+SHARED_DATA = Path(os.environ.get("SWEEP_SHARED_DATA") or ROOT.parent / "shared" / "data")
 DEMO = ROOT / "data" / "demo"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sweep.chunking.external import EXTERNAL_BOUNDARIES, external_spans
 from sweep.chunking.tokenizers import ChunkTokenizer
 from sweep.common.errors import SweepError
 from sweep.data.corpus import Document, Section
@@ -38,10 +39,9 @@ class ChunkSpec:
     header: str = "none"
 
     def validate(self) -> ChunkSpec:
-        if self.boundary not in BOUNDARIES:
-            raise SweepError(
-                f"chunk.boundary={self.boundary!r} is not one of {', '.join(BOUNDARIES)}"
-            )
+        if self.boundary not in (*BOUNDARIES, *EXTERNAL_BOUNDARIES):
+            raise SweepError(f"chunk.boundary={self.boundary!r} is not one of "
+                             f"{', '.join((*BOUNDARIES, *EXTERNAL_BOUNDARIES))}")
         if self.header not in HEADERS:
             raise SweepError(f"chunk.header={self.header!r} is not one of {', '.join(HEADERS)}")
         if self.size < 1:
@@ -263,10 +263,13 @@ def _fixed_windows(d: _Doc, size: int, overlap: int) -> list[tuple[int, int]]:
         i = nxt if nxt > i else bisect_right(starts, starts[i])
 
 
-def chunk_spans(doc: Document, starts: np.ndarray, spec: ChunkSpec) -> list[tuple[int, int]]:
+def chunk_spans(doc: Document, starts: np.ndarray, spec: ChunkSpec,
+                tokenizer: ChunkTokenizer | None = None) -> list[tuple[int, int]]:
     """The ``[start, end)`` spans of ``doc``'s chunks under ``spec``, in document order."""
     d = _Doc(doc, starts)
     size, overlap = spec.size, spec.overlap
+    if spec.boundary in EXTERNAL_BOUNDARIES:  # other tools' chunkers (chunking/external.py)
+        return external_spans(spec.boundary, doc.text, starts, size, overlap, tokenizer)
     whole = (0, len(doc.text))
     if spec.boundary == "fixed":
         return _fixed_windows(d, size, overlap)
@@ -297,10 +300,11 @@ def header_for(doc: Document, heading_path: tuple[str, ...], header: str) -> str
     return " > ".join([doc.title, *crumbs])
 
 
-def chunk_document(doc: Document, starts: np.ndarray, spec: ChunkSpec) -> list[Chunk]:
+def chunk_document(doc: Document, starts: np.ndarray, spec: ChunkSpec,
+                   tokenizer: ChunkTokenizer | None = None) -> list[Chunk]:
     section_starts = [s.start for s in doc.sections]
     chunks = []
-    for ordinal, (start, end) in enumerate(chunk_spans(doc, starts, spec)):
+    for ordinal, (start, end) in enumerate(chunk_spans(doc, starts, spec, tokenizer)):
         idx = bisect_right(section_starts, start) - 1
         heading_path = doc.sections[idx].heading_path if idx >= 0 else ()
         body = doc.text[start:end]
@@ -339,7 +343,7 @@ def chunk_corpus(
         starts = corpus_token_starts(docs, tokenizer)
     chunks: list[Chunk] = []
     for doc, doc_starts in zip(docs, starts, strict=True):
-        chunks.extend(chunk_document(doc, doc_starts, spec))
+        chunks.extend(chunk_document(doc, doc_starts, spec, tokenizer))
     return chunks
 
 

@@ -39,12 +39,19 @@ class Boundary(StrEnum):
     paragraph = "paragraph"
     heading = "heading"
     recursive = "recursive"
+    token_text = "token_text"  # chunking/external.py: other tools' chunkers
+    langchain_recursive = "langchain_recursive"
 
 
 class Header(StrEnum):
     none = "none"
     title = "title"
     path = "path"
+
+
+class SpanMode(StrEnum):
+    exact = "exact"
+    chroma = "chroma"
 
 
 class Family(StrEnum):
@@ -181,6 +188,9 @@ class EvalConfig:
     prompt_k: int = 5
     token_budget: int = 1024
     min_overlap: float = 0.5
+    # Where span metrics place chunks: exact (their true spans) or chroma (as Chroma's
+    # evaluation code does, to reproduce its figures; evaluation/placement.py).
+    span_mode: SpanMode = SpanMode.exact
     headline: str = "recall_at_${eval.prompt_k}"
     latency_sample: int = 100  # questions timed one by one, uncached, for p50/p95 latency
 

@@ -6,8 +6,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from sweep.chunking.chunkers import Chunk
 from sweep.evaluation import metrics as m
+from sweep.evaluation.placement import placed_spans
 from sweep.evaluation.relevance import ChunkLocator, ResolvedItem, relevant_chunks
 from sweep.retrieval.ranking import Ranking
 
@@ -18,13 +21,20 @@ class EvalSpec:
     prompt_k: int = 5
     token_budget: int = 1024
     min_overlap: float = 0.5
+    span_mode: str = "exact"  # exact | chroma (evaluation/placement.py)
+
+
+# "Min" retrieval (Chroma's): each question reads as many chunks as touch its evidence, at most:
+MIN_MODE_CAP = 20
 
 
 def metric_names(k: Sequence[int], prompt_k: int) -> list[str]:
     """Every per-question metric `evaluate` averages, for a headline check before any work."""
     ks = sorted(set(k) | {prompt_k})
-    names = ["mrr", "doc_mrr", "evidence_recall_at_budget"]
-    for prefix in ("recall", "hit", "ndcg", "evidence_recall", "context_tokens", "doc_recall"):
+    names = ["mrr", "doc_mrr", "evidence_recall_at_budget", "precision_omega",
+             "evidence_recall_at_min", "span_precision_at_min", "span_iou_at_min"]
+    for prefix in ("recall", "hit", "ndcg", "evidence_recall", "span_precision", "span_iou",
+                   "context_tokens", "doc_recall"):
         names += [f"{prefix}_at_{n}" for n in ks]
     return names
 
@@ -35,6 +45,7 @@ def evaluate(
     rankings: Sequence[Ranking],
     spec: EvalSpec,
     diagnostics: Mapping[str, Sequence[Ranking | None]] | None = None,
+    texts: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """Per-question rows and the mean of each metric over the questions it applies to.
 
@@ -47,8 +58,31 @@ def evaluate(
     says which of them had one in the top ``prompt_k`` (``dense_only``, ``bm25_only``,
     ``both``, ``neither``), which is the seed's decision table made visible: answers only BM25
     finds call for hybrid search; answers found but ranked 5-15 call for a reranker.
+
+    Span metrics (evidence recall, span precision and IoU, Precision_Ω and the "Min" k) use
+    the chunk spans of ``spec.span_mode``; ``chroma`` needs ``texts`` ({doc_id: text}).
+    ``precision_omega`` and ``*_at_min`` read every chunk that touches the evidence: ``n_touching``
+    in the row, with Chroma's closed interval test in ``chroma`` mode.
     """
     locator = ChunkLocator(chunks)
+    placed = placed_spans(chunks, spec.span_mode, texts)
+    closed = spec.span_mode == "chroma"
+    by_doc: dict[str, list[int]] = {}
+    for i, (doc_id, _, _) in enumerate(placed):
+        by_doc.setdefault(doc_id, []).append(i)
+    starts = {d: np.array([placed[i][1] for i in ix]) for d, ix in by_doc.items()}
+    ends = {d: np.array([placed[i][2] for i in ix]) for d, ix in by_doc.items()}
+
+    def touching(evidence: Sequence[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+        """Chunks that may touch ``evidence`` (numpy pre-filter; the metric decides)."""
+        hit: set[int] = set()
+        for doc_id, s, e in evidence:
+            if doc_id in by_doc:
+                mask = ((starts[doc_id] <= e) & (ends[doc_id] >= s)) if closed else \
+                    ((starts[doc_id] < e) & (ends[doc_id] > s))
+                hit.update(by_doc[doc_id][j] for j in np.flatnonzero(mask))
+        return m.touching_spans([placed[i] for i in sorted(hit)], evidence, closed)
+
     position = {c.chunk_id: i for i, c in enumerate(chunks)}
     ks = sorted(set(spec.k) | {spec.prompt_k})
     rows: list[dict[str, Any]] = []
@@ -73,7 +107,7 @@ def evaluate(
         }
         if relevant:
             rel = set(relevant)
-            spans = [(c.doc_id, c.start, c.end) for c in ranked]
+            spans = [placed[i] for i in ranking.indices]
             tokens = [c.n_tokens for c in ranked]
             rank = m.first_relevant_rank(ranked_ids, rel)
             row["status"] = "scored"
@@ -84,9 +118,18 @@ def evaluate(
                 put(row, f"hit_at_{k}", m.hit_at_k(ranked_ids, rel, k))
                 put(row, f"ndcg_at_{k}", m.ndcg_at_k(ranked_ids, dict.fromkeys(rel, 1.0), k))
                 put(row, f"evidence_recall_at_{k}", m.evidence_recall_at_k(spans, item.spans, k))
+                put(row, f"span_precision_at_{k}", m.span_precision_at_k(spans, item.spans, k))
+                put(row, f"span_iou_at_{k}", m.span_iou_at_k(spans, item.spans, k))
                 put(row, f"context_tokens_at_{k}", m.context_tokens_at_k(tokens, k))
             put(row, "evidence_recall_at_budget",
                 m.evidence_recall_at_budget(spans, tokens, item.spans, spec.token_budget))
+            near = touching(item.spans)
+            put(row, "precision_omega", m.precision_omega(near, item.spans, closed))
+            row["n_touching"] = len(near)
+            k_min = min(max(len(near), 1), MIN_MODE_CAP)
+            put(row, "evidence_recall_at_min", m.evidence_recall_at_k(spans, item.spans, k_min))
+            put(row, "span_precision_at_min", m.span_precision_at_k(spans, item.spans, k_min))
+            put(row, "span_iou_at_min", m.span_iou_at_k(spans, item.spans, k_min))
             row["evidence_coverage_at_prompt_k"] = row[f"evidence_recall_at_{spec.prompt_k}"]
             found = []
             rel_positions = {position[c] for c in rel if c in position}

@@ -282,9 +282,10 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
 
     t = time.perf_counter()
     espec = EvalSpec(tuple(cfg.eval.k), cfg.eval.prompt_k, cfg.eval.token_budget,
-                     cfg.eval.min_overlap)
+                     cfg.eval.min_overlap, cfg.eval.span_mode.value)
     diagnostics = {"dense": [r.dense for r in results], "bm25": [r.bm25 for r in results]}
-    summary, rows = evaluate(resolved, chunks, rankings, espec, diagnostics)
+    summary, rows = evaluate(resolved, chunks, rankings, espec, diagnostics,
+                             {d.doc_id: d.text for d in docs})
     timings["eval_s"] = time.perf_counter() - t
     timings["total_s"] = time.perf_counter() - t0
 
