@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-slow test-all lint ui clean compare gate mlflow-server bench browser
+.PHONY: help install demo test test-slow test-all lint ui clean compare gate mlflow-server bench browser repro-chroma
 
 help: ## show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -60,6 +60,10 @@ gate: install ## the CI gate: default config vs evals/baseline.json (exit 1 on a
 
 bench: install ## sweep cost vs bare encoding on COVID-QA (cold, warm, static); needs ../shared/data
 	$(PY) benchmarks/bench.py
+
+REPRO_OUT ?= /tmp/chunk-sweep-repro-chroma
+repro-chroma: install ## Chroma's chunking table, ours beside theirs -> $(REPRO_OUT)/repro_chroma.csv; needs ../shared/data
+	$(PY) benchmarks/repro_chroma.py --out $(REPRO_OUT)
 
 lint: install ## ruff, then the import contracts (pyproject.toml [tool.importlinter])
 	$(PY) -m ruff check src tests

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sweep.chunking.chunkers import BOUNDARIES, HEADERS, ChunkSpec, chunk_document
+from sweep.chunking.chunkers import HEADERS, TILING_BOUNDARIES, ChunkSpec, chunk_document
 from sweep.chunking.tokenizers import RegexTokenizer
 from sweep.common.errors import SweepError
 from sweep.data.corpus import Document, decode_file, parse_document
@@ -114,14 +114,14 @@ file_name = st.text(st.characters(blacklist_characters="/\\\x00",
 
 valid_spec = st.integers(min_value=1, max_value=60).flatmap(lambda size: st.builds(
     ChunkSpec,
-    boundary=st.sampled_from(BOUNDARIES),
+    boundary=st.sampled_from(TILING_BOUNDARIES),
     size=st.just(size),
     overlap=st.integers(min_value=0, max_value=size - 1),
     header=st.sampled_from(HEADERS),
 ))
 any_spec = valid_spec | st.builds(  # half valid, half anything (mostly invalid)
     ChunkSpec,
-    boundary=st.sampled_from(BOUNDARIES) | st.text(max_size=6),
+    boundary=st.sampled_from(TILING_BOUNDARIES) | st.text(max_size=6),
     size=st.integers(min_value=-3, max_value=80),
     overlap=st.integers(min_value=-3, max_value=80),
     header=st.sampled_from(HEADERS) | st.text(max_size=6),
@@ -129,7 +129,7 @@ any_spec = valid_spec | st.builds(  # half valid, half anything (mostly invalid)
 
 
 def spec_is_valid(spec: ChunkSpec) -> bool:
-    return (spec.boundary in BOUNDARIES and spec.header in HEADERS and spec.size >= 1
+    return (spec.boundary in TILING_BOUNDARIES and spec.header in HEADERS and spec.size >= 1
             and 0 <= spec.overlap < spec.size)
 
 
@@ -242,7 +242,7 @@ def test_load_golden_deeply_nested_json(fuzz_dir: Path, depth: int, opener: str)
 
 
 sidecar_chunk = st.fixed_dictionaries({}, optional={
-    "boundary": st.one_of(st.sampled_from(BOUNDARIES), anything),
+    "boundary": st.one_of(st.sampled_from(TILING_BOUNDARIES), anything),
     "size": st.one_of(st.integers(-5, 600), st.floats(), anything),
     "overlap": st.one_of(st.integers(-5, 600), st.floats(), anything),
     "tokenizer": st.one_of(st.just("regex"), anything),

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sweep.chunking.external import external_spans, token_text_spans
 from sweep.chunking.tokenizers import ChunkTokenizer
 from sweep.common.errors import SweepError
 from sweep.data.corpus import Document, Section
@@ -39,9 +40,8 @@ class ChunkSpec:
 
     def validate(self) -> ChunkSpec:
         if self.boundary not in BOUNDARIES:
-            raise SweepError(
-                f"chunk.boundary={self.boundary!r} is not one of {', '.join(BOUNDARIES)}"
-            )
+            raise SweepError(f"chunk.boundary={self.boundary!r} is not one of "
+                             f"{', '.join(BOUNDARIES)}")
         if self.header not in HEADERS:
             raise SweepError(f"chunk.header={self.header!r} is not one of {', '.join(HEADERS)}")
         if self.size < 1:
@@ -99,10 +99,14 @@ def split_sentences(text: str) -> list[str]:
 class TokenizedDoc:
     """A document with its token starts; answers token counts for any span in O(log n)."""
 
-    def __init__(self, doc: Document, starts: np.ndarray) -> None:
+    def __init__(self, doc: Document, starts: np.ndarray,
+                 tokenizer: ChunkTokenizer | None = None) -> None:
         self.doc = doc
         self.text = doc.text
         self.starts = starts.tolist()
+        self.starts_array = starts
+        # Chunkers that count pieces themselves (LangChain's splitter) need the tokenizer.
+        self.tokenizer = tokenizer
 
     def count(self, a: int, b: int) -> int:
         return bisect_left(self.starts, b) - bisect_left(self.starts, a)
@@ -300,8 +304,16 @@ CHUNKERS: dict[str, Chunker] = {
     "paragraph": _paragraph,
     "heading": _heading,
     "recursive": _recursive,
+    # Other tools' chunkers, reproduced (chunking/external.py).
+    "token_text": lambda d, size, overlap: token_text_spans(d.text, d.starts_array, size,
+                                                            overlap),
+    "langchain_recursive": lambda d, size, overlap: external_spans(
+        "langchain_recursive", d.text, d.starts_array, size, overlap, d.tokenizer),
 }
 BOUNDARIES = tuple(CHUNKERS)
+# The boundaries whose chunks are trimmed pieces that tile the document (the invariants the
+# property tests hold them to); other tools' chunkers keep those tools' whitespace rules.
+TILING_BOUNDARIES = ("fixed", "sentence", "paragraph", "heading", "recursive")
 
 
 def _no_header(doc: Document, heading_path: tuple[str, ...]) -> str:
@@ -329,13 +341,14 @@ HEADER_TEXT: dict[str, Callable[[Document, tuple[str, ...]], str]] = {
 HEADERS = tuple(HEADER_TEXT)
 
 
-def chunk_spans(doc: Document, starts: np.ndarray, spec: ChunkSpec) -> list[tuple[int, int]]:
+def chunk_spans(doc: Document, starts: np.ndarray, spec: ChunkSpec,
+                tokenizer: ChunkTokenizer | None = None) -> list[tuple[int, int]]:
     """The ``[start, end)`` spans of ``doc``'s chunks under ``spec``, in document order."""
     chunker = CHUNKERS.get(spec.boundary)
     if chunker is None:
         raise SweepError(f"chunk.boundary={spec.boundary!r} is not one of "
                          f"{', '.join(BOUNDARIES)}")
-    return chunker(TokenizedDoc(doc, starts), spec.size, spec.overlap)
+    return chunker(TokenizedDoc(doc, starts, tokenizer), spec.size, spec.overlap)
 
 
 def header_for(doc: Document, heading_path: tuple[str, ...], header: str) -> str:
@@ -345,10 +358,11 @@ def header_for(doc: Document, heading_path: tuple[str, ...], header: str) -> str
     return text(doc, heading_path)
 
 
-def chunk_document(doc: Document, starts: np.ndarray, spec: ChunkSpec) -> list[Chunk]:
+def chunk_document(doc: Document, starts: np.ndarray, spec: ChunkSpec,
+                   tokenizer: ChunkTokenizer | None = None) -> list[Chunk]:
     section_starts = [s.start for s in doc.sections]
     chunks = []
-    for ordinal, (start, end) in enumerate(chunk_spans(doc, starts, spec)):
+    for ordinal, (start, end) in enumerate(chunk_spans(doc, starts, spec, tokenizer)):
         idx = bisect_right(section_starts, start) - 1
         heading_path = doc.sections[idx].heading_path if idx >= 0 else ()
         body = doc.text[start:end]
@@ -387,7 +401,7 @@ def chunk_corpus(
         starts = corpus_token_starts(docs, tokenizer)
     chunks: list[Chunk] = []
     for doc, doc_starts in zip(docs, starts, strict=True):
-        chunks.extend(chunk_document(doc, doc_starts, spec))
+        chunks.extend(chunk_document(doc, doc_starts, spec, tokenizer))
     return chunks
 
 

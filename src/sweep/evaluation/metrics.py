@@ -130,6 +130,80 @@ def evidence_recall_at_k(
     return covered / total
 
 
+def spans_length(spans: Iterable[Span]) -> int:
+    """Summed lengths of ``spans``, NOT merged: two overlapping chunks count twice."""
+    return sum(max(0, e - s) for _, s, e in spans)
+
+
+def span_precision_at_k(ranked_spans: Sequence[Span], evidence: Sequence[Span], k: int
+                        ) -> float:
+    """Evidence characters in the top-k chunks / characters the top-k chunks hold, summed.
+
+    The numerator is `covered_chars` (the union of the chunks, so evidence read twice counts
+    once); the denominator is the plain sum of the k chunk lengths, so overlapping or repeated
+    chunks, and chunks of other documents, count in full: it is the cost side of
+    `evidence_recall_at_k`, the share of what the prompt carries that is evidence (Chroma's
+    "precision", counted in characters as its code does).
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    top = ranked_spans[:k]
+    covered, total = covered_chars(evidence, top)
+    if total == 0:
+        raise ValueError("empty evidence: the question cannot be scored")
+    read = spans_length(top)
+    return covered / read if read else 0.0
+
+
+def span_iou_at_k(ranked_spans: Sequence[Span], evidence: Sequence[Span], k: int) -> float:
+    """covered / (summed top-k chunk lengths + evidence characters no top-k chunk holds).
+
+    With disjoint chunks of the evidence's document this is |E ∩ C| / |E ∪ C|; like
+    `span_precision_at_k` it sums the chunk lengths (Chroma's IoU), so it never exceeds that
+    precision.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    top = ranked_spans[:k]
+    covered, total = covered_chars(evidence, top)
+    if total == 0:
+        raise ValueError("empty evidence: the question cannot be scored")
+    return covered / (spans_length(top) + total - covered)
+
+
+def _touches(a: int, b: int, s: int, e: int, closed: bool) -> bool:
+    return (a <= e and s <= b) if closed else (a < e and s < b)
+
+
+def touching_spans(chunk_spans: Iterable[Span], evidence: Sequence[Span], closed: bool = False
+                   ) -> list[Span]:
+    """The chunk spans that share a character with some evidence span of their document.
+
+    ``closed=True`` also counts a chunk that only touches one (its end at the evidence start,
+    or its start at the evidence end), as Chroma's interval test does.
+    """
+    return [c for c in chunk_spans
+            if any(c[0] == d and _touches(c[1], c[2], s, e, closed) for d, s, e in evidence)]
+
+
+def precision_omega(chunk_spans: Iterable[Span], evidence: Sequence[Span],
+                    closed: bool = False) -> float:
+    """Precision with perfect recall: retrieve every chunk that touches the evidence.
+
+    = evidence characters those chunks hold / |union of those chunks and the evidence|; the
+    union counts overlapping chunks once and adds evidence no chunk holds (text a chunker
+    dropped). It depends on the chunk boundaries only, not on any model: the best precision a
+    chunking allows for this question (Chroma's Precision_Ω). ``chunk_spans`` may hold any
+    chunks; those that do not touch the evidence are ignored.
+    """
+    touching = touching_spans(chunk_spans, evidence, closed)
+    covered, total = covered_chars(evidence, touching)
+    if total == 0:
+        raise ValueError("empty evidence: the question cannot be scored")
+    union = merge_spans([*touching, *evidence])
+    return covered / spans_length(union)
+
+
 def context_tokens_at_k(ranked_tokens: Sequence[int], k: int) -> int:
     """Tokens the model would read with the top-k chunks in its prompt."""
     if k < 1:

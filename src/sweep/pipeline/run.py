@@ -344,7 +344,8 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
                                     ix.embedder if uses_dense else None, counted)
     with stage_timer(timings, "eval_s"):
         diagnostics = {"dense": [r.dense for r in results], "bm25": [r.bm25 for r in results]}
-        summary, rows = evaluate(resolved, chunks, rankings, eval_spec(cfg), diagnostics)
+        summary, rows = evaluate(resolved, chunks, rankings, eval_spec(cfg), diagnostics,
+                                 {d.doc_id: d.text for d in docs})
         misses = miss_analysis(resolved, rows, chunks, docs, rankings, diagnostics,
                                cfg.eval.prompt_k, ix.embedder if uses_dense else None,
                                ix.truncated > 0)

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sweep.chunking.chunkers import (
-    BOUNDARIES,
+    TILING_BOUNDARIES,
     Chunk,
     ChunkSpec,
     chunk_corpus,
@@ -150,7 +150,7 @@ def check_invariants(doc: Document, chunks: list[Chunk], spec: ChunkSpec, starts
 # --------------------------------------------------------------------------- examples
 
 
-@pytest.mark.parametrize("boundary", BOUNDARIES)
+@pytest.mark.parametrize("boundary", TILING_BOUNDARIES)
 @pytest.mark.parametrize(("size", "overlap"), [(8, 0), (20, 0), (20, 5), (64, 0), (1000, 0), (3, 2)])
 def test_invariants_on_policy_document(boundary: str, size: int, overlap: int) -> None:
     doc = make_doc()
@@ -160,7 +160,7 @@ def test_invariants_on_policy_document(boundary: str, size: int, overlap: int) -
     check_invariants(doc, chunks, spec, REGEX.token_starts(doc.text))
 
 
-@pytest.mark.parametrize("boundary", BOUNDARIES)
+@pytest.mark.parametrize("boundary", TILING_BOUNDARIES)
 def test_deterministic(boundary: str) -> None:
     spec = ChunkSpec(boundary, 16, 4, "path")
     first = chunks_for(make_doc(), spec)
@@ -168,7 +168,7 @@ def test_deterministic(boundary: str) -> None:
     assert first == second
 
 
-@pytest.mark.parametrize("boundary", BOUNDARIES)
+@pytest.mark.parametrize("boundary", TILING_BOUNDARIES)
 def test_whole_document_fits_in_one_chunk(boundary: str) -> None:
     doc = make_doc("\n\n  Short text. Two sentences.  \n\n")
     (chunk,) = chunks_for(doc, ChunkSpec(boundary, 100, 0))
@@ -176,7 +176,7 @@ def test_whole_document_fits_in_one_chunk(boundary: str) -> None:
     assert chunk.chunk_id == "policy/refunds#0"
 
 
-@pytest.mark.parametrize("boundary", BOUNDARIES)
+@pytest.mark.parametrize("boundary", TILING_BOUNDARIES)
 def test_blank_document_has_no_chunks(boundary: str) -> None:
     doc = make_doc(" \n\t\n")
     assert chunks_for(doc, ChunkSpec(boundary, 10, 0)) == []
@@ -325,7 +325,7 @@ def test_minilm_tokenizer_chunks() -> None:
     assert list(starts) == sorted(starts)
     # every token starts on a non-whitespace character
     assert all(not doc.text[s].isspace() for s in starts)
-    for boundary in BOUNDARIES:
+    for boundary in TILING_BOUNDARIES:
         for size, overlap in ((16, 0), (16, 6), (64, 0)):
             spec = ChunkSpec(boundary, size, overlap, "path")
             chunks = chunks_for(doc, spec, tok)
@@ -465,7 +465,7 @@ _PROPERTY_SETTINGS = settings(
 @given(doc=markdown_docs(), size=st.integers(1, 64), header=st.sampled_from(["none", "path"]))
 def test_property_no_overlap(doc: Document, size: int, header: str) -> None:
     starts = REGEX.token_starts(doc.text)
-    for boundary in BOUNDARIES:
+    for boundary in TILING_BOUNDARIES:
         spec = ChunkSpec(boundary, size, 0, header)
         chunks = chunk_document(doc, starts, spec.validate())
         check_invariants(doc, chunks, spec, starts)
@@ -483,8 +483,14 @@ def _size_and_overlap(draw) -> tuple[int, int]:
 def test_property_with_overlap(doc: Document, size_overlap: tuple[int, int]) -> None:
     size, overlap = size_overlap
     starts = REGEX.token_starts(doc.text)
-    for boundary in BOUNDARIES:
+    for boundary in TILING_BOUNDARIES:
         spec = ChunkSpec(boundary, size, overlap)
         chunks = chunk_document(doc, starts, spec.validate())
         check_invariants(doc, chunks, spec, starts)
         assert chunks == chunk_document(doc, starts, spec)
+
+
+def test_tiling_boundaries_are_registered() -> None:
+    from sweep.chunking.chunkers import BOUNDARIES
+
+    assert set(TILING_BOUNDARIES) <= set(BOUNDARIES)
