@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-slow test-all lint ui clean compare gate mlflow-server bench browser
+.PHONY: help install demo test test-slow test-all lint ui clean compare gate mlflow-server bench bench-index browser
 
 help: ## show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -58,6 +58,9 @@ gate: install ## the CI gate: default config vs evals/baseline.json (exit 1 on a
 
 bench: install ## sweep cost vs bare encoding on COVID-QA (cold, warm, static); needs ../shared/data
 	$(PY) benchmarks/bench.py
+
+bench-index: install ## exact vs FAISS HNSW vs IVF-PQ at 10k/100k random 384-d vectors (SIZES=...)
+	$(PY) benchmarks/bench_index.py --sizes $(or $(SIZES),10000,100000)
 
 lint: install ## ruff
 	$(PY) -m ruff check src tests
