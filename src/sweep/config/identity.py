@@ -33,6 +33,7 @@ UNHASHED_KEYS: Mapping[str, tuple[str, ...]] = {
     "embedding": ("batch_size",),
     "retrieval": ("diagnose",),
     "rerank": ("batch_size",),
+    "index": ("host", "port"),  # where the Chroma server runs, not what it holds
     "eval": ("latency_sample",),
     "generation": ("timeout_s", "max_retries", "concurrency", "price_input_per_mtok",
                    "price_output_per_mtok", "api_key_env"),

@@ -75,6 +75,7 @@ class IndexKind(StrEnum):
     ivf_pq = "ivf_pq"
     scalar = "scalar"
     binary = "binary"
+    chroma = "chroma"
 
 
 class Quantizer(StrEnum):
@@ -174,6 +175,9 @@ class IndexConfig:
     # rescored with the float vectors.
     rescore: int = 4
     seed: int = 0  # k-means seed of IVF training
+    # chroma: a Chroma server (`make chroma-start`); M, ef_construction, ef_search set its HNSW.
+    host: str = "127.0.0.1"
+    port: int = 8000
 
 
 @dataclass

@@ -17,4 +17,4 @@ def embedding_spec(cfg: Config) -> EmbeddingSpec:
 def index_spec(cfg: Config) -> IndexSpec:
     i = cfg.index
     return IndexSpec(i.kind.value, i.M, i.ef_construction, i.ef_search, i.nlist, i.nprobe,
-                     i.pq_m, i.quantizer.value, i.rescore, i.seed)
+                     i.pq_m, i.quantizer.value, i.rescore, i.seed, i.host, i.port)

@@ -187,7 +187,8 @@ def index_report(cfg: Config, search: ConfigSearch, results: list[SearchResult],
         if name in summary and name in exact_summary:
             out[f"ann_tax_{name}"] = exact_summary[name] - summary[name]
     out["index_build_ann_s"] = index.build_s
-    out["index_bytes_ann"] = float(index.nbytes)
+    if index.nbytes:  # not observable for a server-side index
+        out["index_bytes_ann"] = float(index.nbytes)
     lost = gained = 0
     for row, ref in zip(rows, exact_rows, strict=True):
         if row["status"] != "scored":

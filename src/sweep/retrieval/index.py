@@ -28,7 +28,7 @@ from sweep.retrieval.ranking import Ranking, dense_search
 
 @dataclass(frozen=True)
 class IndexSpec:
-    kind: str = "exact"  # exact | hnsw | ivf_flat | ivf_pq | scalar | binary
+    kind: str = "exact"  # exact | hnsw | ivf_flat | ivf_pq | scalar | binary | chroma
     M: int = 32
     ef_construction: int = 200
     ef_search: int = 64
@@ -38,6 +38,8 @@ class IndexSpec:
     quantizer: str = "int8"  # scalar: int8 | int4 | fp16
     rescore: int = 4
     seed: int = 0
+    host: str = "127.0.0.1"
+    port: int = 8000
 
     def validate(self) -> IndexSpec:
         for name in ("M", "ef_construction", "ef_search", "nlist", "nprobe", "pq_m", "rescore"):
@@ -232,6 +234,78 @@ def _build_binary(spec: IndexSpec, vecs: np.ndarray, tiebreak: np.ndarray) -> Ve
     return BinaryIndex(index, _f32(vecs), tiebreak, spec.rescore, spec.kind, build_s, nbytes)
 
 
+@dataclass
+class ChromaIndex:
+    """A collection on a Chroma server, searched over HTTP the way an application would.
+
+    Named by the content hash of the vectors (they are a function of the chunk texts and the
+    model fingerprint) and the HNSW settings, so identical chunkings share one collection and
+    a second run reuses it instead of rebuilding (``build_s`` is then 0)."""
+
+    collection: Any
+    tiebreak: np.ndarray
+    kind: str
+    build_s: float
+    nbytes: int = 0  # the server's memory is not observable from the client
+
+    def search(self, query_vecs: np.ndarray, depth: int) -> list[Ranking]:
+        k = min(depth, len(self.tiebreak))
+        res = self.collection.query(query_embeddings=_f32(query_vecs), n_results=k,
+                                    include=["distances"])
+        out = []
+        for ids, dist in zip(res["ids"], res["distances"], strict=True):
+            idx = np.array([int(i) for i in ids], dtype=np.int64)
+            sc = 1.0 - np.asarray(dist, dtype=np.float64)  # cosine distance -> cosine
+            order = np.lexsort((self.tiebreak[idx], -sc))
+            out.append(Ranking(tuple(idx[order].tolist()), tuple(sc[order].tolist())))
+        return out
+
+
+def chroma_collection_name(spec: IndexSpec, vecs: np.ndarray) -> str:
+    import hashlib
+
+    digest = hashlib.sha256(_f32(vecs).tobytes()).hexdigest()[:32]
+    return f"cs-{digest}-m{spec.M}-c{spec.ef_construction}-s{spec.ef_search}"
+
+
+def _build_chroma(spec: IndexSpec, vecs: np.ndarray, tiebreak: np.ndarray) -> VectorIndex:
+    try:
+        import chromadb
+    except ImportError:
+        raise SweepError("index=chroma needs the Chroma client",
+                         hint="pip install 'chunk-sweep[chroma]'") from None
+    url = f"http://{spec.host}:{spec.port}"
+    try:
+        client = chromadb.HttpClient(host=spec.host, port=spec.port,
+                                     settings=chromadb.Settings(anonymized_telemetry=False))
+        client.heartbeat()
+    except Exception as exc:  # the client raises its own types for a refused connection
+        raise SweepError(f"index=chroma: no Chroma server at {url} ({type(exc).__name__})",
+                         hint="start one with `make chroma-start` or set index.host/index.port"
+                         ) from None
+    start = time.perf_counter()
+    # embedding_function=None: vectors are always ours (Chroma's default would download a
+    # model on first use).
+    collection = client.get_or_create_collection(
+        chroma_collection_name(spec, vecs), embedding_function=None,
+        configuration={"hnsw": {"space": "cosine", "max_neighbors": spec.M,
+                                "ef_construction": spec.ef_construction,
+                                "ef_search": spec.ef_search}})
+    n = vecs.shape[0]
+    if collection.count() != n:  # new, or left half-written by an interrupted run
+        if collection.count():
+            client.delete_collection(collection.name)
+            return _build_chroma(spec, vecs, tiebreak)
+        step = client.get_max_batch_size()
+        for lo in range(0, n, step):
+            hi = min(lo + step, n)
+            collection.add(ids=[str(i) for i in range(lo, hi)], embeddings=_f32(vecs[lo:hi]))
+        build_s = time.perf_counter() - start
+    else:
+        build_s = 0.0
+    return ChromaIndex(collection, tiebreak, spec.kind, build_s)
+
+
 BUILDERS: dict[str, Callable[[IndexSpec, np.ndarray, np.ndarray], VectorIndex]] = {
     "exact": lambda spec, vecs, tiebreak: ExactIndex(vecs, tiebreak),
     "hnsw": _build_faiss(_hnsw),
@@ -239,6 +313,7 @@ BUILDERS: dict[str, Callable[[IndexSpec, np.ndarray, np.ndarray], VectorIndex]] 
     "ivf_pq": _build_faiss(lambda spec, vecs: _ivf(spec, vecs, pq=True)),
     "scalar": _build_faiss(_scalar),
     "binary": _build_binary,
+    "chroma": _build_chroma,
 }
 
 
