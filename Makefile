@@ -5,12 +5,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PORT ?= 5000
+CHROMA_VENV := .venv-chroma
+CHROMA_PORT ?= 8000
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-slow test-all lint ui clean compare gate mlflow-server bench browser repro-chroma
+.PHONY: help install demo test test-slow test-all lint ui clean compare gate mlflow-server bench bench-index browser repro-chroma chroma-venv chroma-start chroma-stop
 
 help: ## show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -36,7 +38,7 @@ demo: install ## sweep the bundled demo corpus (experiments/chunking_grid.yaml) 
 test: install ## the fast suite: tests/unit, cli, fuzz, realdata, comparison (what CI gates on)
 	$(PY) -m pytest -m "not slow" -q
 
-test-slow: install browser ## the slow suite, tests/e2e (real model, real MLflow store, browser)
+test-slow: install browser chroma-venv ## the slow suite, tests/e2e (real model, real MLflow store, browser, Chroma server)
 	$(PY) -m pytest -m slow -q
 
 # The `sweep label` browser test drives Debian's chromium; apt-get only when one is missing.
@@ -52,6 +54,24 @@ browser: ## install chromium + chromedriver (apt-get; sudo when not root) for th
 
 test-all: test test-slow ## both suites
 
+# The Chroma server (`chroma run`) for index=chroma, in its own venv: the full chromadb package
+# and the project's chromadb-client both provide the `chromadb` module.
+chroma-venv: ## the venv holding the Chroma server (chromadb 1.5.9, ~520 MB)
+	@test -x $(CHROMA_VENV)/bin/chroma || { $(PYTHON) -m venv $(CHROMA_VENV) && \
+		$(CHROMA_VENV)/bin/pip install --progress-bar on chromadb==1.5.9; }
+
+chroma-start: chroma-venv ## a Chroma server on 127.0.0.1:$(CHROMA_PORT), data in .cache/chroma
+	@mkdir -p .cache
+	@$(CHROMA_VENV)/bin/chroma run --path .cache/chroma --host 127.0.0.1 --port $(CHROMA_PORT) \
+		> .cache/chroma.log 2>&1 & echo $$! > .cache/chroma.pid
+	@for i in $$(seq 50); do curl -sf http://127.0.0.1:$(CHROMA_PORT)/api/v2/heartbeat >/dev/null \
+		&& { echo ">> chroma on 127.0.0.1:$(CHROMA_PORT) (pid $$(cat .cache/chroma.pid))"; exit 0; }; \
+		sleep 0.2; done; echo ">> chroma did not start: .cache/chroma.log"; exit 1
+
+chroma-stop: ## stop the server chroma-start started
+	@test -f .cache/chroma.pid && kill $$(cat .cache/chroma.pid) && rm .cache/chroma.pid \
+		&& echo ">> chroma stopped" || echo ">> no chroma started here"
+
 compare: install ## compare the latest sweep in ./mlflow.db (paired tests against the best, plots)
 	$(PY) -m sweep.cli compare
 
@@ -64,6 +84,9 @@ bench: install ## sweep cost vs bare encoding on COVID-QA (cold, warm, static); 
 REPRO_OUT ?= /tmp/chunk-sweep-repro-chroma
 repro-chroma: install ## Chroma's chunking table, ours beside theirs -> $(REPRO_OUT)/repro_chroma.csv; needs ../shared/data
 	$(PY) benchmarks/repro_chroma.py --out $(REPRO_OUT)
+
+bench-index: install ## exact vs FAISS HNSW vs IVF-PQ at 10k/100k random 384-d vectors (SIZES=...)
+	$(PY) benchmarks/bench_index.py --sizes $(or $(SIZES),10000,100000)
 
 lint: install ## ruff, then the import contracts (pyproject.toml [tool.importlinter])
 	$(PY) -m ruff check src tests

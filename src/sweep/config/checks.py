@@ -45,6 +45,9 @@ def check_config(cfg: Config) -> None:
                          f"(one of: {', '.join(names)})")
     if cfg.embedding.batch_size < 1:
         raise SweepError(f"embedding.batch_size={cfg.embedding.batch_size} must be >= 1")
+    from sweep.config.specs import index_spec
+
+    index_spec(cfg).validate()
     check_generation(cfg)
 
 

@@ -14,7 +14,8 @@ from typing import Any
 
 # Sections whose settings can change a retrieval metric. Exported into winners and compared by
 # the baseline gate in this order.
-RESULT_SECTIONS: tuple[str, ...] = ("chunk", "embedding", "retrieval", "rerank", "eval")
+RESULT_SECTIONS: tuple[str, ...] = ("chunk", "embedding", "retrieval", "rerank", "index",
+                                     "eval")
 
 # Sections that change results only when the generation half runs.
 GENERATION_SECTIONS: tuple[str, ...] = ("generation", "judge")
@@ -32,6 +33,7 @@ UNHASHED_KEYS: Mapping[str, tuple[str, ...]] = {
     "embedding": ("batch_size",),
     "retrieval": ("diagnose",),
     "rerank": ("batch_size",),
+    "index": ("host", "port"),  # where the Chroma server runs, not what it holds
     "eval": ("latency_sample",),
     "generation": ("timeout_s", "max_retries", "concurrency", "price_input_per_mtok",
                    "price_output_per_mtok", "api_key_env"),
@@ -47,13 +49,23 @@ def _method(plain: Mapping[str, Any], section: str) -> str:
     return str((plain.get(section) or {}).get("method", "none"))
 
 
+def _off(plain: Mapping[str, Any], section: str) -> bool:
+    if section == "rerank":
+        return _method(plain, "rerank") == "none"
+    if section == "index":  # exact search is what every run did before the index axis
+        return str((plain.get("index") or {}).get("kind", "exact")) == "exact"
+    return False
+
+
 def active_sections(plain: Mapping[str, Any]) -> tuple[str, ...]:
     """The result-defining sections that are switched on in this configuration.
 
     A stage that is off cannot change a number, so its settings stay out: the rerank section
-    counts only with a reranker, generation only when it runs, the judge only when it runs too.
+    counts only with a reranker, the index only when it is not exact search (so an exact
+    configuration keeps the hash it had before the index axis), generation only when it
+    runs, the judge only when it runs too.
     """
-    out = [s for s in RESULT_SECTIONS if s != "rerank" or _method(plain, "rerank") != "none"]
+    out = [s for s in RESULT_SECTIONS if not _off(plain, s)]
     if _method(plain, "generation") != "none":
         out.append("generation")
         if _method(plain, "judge") != "none":

@@ -67,6 +67,22 @@ class RerankMethod(StrEnum):
     cross_encoder = "cross_encoder"
 
 
+class IndexKind(StrEnum):
+    exact = "exact"
+    hnsw = "hnsw"
+    ivf_flat = "ivf_flat"
+    ivf_pq = "ivf_pq"
+    scalar = "scalar"
+    binary = "binary"
+    chroma = "chroma"
+
+
+class Quantizer(StrEnum):
+    int8 = "int8"
+    int4 = "int4"
+    fp16 = "fp16"
+
+
 class GenerationMethod(StrEnum):
     none = "none"
     extractive = "extractive"
@@ -137,6 +153,31 @@ class RerankConfig:
     pool: int = 50
     batch_size: int = 32
     max_length: int = 512
+
+
+@dataclass
+class IndexConfig:
+    """The vector index the dense stage searches (README, "Index"). ``exact`` is the numpy
+    search and the reference every other kind is measured against (the ANN tax)."""
+
+    kind: IndexKind = IndexKind.exact
+    # hnsw (FAISS IndexHNSWFlat): graph degree, build and search beam widths.
+    M: int = 32
+    ef_construction: int = 200
+    ef_search: int = 64
+    # ivf_flat / ivf_pq: coarse cells, cells visited per query, PQ sub-vectors (bytes/vector).
+    nlist: int = 64
+    nprobe: int = 8
+    pq_m: int = 16
+    # scalar: the stored vector's component type.
+    quantizer: Quantizer = Quantizer.int8
+    # binary: sign bits searched by Hamming distance, then this many times the depth
+    # rescored with the float vectors.
+    rescore: int = 4
+    seed: int = 0  # k-means seed of IVF training
+    # chroma: a Chroma server (`make chroma-start`); M, ef_construction, ef_search set its HNSW.
+    host: str = "127.0.0.1"
+    port: int = 8000
 
 
 @dataclass
@@ -218,6 +259,7 @@ class Config:
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     rerank: RerankConfig = field(default_factory=RerankConfig)
+    index: IndexConfig = field(default_factory=IndexConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     judge: JudgeConfig = field(default_factory=JudgeConfig)

@@ -12,6 +12,7 @@ from sweep.chunking.chunkers import ChunkSpec
 from sweep.config.schema import Config
 from sweep.embedding.models import EmbeddingSpec
 from sweep.evaluation.evaluate import EvalSpec
+from sweep.retrieval.index import IndexSpec
 from sweep.retrieval.rerank import RerankSpec
 
 
@@ -34,3 +35,9 @@ def rerank_spec(cfg: Config) -> RerankSpec:
 def eval_spec(cfg: Config) -> EvalSpec:
     e = cfg.eval
     return EvalSpec(tuple(e.k), e.prompt_k, e.token_budget, e.min_overlap, e.span_mode.value)
+
+
+def index_spec(cfg: Config) -> IndexSpec:
+    i = cfg.index
+    return IndexSpec(i.kind.value, i.M, i.ef_construction, i.ef_search, i.nlist, i.nprobe,
+                     i.pq_m, i.quantizer.value, i.rescore, i.seed, i.host, i.port)

@@ -23,7 +23,7 @@ from typing import Any
 from sweep.common.errors import SweepError
 from sweep.common.mapping import flatten
 from sweep.common.paths import PROJECT_ROOT
-from sweep.config.identity import RESULT_SECTIONS, unhashed_flat_keys
+from sweep.config.identity import RESULT_SECTIONS, active_sections, unhashed_flat_keys
 
 BASELINE_PATH = PROJECT_ROOT / "evals" / "baseline.json"
 GATED = ("recall_at_5", "mrr", "evidence_recall_at_5")
@@ -102,8 +102,11 @@ def lowered(old: Mapping[str, float], new: Mapping[str, float], metrics: Sequenc
 
 
 def config_differences(base: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
-    a = flatten({k: base.get(k, {}) for k in RESULT_SECTIONS})
-    b = flatten({k: now.get(k, {}) for k in RESULT_SECTIONS})
+    # Sections switched off on both sides change no number (a baseline written before the
+    # index axis has no index section; exact search is what it ran).
+    used = set(active_sections(base)) | set(active_sections(now))
+    a = flatten({k: base.get(k, {}) for k in RESULT_SECTIONS if k in used})
+    b = flatten({k: now.get(k, {}) for k in RESULT_SECTIONS if k in used})
     return [f"{k}={b.get(k)} (baseline {a.get(k)})" for k in sorted(set(a) | set(b))
             if a.get(k) != b.get(k) and k not in unhashed_flat_keys()]
 

@@ -46,6 +46,7 @@ WINNERS_DIR = PROJECT_ROOT / "experiments" / "winners"
 # Params that never make a configuration different.
 _IGNORED_PARAM_PREFIXES = ("tracking.",)
 _LOWER_IS_BETTER = ("context_tokens_", "latency_", "time_", "index_bytes_", "index_build_",
+                    "ann_tax_", "ann_lost_",
                     "n_orphans", "truncated_fraction", "n_oversize", "retrieval_tax",
                     "ungraded_count", "n_ungraded", "n_retrieval_bug", "n_generation_bug",
                     "n_oracle_fail", "cost_estimate_usd", "gen_", "judge_")
@@ -232,6 +233,9 @@ def winner_name(config: Mapping[str, Any]) -> str:
         parts.append(str(method))
     if config.get("rerank", {}).get("method", "none") != "none":
         parts.append("rerank")
+    kind = (config.get("index") or {}).get("kind", "exact")
+    if kind != "exact":
+        parts.append(str(kind).replace("_", "-"))
     return re.sub(r"[^A-Za-z0-9._-]+", "-", "-".join(parts)).strip("-").lower()
 
 
@@ -376,8 +380,10 @@ def ranked_table(uri: str, experiment: str | None, sweep: str, metric: str | Non
     for i, rec in enumerate(rows):
         rec["rank"] = i + 1
     shown = [metric]
+    # The ANN tax columns appear when the sweep has an approximate index.
     for name in (f"recall_at_{prompt_k}", "mrr", f"evidence_recall_at_{prompt_k}",
-                 "evidence_recall_at_budget", cost, latency):
+                 "evidence_recall_at_budget", cost, latency, "ann_overlap_at_10",
+                 f"ann_tax_{metric}", "ann_tax_mrr", "index_bytes_ann"):
         if name not in shown and name in metric_cols:
             shown.append(name)
     return SweepTable(parent, metric, swept, shown, rows, {}, cost, latency, n_failed)

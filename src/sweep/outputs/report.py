@@ -32,6 +32,9 @@ TABLE_METRICS = [
     "recall_at_5", "mrr", "ndcg_at_5", "evidence_recall_at_5", "evidence_recall_at_budget",
     "context_tokens_at_5", "latency_end_to_end_p50_ms", "n_chunks", "n_orphans",
     "answer_accuracy_oracle", "answer_accuracy_live", "retrieval_tax",
+    # Only in sweeps with an approximate index (exact search reports none of them).
+    "ann_overlap_at_10", "ann_tax_recall_at_5", "ann_tax_mrr", "index_build_ann_s",
+    "index_bytes_ann",
 ]
 
 

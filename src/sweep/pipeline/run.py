@@ -8,6 +8,8 @@ launcher pays for it once.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import logging
 import time
 from collections.abc import Iterator
@@ -31,7 +33,7 @@ from sweep.common.sqlite import parts_key
 from sweep.config.compose import to_container
 from sweep.config.identity import config_hash
 from sweep.config.schema import Config
-from sweep.config.specs import chunk_spec, embedding_spec, eval_spec, rerank_spec
+from sweep.config.specs import chunk_spec, embedding_spec, eval_spec, index_spec, rerank_spec
 from sweep.data.corpus import Document, corpus_fingerprint, load_corpus
 from sweep.data.golden import (
     GoldenSet,
@@ -42,7 +44,7 @@ from sweep.data.golden import (
 )
 from sweep.embedding.cache import get_cache
 from sweep.embedding.models import Embedder, get_embedder
-from sweep.evaluation.evaluate import evaluate
+from sweep.evaluation.evaluate import EvalSpec, evaluate
 from sweep.evaluation.metrics import covered_chars
 from sweep.evaluation.misses import diagnose_misses, miss_views, truncation_cuts
 from sweep.evaluation.relevance import ChunkLocator, CorpusIndex, ResolvedItem, resolve_all
@@ -61,9 +63,10 @@ from sweep.generation.run import (
     run_generation,
 )
 from sweep.retrieval.bm25 import BM25Index, stopwords_for
-from sweep.retrieval.ranking import Ranking
+from sweep.retrieval.index import IndexSpec, VectorIndex, build_index, overlap_at_k
+from sweep.retrieval.ranking import Ranking, tiebreak_order
 from sweep.retrieval.rerank import CrossEncoderReranker, get_reranker
-from sweep.retrieval.search import ConfigSearch, latency_summary
+from sweep.retrieval.search import ConfigSearch, SearchResult, latency_summary
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +90,9 @@ class _Memo:
     bm25: dict[tuple, tuple[BM25Index, float]] = field(default_factory=dict)
     goldens: dict[str, GoldenSet] = field(default_factory=dict)
     resolved: dict[tuple, list[ResolvedItem]] = field(default_factory=dict)
+    # The last approximate index built (the scored pass and the latency pass share it);
+    # one only, as an index can be as large as the vectors.
+    ann: dict[tuple, VectorIndex] = field(default_factory=dict)
 
 
 _MEMO = _Memo()
@@ -144,12 +150,69 @@ def truncation(embedder: Embedder, texts: list[str], name: str) -> float:
     return over / len(lengths)
 
 
+def index_for(spec: IndexSpec, chunks: list[Chunk], chunk_vecs: np.ndarray) -> VectorIndex:
+    """The approximate index of ``spec`` over these vectors, built once for both passes."""
+    key = (spec, parts_key([c.chunk_id for c in chunks]),
+           hashlib.sha256(np.ascontiguousarray(chunk_vecs).tobytes()).hexdigest())
+    if key not in _MEMO.ann:
+        _MEMO.ann.clear()
+        tiebreak = tiebreak_order([c.chunk_id for c in chunks])
+        _MEMO.ann[key] = build_index(spec, chunk_vecs, tiebreak)
+    return _MEMO.ann[key]
+
+
 def make_search(chunks: list[Chunk], method: str, cfg: Config, chunk_vecs: np.ndarray | None,
                 bm25: BM25Index | None, reranker: CrossEncoderReranker | None) -> ConfigSearch:
     r = cfg.retrieval
+    spec = index_spec(cfg)
+    index = (index_for(spec, chunks, chunk_vecs)
+             if chunk_vecs is not None and spec.kind != "exact" else None)
     return ConfigSearch(chunks, method, r.depth, chunk_vecs=chunk_vecs, bm25=bm25,
                         rrf_k=r.rrf_k, dense_weight=r.dense_weight, bm25_weight=r.bm25_weight,
-                        reranker=reranker, pool=cfg.rerank.pool)
+                        reranker=reranker, pool=cfg.rerank.pool, index=index)
+
+
+def index_report(cfg: Config, search: ConfigSearch, results: list[SearchResult],
+                 query_vecs: np.ndarray | None, resolved: list[ResolvedItem], espec: EvalSpec,
+                 summary: dict[str, float], rows: list[dict[str, Any]],
+                 texts: dict[str, str] | None = None) -> dict[str, float]:
+    """The ANN tax of an approximate index: the same configuration searched exactly over the
+    same vectors (in memory already), scored the same way. Returns the index metrics and adds
+    each question's exact and index rank of its first relevant chunk to ``rows``. Exact
+    search is the reference and reports nothing."""
+    index = search.index
+    if index is None or search.chunk_vecs is None:
+        return {}
+    exact = dataclasses.replace(search, index=None).run_all(
+        [r.item.question for r in resolved], query_vecs)
+    exact_summary, exact_rows = evaluate(resolved, search.chunks, [r.final for r in exact],
+                                         espec, texts=texts)
+    out = overlap_at_k([r.dense for r in exact if r.dense is not None],
+                       [r.dense for r in results if r.dense is not None], espec.k)
+    for name in sorted({cfg.eval.headline, "mrr"}):
+        if name in summary and name in exact_summary:
+            out[f"ann_tax_{name}"] = exact_summary[name] - summary[name]
+    out["index_build_ann_s"] = index.build_s
+    if index.nbytes:  # not observable for a server-side index
+        out["index_bytes_ann"] = float(index.nbytes)
+    lost = gained = 0
+    for row, ref in zip(rows, exact_rows, strict=True):
+        if row["status"] != "scored":
+            continue
+        mine, theirs = row["first_relevant_rank"], ref["first_relevant_rank"]
+        row["index_first_relevant_rank"] = mine
+        row["exact_first_relevant_rank"] = theirs
+        was, now = _in_top(theirs, espec.prompt_k), _in_top(mine, espec.prompt_k)
+        row["ann_flip"] = "lost" if was and not now else "gained" if now and not was else ""
+        lost += was and not now
+        gained += now and not was
+    out["ann_lost_at_prompt_k"] = float(lost)
+    out["ann_gained_at_prompt_k"] = float(gained)
+    return out
+
+
+def _in_top(rank: int | None, k: int) -> bool:
+    return rank is not None and rank <= k
 
 
 def measure_latency(chunks: list[Chunk], method: str, cfg: Config,
@@ -344,8 +407,11 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
                                     ix.embedder if uses_dense else None, counted)
     with stage_timer(timings, "eval_s"):
         diagnostics = {"dense": [r.dense for r in results], "bm25": [r.bm25 for r in results]}
-        summary, rows = evaluate(resolved, chunks, rankings, eval_spec(cfg), diagnostics,
-                                 {d.doc_id: d.text for d in docs})
+        texts = {d.doc_id: d.text for d in docs}
+        espec = eval_spec(cfg)
+        summary, rows = evaluate(resolved, chunks, rankings, espec, diagnostics, texts)
+        ix.metrics.update(index_report(cfg, search, results, ix.query_vecs, resolved, espec,
+                                       summary, rows, texts))
         misses = miss_analysis(resolved, rows, chunks, docs, rankings, diagnostics,
                                cfg.eval.prompt_k, ix.embedder if uses_dense else None,
                                ix.truncated > 0)

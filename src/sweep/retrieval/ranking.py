@@ -1,7 +1,8 @@
 """First-stage retrieval over one configuration's chunks.
 
-Exact search only: an evaluation must not carry ANN noise. Every ranking is deterministic:
-equal scores are ordered by chunk id.
+Exact search here: it is the reference an approximate index (`retrieval.index`) is measured
+against, so that the ANN tax is reported rather than mixed into the chunking's numbers.
+Every ranking is deterministic: equal scores are ordered by chunk id.
 """
 
 from __future__ import annotations

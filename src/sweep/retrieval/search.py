@@ -16,6 +16,7 @@ import numpy as np
 
 from sweep.chunking.chunkers import Chunk
 from sweep.retrieval.bm25 import BM25Index
+from sweep.retrieval.index import VectorIndex
 from sweep.retrieval.ranking import (
     Ranking,
     dense_search,
@@ -49,6 +50,9 @@ class ConfigSearch:
     pool: int = 50
     # Embeds a question given without its vector; that call is timed as query_embed.
     encode_query: Callable[[str], np.ndarray] | None = None
+    # The dense stage searches this index when given (built over ``chunk_vecs``); without
+    # one it is the exact numpy search.
+    index: VectorIndex | None = None
     tiebreak: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
@@ -65,7 +69,7 @@ class ConfigSearch:
         latency pass measures them with `run`, one question at a time)."""
         if self.chunk_vecs is None or query_vecs is None:
             return [self.run(q) for q in questions]
-        dense = dense_search(query_vecs, self.chunk_vecs, self.tiebreak, self.depth)
+        dense = self._dense(query_vecs)
         return [self.run(q, dense=d) for q, d in zip(questions, dense, strict=True)]
 
     def run(self, question: str, query_vec: np.ndarray | None = None,
@@ -86,8 +90,7 @@ class ConfigSearch:
             elif query_ms is not None:
                 times["query_embed"] = embed_ms = query_ms
             t = time.perf_counter()
-            dense = dense_search(query_vec[None, :], self.chunk_vecs, self.tiebreak,
-                                 self.depth)[0]
+            dense = self._dense(query_vec[None, :])[0]
             times["dense_search"] = _ms(t)
         if self.bm25 is not None:
             t = time.perf_counter()
@@ -111,6 +114,12 @@ class ConfigSearch:
             times["rerank"] = _ms(t)
         times["end_to_end"] = _ms(start) + embed_ms
         return SearchResult(final, dense, bm25, times)
+
+    def _dense(self, query_vecs: np.ndarray) -> list[Ranking]:
+        assert self.chunk_vecs is not None
+        if self.index is not None:
+            return self.index.search(query_vecs, self.depth)
+        return dense_search(query_vecs, self.chunk_vecs, self.tiebreak, self.depth)
 
 
 def _ms(since: float) -> float:

@@ -19,7 +19,7 @@ from sweep.config.identity import (
 from sweep.config.schema import Config
 
 # Every optional stage switched on, so that each of its keys can count.
-ALL_ON = ["rerank=cross_encoder", "generation=openai", "generation.model=m",
+ALL_ON = ["rerank=cross_encoder", "index=hnsw", "generation=openai", "generation.model=m",
           "judge=openai", "judge.model=j"]
 
 
@@ -106,4 +106,15 @@ def test_settings_of_a_stage_that_is_off_change_nothing() -> None:
     plain = _plain([])
     assert config_hash(plain, "c", "g") == config_hash(
         _plain(["rerank.model=/elsewhere", "rerank.pool=20", "generation.model=x",
-                "judge.model=y"]), "c", "g")
+                "judge.model=y", "index.ef_search=8", "index.nlist=4"]), "c", "g")
+
+
+def test_exact_search_keeps_the_hash_from_before_the_index_axis() -> None:
+    # Exact search is what every run did before `index` existed: its results, and so its
+    # hash, must not change (resume and the baseline gate depend on it).
+    plain = _plain([])
+    before = {k: v for k, v in plain.items() if k != "index"}
+    assert config_hash(plain, "c", "g") == config_hash(before, "c", "g")
+    assert config_hash(_plain(["index=hnsw"]), "c", "g") != config_hash(plain, "c", "g")
+    assert config_hash(_plain(["index=hnsw", "index.ef_search=8"]), "c", "g") != \
+        config_hash(_plain(["index=hnsw"]), "c", "g")

@@ -163,6 +163,7 @@ CONFIG = {
     "embedding": {"name": "minilm", "family": "sentence_transformers"},
     "retrieval": {"method": "dense", "depth": 100},
     "rerank": {"method": "none"},
+    "index": {"kind": "exact", "ef_search": 64},
     "eval": {"k": [1, 3, 5, 10], "prompt_k": 5, "headline": "recall_at_5"},
     "tracking": {"enabled": True, "uri": "sqlite:////p/mlflow.db"},
 }
@@ -173,12 +174,14 @@ def test_winner_name():
     other = {**CONFIG, "embedding": {"name": "sentence-transformers/all-mpnet-base-v2"},
              "retrieval": {"method": "hybrid"}, "rerank": {"method": "cross_encoder"}}
     assert decide.winner_name(other) == "heading-256-ov0-path-all-mpnet-base-v2-hybrid-rerank"
+    approx = {**CONFIG, "index": {"kind": "ivf_pq"}}
+    assert decide.winner_name(approx) == "heading-256-ov0-path-minilm-ivf-pq"
 
 
 def test_winner_sections_drop_default_paths_and_tracking():
     defaults = {"corpus": CONFIG["corpus"], "golden": CONFIG["golden"]}
     sections = decide.winner_sections(CONFIG, defaults)
-    assert list(sections) == ["chunk", "embedding", "retrieval", "rerank", "eval"]
+    assert list(sections) == ["chunk", "embedding", "retrieval", "rerank", "index", "eval"]
     moved = {**CONFIG, "golden": {"name": "mine", "path": "/x/golden.jsonl"}}
     assert "golden" in decide.winner_sections(moved, defaults)
     assert "corpus" not in decide.winner_sections(moved, defaults)

@@ -1,0 +1,338 @@
+"""The vector index the dense stage searches: exact (the reference) or approximate (FAISS).
+
+Every index answers like `ranking.dense_search`: per query a `Ranking` of chunk indices, best
+first, equal scores ordered by chunk id, at most ``depth`` long. Scores are what the index
+reports (exact inner products for HNSW and IVF-Flat, approximate ones for PQ and the scalar
+quantisers, rescored exact ones for binary), so hybrid fusion and reranking work on top of
+any of them unchanged.
+
+Determinism: FAISS builds run single-threaded (`_single_thread`), and IVF k-means is seeded,
+so one configuration gives the same rankings run after run; searching is per query and does
+not depend on the thread count.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from sweep.common.errors import SweepError
+from sweep.retrieval.ranking import Ranking, dense_search
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    kind: str = "exact"  # exact | hnsw | ivf_flat | ivf_pq | scalar | binary | chroma
+    M: int = 32
+    ef_construction: int = 200
+    ef_search: int = 64
+    nlist: int = 64
+    nprobe: int = 8
+    pq_m: int = 16
+    quantizer: str = "int8"  # scalar: int8 | int4 | fp16
+    rescore: int = 4
+    seed: int = 0
+    host: str = "127.0.0.1"
+    port: int = 8000
+
+    def validate(self) -> IndexSpec:
+        for name in ("M", "ef_construction", "ef_search", "nlist", "nprobe", "pq_m", "rescore"):
+            if getattr(self, name) < 1:
+                raise SweepError(f"index.{name}={getattr(self, name)} must be >= 1")
+        if self.kind not in BUILDERS:
+            raise SweepError(f"index.kind={self.kind!r} is not one of {', '.join(BUILDERS)}")
+        return self
+
+
+class VectorIndex(Protocol):
+    kind: str
+    build_s: float  # seconds to build (train + add); 0 for exact search
+    nbytes: int  # size of the index: the serialised FAISS index, or the float matrix
+
+    def search(self, query_vecs: np.ndarray, depth: int) -> list[Ranking]: ...
+
+
+@dataclass
+class ExactIndex:
+    """Today's search: one matrix product over the normalised float32 vectors."""
+
+    vecs: np.ndarray
+    tiebreak: np.ndarray
+    kind: str = "exact"
+    build_s: float = 0.0
+    nbytes: int = 0
+
+    def __post_init__(self) -> None:
+        self.nbytes = int(self.vecs.nbytes)
+
+    def search(self, query_vecs: np.ndarray, depth: int) -> list[Ranking]:
+        return dense_search(query_vecs, self.vecs, self.tiebreak, depth)
+
+
+def _rankings(scores: np.ndarray, ids: np.ndarray, tiebreak: np.ndarray) -> list[Ranking]:
+    """FAISS result rows -> Rankings: missing slots (-1) dropped, ties ordered by chunk id
+    (FAISS orders equal scores by its own heap, not by id)."""
+    out = []
+    for row_s, row_i in zip(scores, ids, strict=True):
+        keep = row_i >= 0
+        idx, sc = row_i[keep].astype(np.int64), row_s[keep]
+        order = np.lexsort((tiebreak[idx], -sc))
+        out.append(Ranking(tuple(idx[order].tolist()), tuple(sc[order].tolist())))
+    return out
+
+
+@dataclass
+class FaissIndex:
+    index: Any  # a faiss.Index
+    tiebreak: np.ndarray
+    kind: str
+    build_s: float
+    nbytes: int
+
+    def search(self, query_vecs: np.ndarray, depth: int) -> list[Ranking]:
+        k = min(depth, self.index.ntotal)
+        if k == 0:
+            return [Ranking((), ()) for _ in range(query_vecs.shape[0])]
+        scores, ids = self.index.search(_f32(query_vecs), k)
+        return _rankings(scores, ids, self.tiebreak)
+
+
+@dataclass
+class BinaryIndex:
+    """Sign bits searched by Hamming distance, the ``rescore * depth`` nearest rescored with
+    the float vectors (the usual binary-quantisation recipe)."""
+
+    index: Any  # a faiss.IndexBinaryFlat
+    vecs: np.ndarray
+    tiebreak: np.ndarray
+    rescore: int
+    kind: str
+    build_s: float
+    nbytes: int
+
+    def search(self, query_vecs: np.ndarray, depth: int) -> list[Ranking]:
+        n = self.index.ntotal
+        k = min(depth * self.rescore, n)
+        if k == 0:
+            return [Ranking((), ()) for _ in range(query_vecs.shape[0])]
+        _, cand = self.index.search(_bits(query_vecs), k)
+        out = []
+        for q, row in zip(query_vecs, cand, strict=True):
+            row = row[row >= 0].astype(np.int64)
+            scores = self.vecs[row] @ q
+            order = np.lexsort((self.tiebreak[row], -scores))[:depth]
+            out.append(Ranking(tuple(row[order].tolist()), tuple(scores[order].tolist())))
+        return out
+
+
+def _f32(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.float32)
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    return np.packbits(np.asarray(x) > 0, axis=1)
+
+
+def _faiss() -> Any:
+    # Imported on use: exact search needs no FAISS. Its loader logs each CPU build it tries.
+    logging.getLogger("faiss.loader").setLevel(logging.WARNING)
+    import faiss
+
+    return faiss
+
+
+@contextmanager
+def _single_thread() -> Iterator[None]:
+    """FAISS builds with OpenMP; a parallel HNSW insert order depends on thread timing, so
+    the graph would differ run to run. One thread for the build makes it reproducible."""
+    faiss = _faiss()
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)
+
+
+def _need(n: int, at_least: int, what: str) -> None:
+    if n < at_least:
+        raise SweepError(f"{what} needs at least {at_least} vectors to train; this "
+                         f"configuration has {n} chunks (lower it or use a larger corpus)")
+
+
+def _hnsw(spec: IndexSpec, vecs: np.ndarray) -> Any:
+    faiss = _faiss()
+    index = faiss.IndexHNSWFlat(vecs.shape[1], spec.M, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = spec.ef_construction
+    index.add(vecs)
+    index.hnsw.efSearch = spec.ef_search
+    return index
+
+
+def _ivf(spec: IndexSpec, vecs: np.ndarray, pq: bool) -> Any:
+    faiss = _faiss()
+    n, d = vecs.shape
+    _need(n, spec.nlist, f"index.nlist={spec.nlist}")
+    coarse = faiss.IndexFlatIP(d)
+    if pq:
+        if d % spec.pq_m:
+            raise SweepError(f"index.pq_m={spec.pq_m} must divide the vector dimension {d}")
+        _need(n, 256, f"index.kind=ivf_pq (256 codes per sub-vector, index.pq_m={spec.pq_m})")
+        index = faiss.IndexIVFPQ(coarse, d, spec.nlist, spec.pq_m, 8,
+                                 faiss.METRIC_INNER_PRODUCT)
+        index.pq.cp.seed = spec.seed
+    else:
+        index = faiss.IndexIVFFlat(coarse, d, spec.nlist, faiss.METRIC_INNER_PRODUCT)
+    index.cp.seed = spec.seed
+    index.cp.verbose = False
+    index.train(vecs)
+    index.add(vecs)
+    index.nprobe = min(spec.nprobe, spec.nlist)
+    return index
+
+
+def _scalar(spec: IndexSpec, vecs: np.ndarray) -> Any:
+    faiss = _faiss()
+    qtype = {"int8": faiss.ScalarQuantizer.QT_8bit, "int4": faiss.ScalarQuantizer.QT_4bit,
+             "fp16": faiss.ScalarQuantizer.QT_fp16}.get(spec.quantizer)
+    if qtype is None:
+        raise SweepError(f"index.quantizer={spec.quantizer!r} is not one of int8, int4, fp16")
+    index = faiss.IndexScalarQuantizer(vecs.shape[1], qtype, faiss.METRIC_INNER_PRODUCT)
+    index.train(vecs)  # the per-dimension value ranges
+    index.add(vecs)
+    return index
+
+
+def _build_faiss(make: Callable[[IndexSpec, np.ndarray], Any]
+                 ) -> Callable[[IndexSpec, np.ndarray, np.ndarray], VectorIndex]:
+    def build(spec: IndexSpec, vecs: np.ndarray, tiebreak: np.ndarray) -> VectorIndex:
+        start = time.perf_counter()
+        with _single_thread():
+            index = make(spec, _f32(vecs))
+        build_s = time.perf_counter() - start
+        nbytes = len(_faiss().serialize_index(index))
+        return FaissIndex(index, tiebreak, spec.kind, build_s, nbytes)
+    return build
+
+
+def _build_binary(spec: IndexSpec, vecs: np.ndarray, tiebreak: np.ndarray) -> VectorIndex:
+    faiss = _faiss()
+    d = vecs.shape[1]
+    if d % 8:
+        raise SweepError(f"index.kind=binary needs a dimension divisible by 8 (got {d})")
+    start = time.perf_counter()
+    index = faiss.IndexBinaryFlat(d)
+    index.add(_bits(vecs))
+    build_s = time.perf_counter() - start
+    nbytes = len(faiss.serialize_index_binary(index))
+    return BinaryIndex(index, _f32(vecs), tiebreak, spec.rescore, spec.kind, build_s, nbytes)
+
+
+@dataclass
+class ChromaIndex:
+    """A collection on a Chroma server, searched over HTTP the way an application would.
+
+    Named by the content hash of the vectors (they are a function of the chunk texts and the
+    model fingerprint) and the HNSW settings, so identical chunkings share one collection and
+    a second run reuses it instead of rebuilding (``build_s`` is then 0)."""
+
+    collection: Any
+    tiebreak: np.ndarray
+    kind: str
+    build_s: float
+    nbytes: int = 0  # the server's memory is not observable from the client
+
+    def search(self, query_vecs: np.ndarray, depth: int) -> list[Ranking]:
+        k = min(depth, len(self.tiebreak))
+        res = self.collection.query(query_embeddings=_f32(query_vecs), n_results=k,
+                                    include=["distances"])
+        out = []
+        for ids, dist in zip(res["ids"], res["distances"], strict=True):
+            idx = np.array([int(i) for i in ids], dtype=np.int64)
+            sc = 1.0 - np.asarray(dist, dtype=np.float64)  # cosine distance -> cosine
+            order = np.lexsort((self.tiebreak[idx], -sc))
+            out.append(Ranking(tuple(idx[order].tolist()), tuple(sc[order].tolist())))
+        return out
+
+
+def chroma_collection_name(spec: IndexSpec, vecs: np.ndarray) -> str:
+    import hashlib
+
+    digest = hashlib.sha256(_f32(vecs).tobytes()).hexdigest()[:32]
+    return f"cs-{digest}-m{spec.M}-c{spec.ef_construction}-s{spec.ef_search}"
+
+
+def _build_chroma(spec: IndexSpec, vecs: np.ndarray, tiebreak: np.ndarray) -> VectorIndex:
+    try:
+        import chromadb
+    except ImportError:
+        raise SweepError("index=chroma needs the Chroma client",
+                         hint="pip install 'chunk-sweep[chroma]'") from None
+    url = f"http://{spec.host}:{spec.port}"
+    try:
+        client = chromadb.HttpClient(host=spec.host, port=spec.port,
+                                     settings=chromadb.Settings(anonymized_telemetry=False))
+        client.heartbeat()
+    except Exception as exc:  # the client raises its own types for a refused connection
+        raise SweepError(f"index=chroma: no Chroma server at {url} ({type(exc).__name__})",
+                         hint="start one with `make chroma-start` or set index.host/index.port"
+                         ) from None
+    start = time.perf_counter()
+    # embedding_function=None: vectors are always ours (Chroma's default would download a
+    # model on first use).
+    collection = client.get_or_create_collection(
+        chroma_collection_name(spec, vecs), embedding_function=None,
+        configuration={"hnsw": {"space": "cosine", "max_neighbors": spec.M,
+                                "ef_construction": spec.ef_construction,
+                                "ef_search": spec.ef_search}})
+    n = vecs.shape[0]
+    if collection.count() != n:  # new, or left half-written by an interrupted run
+        if collection.count():
+            client.delete_collection(collection.name)
+            return _build_chroma(spec, vecs, tiebreak)
+        step = client.get_max_batch_size()
+        for lo in range(0, n, step):
+            hi = min(lo + step, n)
+            collection.add(ids=[str(i) for i in range(lo, hi)], embeddings=_f32(vecs[lo:hi]))
+        build_s = time.perf_counter() - start
+    else:
+        build_s = 0.0
+    return ChromaIndex(collection, tiebreak, spec.kind, build_s)
+
+
+BUILDERS: dict[str, Callable[[IndexSpec, np.ndarray, np.ndarray], VectorIndex]] = {
+    "exact": lambda spec, vecs, tiebreak: ExactIndex(vecs, tiebreak),
+    "hnsw": _build_faiss(_hnsw),
+    "ivf_flat": _build_faiss(lambda spec, vecs: _ivf(spec, vecs, pq=False)),
+    "ivf_pq": _build_faiss(lambda spec, vecs: _ivf(spec, vecs, pq=True)),
+    "scalar": _build_faiss(_scalar),
+    "binary": _build_binary,
+    "chroma": _build_chroma,
+}
+
+
+def build_index(spec: IndexSpec, vecs: np.ndarray, tiebreak: np.ndarray) -> VectorIndex:
+    """The index of ``spec.kind`` over ``vecs`` (L2-normalised rows, one per chunk)."""
+    return BUILDERS[spec.validate().kind](spec, vecs, tiebreak)
+
+
+def overlap_at_k(exact: list[Ranking], approx: list[Ranking], ks: list[int] | tuple[int, ...]
+                 ) -> dict[str, float]:
+    """``ann_overlap_at_k``: per k, the mean over queries of the share of the exact top k
+    that the index's top k holds (1 = the index returned the exact neighbours)."""
+    out = {}
+    for k in sorted(set(ks)):
+        shares = []
+        for e, a in zip(exact, approx, strict=True):
+            want = set(e.indices[:k])
+            if want:
+                shares.append(len(want & set(a.indices[:k])) / len(want))
+        if shares:
+            out[f"ann_overlap_at_{k}"] = float(np.mean(shares))
+    return out
