@@ -11,6 +11,24 @@ from sweep.common.errors import SweepError
 from sweep.config.schema import conf_dir, register
 
 
+def _refuse_secrets(argv: list[str]) -> None:
+    """Hydra writes the composed config to ``.hydra/`` before the job function runs, so a
+    secret-looking key is refused here, before Hydra starts."""
+    from hydra._internal.utils import get_args_parser
+
+    from sweep.config.compose import preflight_secrets
+
+    try:
+        args = get_args_parser().parse_args(argv)
+    except SystemExit:  # Hydra prints its own usage error
+        return
+    try:
+        preflight_secrets(args.overrides, config_name=args.config_name or "config")
+    except SweepError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)
+
+
 def main() -> None:
     register()
     try:
@@ -18,6 +36,7 @@ def main() -> None:
     except SweepError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)
+    _refuse_secrets(sys.argv[1:])
     hydra.main(version_base="1.3", config_path=config_path, config_name="config")(job)()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import is_dataclass
 from typing import Any
@@ -9,6 +10,10 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from sweep.common.errors import SweepError
+from sweep.common.secret import HINT, find_secrets, is_secret_key, secret_error
+
+# `scheme://user[:password]@` anywhere in an override's text (also inside a sweep list).
+_URL_CREDENTIALS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s,\]\[]+@")
 
 
 def to_container(cfg: Any) -> dict[str, Any]:
@@ -53,12 +58,82 @@ def compose(overrides: Sequence[str]) -> Any:
     from sweep.config.schema import Config, conf_dir, register
 
     register()
+    refuse_secrets(overrides)
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3",
                                    job_name="sweep"):
             cfg = hydra_compose(config_name="config", overrides=list(overrides))
+        refuse_secrets_in(cfg)
         typed: Config = OmegaConf.to_object(cfg)  # type: ignore[assignment]
         return typed
     except (HydraException, OmegaConfBaseException) as exc:
         raise SweepError(config_error_line(exc)) from None
 
+
+
+def refuse_secrets_in(cfg: Any) -> None:
+    """A one-line `SweepError` when a composed config holds a secret-looking key or a URL
+    with credentials (from any section, an experiment file or a ``+`` override)."""
+    from omegaconf import OmegaConf
+
+    tree = OmegaConf.to_container(cfg, resolve=False) if OmegaConf.is_config(cfg) else cfg
+    if isinstance(tree, dict):
+        tree = {k: v for k, v in tree.items() if k != "hydra"}
+    for key, reason in find_secrets(tree):
+        raise SweepError(secret_error(key, reason), hint=HINT)
+
+
+def refuse_secrets(overrides: Sequence[str]) -> None:
+    """The same rule on the command-line overrides themselves, before anything is composed
+    (so ``generation.api_key=...`` gets this message, not Hydra's "use +")."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    for text in overrides:
+        try:
+            key = OverridesParser.create().parse_override(text).key_or_group
+        except HydraException:  # Hydra reports a malformed override itself
+            key = text.split("=", 1)[0]
+        if is_secret_key(key):
+            raise SweepError(secret_error(key.lstrip("+~"), "looks like a secret"), hint=HINT)
+        if _URL_CREDENTIALS.search(text.split("=", 1)[-1]):
+            raise SweepError(secret_error(key.lstrip("+~"),
+                                          "holds a URL with credentials (user:password@)"),
+                             hint=HINT)
+
+
+def preflight_secrets(overrides: Sequence[str], config_name: str = "config") -> None:
+    """`refuse_secrets` plus the composed config, for a Hydra run or multirun, BEFORE Hydra
+    writes ``.hydra/`` and ``multirun.yaml``: once with the plain overrides, and once per value
+    of each swept config group (``experiment=a,b``). A config that does not compose is left to
+    Hydra, which reports it (and then writes nothing either)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from sweep.config.schema import conf_dir, register
+
+    refuse_secrets(overrides)
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except Exception:
+        return
+    plain = [o.input_line for o in parsed if not o.is_sweep_override()]
+    variants = [plain]
+    for o in parsed:
+        if o.is_sweep_override() and "." not in o.key_or_group and not o.is_hydra_override():
+            try:
+                values = list(o.sweep_string_iterator())
+            except Exception:
+                continue
+            prefix = o.input_line.split("=", 1)[0]
+            variants += [[*plain, f"{prefix}={v}"] for v in values]
+    register()
+    for variant in variants:
+        try:
+            with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3",
+                                       job_name="sweep"):
+                cfg = hydra_compose(config_name=config_name, overrides=variant)
+        except Exception:
+            continue
+        refuse_secrets_in(cfg)

@@ -21,11 +21,11 @@ from sweep.common.paths import PROJECT_ROOT
 from sweep.common.mapping import flatten
 from sweep.common.errors import SweepError
 from sweep.common.net import connect_error
+from sweep.common.secret import is_secret_key, url_has_userinfo
 
 log = logging.getLogger(__name__)
 
 PARENT_ENV = "CHUNK_SWEEP_PARENT_RUN_ID"
-SECRET_KEYS = re.compile(r"(api[_-]?key|token|secret|password)", re.IGNORECASE)
 _MAX_PARAM = 6000
 
 
@@ -130,10 +130,11 @@ def git_sha() -> str:
 
 
 def redact(params: Mapping[str, Any]) -> dict[str, Any]:
-    """Values of secret-looking keys as ``***``; a ``*_env`` key names an environment variable
-    (``generation.api_key_env``), not a secret, and is kept."""
-    return {k: ("***" if SECRET_KEYS.search(k) and v and not k.endswith("_env") else v)
-            for k, v in params.items()}
+    """Values of secret-looking keys and URLs with credentials as ``***`` (the rule of
+    `sweep.common.secret`: ``api_key_env`` names a variable and ``chunk.tokenizer`` is no
+    secret, so both are kept). The config check refuses these; this is the second line."""
+    return {k: ("***" if v and (is_secret_key(k) or (isinstance(v, str) and url_has_userinfo(v)))
+                else v) for k, v in params.items()}
 
 
 def params_of(plain_config: Mapping[str, Any]) -> dict[str, str]:
