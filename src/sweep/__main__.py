@@ -13,10 +13,10 @@ from sweep.config.schema import conf_dir, register
 
 def _refuse_secrets(argv: list[str]) -> None:
     """Hydra writes the composed config to ``.hydra/`` before the job function runs, so a
-    secret-looking key is refused here, before Hydra starts."""
+    secret-looking key is refused here, before Hydra starts; so is an axis given twice."""
     from hydra._internal.utils import get_args_parser
 
-    from sweep.config.compose import preflight_secrets
+    from sweep.config.compose import check_duplicate_overrides, preflight_secrets
 
     try:
         args = get_args_parser().parse_args(argv)
@@ -24,6 +24,8 @@ def _refuse_secrets(argv: list[str]) -> None:
         return
     try:
         preflight_secrets(args.overrides, config_name=args.config_name or "config")
+        for warning in check_duplicate_overrides(args.overrides):
+            print(f"warning: {warning}", file=sys.stderr)
     except SweepError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)

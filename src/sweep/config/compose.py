@@ -137,3 +137,32 @@ def preflight_secrets(overrides: Sequence[str], config_name: str = "config") -> 
         except Exception:
             continue
         refuse_secrets_in(cfg)
+
+
+def check_duplicate_overrides(overrides: Sequence[str]) -> list[str]:
+    """A key (or config group) given twice: Hydra silently keeps the last one, so
+    ``-m chunk.size=128,256 chunk.size=512`` would run one job. Refused when either is a sweep
+    (an axis); otherwise returns one warning per repeated key."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except Exception:  # Hydra reports a malformed override itself
+        return []
+    seen: dict[str, Any] = {}
+    warnings = []
+    for o in parsed:
+        if o.is_delete():
+            continue
+        key = o.key_or_group + (f"@{o.package}" if o.package else "")
+        first = seen.get(key)
+        if first is None:
+            seen[key] = o
+            continue
+        if first.is_sweep_override() or o.is_sweep_override():
+            raise SweepError(f"config: {key} is given twice ({first.input_line} and "
+                             f"{o.input_line}); Hydra would keep only the last",
+                             hint=f"give every value in one list: {key}=a,b,c")
+        warnings.append(f"{key} is given twice ({first.input_line} and {o.input_line}); "
+                        f"using the last, {o.input_line}")
+    return warnings
