@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import is_dataclass
 from typing import Any
 
+import yaml
 from omegaconf import OmegaConf
 
 from sweep.common.errors import SweepError
@@ -46,6 +47,16 @@ def config_error_line(exc: BaseException) -> str:
     return "config: " + ": ".join(parts)
 
 
+def yaml_error_line(exc: BaseException) -> str:
+    """``config: FILE:LINE:COL: problem`` for a YAML syntax error in a config file (PyYAML's
+    marks are 0-based; shown 1-based, as editors count)."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc)
+    if mark is None:
+        return f"config: YAML error: {(str(exc).splitlines() or [''])[0]}"
+    return f"config: {mark.name}:{mark.line + 1}:{mark.column + 1}: {problem}"
+
+
 def compose(overrides: Sequence[str]) -> Any:
     """The composed config for ``overrides`` (Hydra's compose API, no job, no output dir)."""
     from hydra import compose as hydra_compose
@@ -68,6 +79,8 @@ def compose(overrides: Sequence[str]) -> Any:
         return typed
     except (HydraException, OmegaConfBaseException) as exc:
         raise SweepError(config_error_line(exc)) from None
+    except yaml.YAMLError as exc:
+        raise SweepError(yaml_error_line(exc)) from None
 
 
 
@@ -105,8 +118,9 @@ def refuse_secrets(overrides: Sequence[str]) -> None:
 def preflight_secrets(overrides: Sequence[str], config_name: str = "config") -> None:
     """`refuse_secrets` plus the composed config, for a Hydra run or multirun, BEFORE Hydra
     writes ``.hydra/`` and ``multirun.yaml``: once with the plain overrides, and once per value
-    of each swept config group (``experiment=a,b``). A config that does not compose is left to
-    Hydra, which reports it (and then writes nothing either)."""
+    of each swept config group (``experiment=a,b``). A YAML syntax error is reported here as
+    one ``file:line:col`` line (Hydra would print a traceback); any other composition error is
+    left to Hydra, which reports it (and then writes nothing either)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -134,6 +148,8 @@ def preflight_secrets(overrides: Sequence[str], config_name: str = "config") -> 
             with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3",
                                        job_name="sweep"):
                 cfg = hydra_compose(config_name=config_name, overrides=variant)
+        except yaml.YAMLError as exc:  # Hydra itself would print the whole YAML traceback
+            raise SweepError(yaml_error_line(exc)) from None
         except Exception:
             continue
         refuse_secrets_in(cfg)
