@@ -57,9 +57,29 @@ def _error_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+class _OwnLines(logging.Filter):
+    """Below WARNING, only the tool's and Hydra's own lines: a library that sets its logger to
+    DEBUG (``[bm25s][DEBUG] - Building index``) would drown them in a CI log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return (record.levelno >= logging.WARNING
+                or record.name.split(".", 1)[0] in ("sweep", "hydra", "__main__"))
+
+
+def _third_party_at_warning(verbose: Any) -> None:
+    # On the handlers, not the loggers: libraries imported later set their own levels.
+    # Hydra configures logging anew for each job, hence once per job.
+    if verbose:  # hydra.verbose=true (or a list of loggers): everything, as Hydra does
+        return
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, _OwnLines) for f in handler.filters):
+            handler.addFilter(_OwnLines())
+
+
 def job(cfg: DictConfig) -> float:
     """One configuration. Returns the headline metric (NaN when the job failed)."""
     hc = HydraConfig.get()
+    _third_party_at_warning(hc.verbose)
     multirun = hc.mode == RunMode.MULTIRUN
     job_dir = Path(hc.runtime.output_dir)
     try:

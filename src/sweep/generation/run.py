@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 from sweep.chunking.chunkers import split_sentences
 from sweep.common.errors import SweepError
 from sweep.common.net import connect_error
+from sweep.common.progress import show_progress
 from sweep.common.secret import scrub
 from sweep.generation.cache import JudgeCache
 
@@ -324,7 +325,7 @@ class ChatClient:
             futures = {pool.submit(self.complete, m, temperature, max_tokens): i
                        for i, m in enumerate(batches)}
             for fut in tqdm(as_completed(futures), total=len(futures), desc=desc,
-                            disable=not progress, leave=False):
+                            disable=not show_progress(progress), leave=False):
                 out[futures[fut]] = fut.result()
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
