@@ -75,7 +75,28 @@ def client_for(uri: str) -> Any:
     from mlflow import MlflowClient
 
     preflight(uri)
-    return MlflowClient(tracking_uri=uri)
+    db = sqlite_path(uri)
+    if db is None:
+        return MlflowClient(tracking_uri=uri)
+    # MLflow creates and migrates a SQLite store when the first client opens it; two sweeps
+    # starting at once on a new file would both run the migration and break the store
+    # (`table _alembic_tmp_experiments already exists`). One process at a time, under a lock
+    # on the store's path (the one `ensure_experiment` takes).
+    from filelock import FileLock, Timeout
+
+    try:
+        with FileLock(str(db) + ".lock", timeout=120):
+            client = MlflowClient(tracking_uri=uri)
+            client.search_experiments(max_results=1)  # opens (creates, migrates) the store now
+    except Timeout:
+        raise SweepError(f"tracking.uri={uri}: another process has held {db}.lock for 120 s",
+                         hint="wait for the other sweep, or use another tracking.uri") from None
+    except Exception as exc:
+        raise SweepError(f"tracking.uri={uri}: cannot open the MLflow store "
+                         f"({type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]})",
+                         hint="reports are still written to the job folder; fix the URI or "
+                         "set tracking.enabled=false") from None
+    return client
 
 
 def _artifact_location(uri: str, name: str) -> str | None:
