@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import hydra
@@ -39,7 +40,19 @@ def main() -> None:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)
     _refuse_secrets(sys.argv[1:])
-    hydra.main(version_base="1.3", config_path=config_path, config_name="config")(job)()
+    try:
+        hydra.main(version_base="1.3", config_path=config_path, config_name="config")(job)()
+    except KeyboardInterrupt:
+        # One line instead of a KeyboardInterrupt traceback, and the parent run closed KILLED
+        # instead of left RUNNING.
+        from sweep.cli.hydra_job import close_interrupted
+
+        print(close_interrupted(), file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # Not sys.exit: worker threads blocked in a network call (generation) would hold the
+        # exit until their timeout.
+        os._exit(130)
 
 
 if __name__ == "__main__":

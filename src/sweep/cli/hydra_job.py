@@ -217,6 +217,27 @@ def _check_output_dir(path: str) -> None:
         sys.exit(1)
 
 
+# (tracking uri, parent run id) of the sweep in progress, for closing it KILLED on Ctrl-C.
+ACTIVE_PARENT: tuple[str, str] | None = None
+
+
+def close_interrupted() -> str:
+    """Close the running sweep's parent run as KILLED (finished child runs stay as they are);
+    returns what to tell the user."""
+    global ACTIVE_PARENT
+    if ACTIVE_PARENT is None:
+        return "interrupted"
+    uri, parent = ACTIVE_PARENT
+    ACTIVE_PARENT = None
+    try:
+        tracking.set_tags(uri, parent, {"interrupted": "true"})
+        tracking.kill_run(uri, parent)
+    except SweepError as exc:
+        return f"interrupted (and could not close parent run {parent}: {exc})"
+    return (f"interrupted: parent run {parent} closed KILLED; the configurations that finished "
+            "are kept, and the same command resumes the rest")
+
+
 class MlflowSweepCallback(Callback):
     """One MLflow parent run per multirun, and the comparison table at its end."""
 
@@ -246,8 +267,12 @@ class MlflowSweepCallback(Callback):
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(1)
         os.environ[tracking.PARENT_ENV] = self.parent
+        global ACTIVE_PARENT
+        ACTIVE_PARENT = (self.uri, self.parent)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        global ACTIVE_PARENT
+        ACTIVE_PARENT = None
         sweep_dir = Path(str(config.hydra.sweep.dir))
         reports = [r for _, r in rp.read_reports(sweep_dir)]
         axes, rows = rp.comparison_rows(reports)

@@ -222,6 +222,12 @@ def finish_parent(uri: str, run_id: str, *, status: str, metrics: Mapping[str, f
         client.set_terminated(run_id, status=status)
 
 
+def kill_run(uri: str, run_id: str) -> None:
+    client = client_for(uri)
+    with _guard("closing the run", uri):
+        client.set_terminated(run_id, status="KILLED")
+
+
 def log_job(uri: str, experiment: str, *, run_name: str, plain_config: Mapping[str, Any],
             report: Mapping[str, Any], artifacts: Iterable[Path], artifact_dirs:
             Mapping[str, Path] | None = None, parent_run_id: str | None = None,
