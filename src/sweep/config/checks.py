@@ -23,7 +23,7 @@ def check_config(cfg: Config) -> None:
     if not 0 < cfg.eval.min_overlap <= 1:
         raise SweepError(f"eval.min_overlap={cfg.eval.min_overlap} must be in (0, 1]")
     # Name the key that asks for more than the depth gives: the one the user set.
-    for name, need in (("eval.prompt_k", cfg.eval.prompt_k), ("largest eval.k", max(cfg.eval.k))):
+    for name, need in (("largest eval.k", max(cfg.eval.k)), ("eval.prompt_k", cfg.eval.prompt_k)):
         if cfg.retrieval.depth < need:
             raise SweepError(f"retrieval.depth={cfg.retrieval.depth} must be at least the "
                              f"{name} ({need})")

@@ -344,6 +344,19 @@ def sweep_runs(uri: str, parent: Mapping[str, Any]) -> Any:
     import mlflow
 
     preflight(uri)
+    # mlflow.set_tracking_uri also exports MLFLOW_TRACKING_URI, which would then pick the
+    # store of everything this process runs later; put the variable back afterwards.
+    saved = os.environ.get("MLFLOW_TRACKING_URI")
+    try:
+        return _sweep_runs(uri, parent, mlflow)
+    finally:
+        if saved is None:
+            os.environ.pop("MLFLOW_TRACKING_URI", None)
+        else:
+            os.environ["MLFLOW_TRACKING_URI"] = saved
+
+
+def _sweep_runs(uri: str, parent: Mapping[str, Any], mlflow: Any) -> Any:
     with _read_guard(uri):
         mlflow.set_tracking_uri(uri)
         df = mlflow.search_runs(
