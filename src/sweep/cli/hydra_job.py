@@ -58,9 +58,29 @@ def _error_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+class _OwnLines(logging.Filter):
+    """Below WARNING, only the tool's and Hydra's own lines: a library that sets its logger to
+    DEBUG (``[bm25s][DEBUG] - Building index``) would drown them in a CI log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return (record.levelno >= logging.WARNING
+                or record.name.split(".", 1)[0] in ("sweep", "hydra", "__main__"))
+
+
+def _third_party_at_warning(verbose: Any) -> None:
+    # On the handlers, not the loggers: libraries imported later set their own levels.
+    # Hydra configures logging anew for each job, hence once per job.
+    if verbose:  # hydra.verbose=true (or a list of loggers): everything, as Hydra does
+        return
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, _OwnLines) for f in handler.filters):
+            handler.addFilter(_OwnLines())
+
+
 def job(cfg: DictConfig) -> float:
     """One configuration. Returns the headline metric (NaN when the job failed)."""
     hc = HydraConfig.get()
+    _third_party_at_warning(hc.verbose)
     multirun = hc.mode == RunMode.MULTIRUN
     job_dir = Path(hc.runtime.output_dir)
     try:
@@ -200,6 +220,27 @@ def _check_output_dir(path: str) -> None:
         sys.exit(1)
 
 
+# (tracking uri, parent run id) of the sweep in progress, for closing it KILLED on Ctrl-C.
+ACTIVE_PARENT: tuple[str, str] | None = None
+
+
+def close_interrupted() -> str:
+    """Close the running sweep's parent run as KILLED (finished child runs stay as they are);
+    returns what to tell the user."""
+    global ACTIVE_PARENT
+    if ACTIVE_PARENT is None:
+        return "interrupted"
+    uri, parent = ACTIVE_PARENT
+    ACTIVE_PARENT = None
+    try:
+        tracking.set_tags(uri, parent, {"interrupted": "true"})
+        tracking.kill_run(uri, parent)
+    except SweepError as exc:
+        return f"interrupted (and could not close parent run {parent}: {exc})"
+    return (f"interrupted: parent run {parent} closed KILLED; the configurations that finished "
+            "are kept, and the same command resumes the rest")
+
+
 class MlflowSweepCallback(Callback):
     """One MLflow parent run per multirun, and the comparison table at its end."""
 
@@ -229,8 +270,12 @@ class MlflowSweepCallback(Callback):
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(1)
         os.environ[tracking.PARENT_ENV] = self.parent
+        global ACTIVE_PARENT
+        ACTIVE_PARENT = (self.uri, self.parent)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        global ACTIVE_PARENT
+        ACTIVE_PARENT = None
         sweep_dir = Path(str(config.hydra.sweep.dir))
         reports = [r for _, r in rp.read_reports(sweep_dir)]
         axes, rows = rp.comparison_rows(reports)

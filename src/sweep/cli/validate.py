@@ -1,6 +1,6 @@
 """``sweep validate``: check a golden set against its corpus.
 
-    sweep validate [--strict] [--json] [overrides...]
+    sweep validate [--strict] [--json] [--all] [overrides...]
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from sweep.config.checks import check_config
 from sweep.config.compose import compose
 from sweep.data.golden import load_golden
-from sweep.data.validate import check_golden
+from sweep.data.validate import cap_problems, check_golden
 from sweep.pipeline.run import load_corpus_cached, resolve_golden
 
 
@@ -22,6 +22,8 @@ def cmd_validate(argv: Sequence[str]) -> int:
                                      description="Check a golden set against its corpus.")
     parser.add_argument("--strict", action="store_true", help="treat warnings as errors")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--all", action="store_true",
+                        help="print every problem (default: the first 5 per item, 200 in all)")
     parser.add_argument("overrides", nargs="*", help="config overrides, e.g. golden.path=FILE")
     args = parser.parse_args(argv)
 
@@ -42,8 +44,11 @@ def cmd_validate(argv: Sequence[str]) -> int:
                          for p in result.problems],
         }, indent=2))
     else:
-        for p in result.problems:
+        shown, notes = cap_problems(result.problems, per_item=0 if args.all else 5)
+        for p in shown:
             print(f"{p}" + ("" if p.severity == "error" else "  [warning]"))
+        for note in notes:
+            print(note)
         verdict = "FAILED" if failing else "OK"
         print(f"{verdict}: {golden.path}: {result.n_items} items checked against "
               f"{len(docs)} documents; {len(result.errors)} errors, "

@@ -25,9 +25,11 @@ def check_config(cfg: Config) -> None:
         raise SweepError(f"eval.token_budget={cfg.eval.token_budget} must be >= 1")
     if not 0 < cfg.eval.min_overlap <= 1:
         raise SweepError(f"eval.min_overlap={cfg.eval.min_overlap} must be in (0, 1]")
-    if cfg.retrieval.depth < max(max(cfg.eval.k), cfg.eval.prompt_k):
-        raise SweepError(f"retrieval.depth={cfg.retrieval.depth} must be at least the largest "
-                         f"eval.k ({max(cfg.eval.k)})")
+    # Name the key that asks for more than the depth gives: the one the user set.
+    for name, need in (("largest eval.k", max(cfg.eval.k)), ("eval.prompt_k", cfg.eval.prompt_k)):
+        if cfg.retrieval.depth < need:
+            raise SweepError(f"retrieval.depth={cfg.retrieval.depth} must be at least the "
+                             f"{name} ({need})")
     if cfg.retrieval.rrf_k < 1:
         raise SweepError(f"retrieval.rrf_k={cfg.retrieval.rrf_k} must be >= 1")
     if cfg.retrieval.dense_weight < 0 or cfg.retrieval.bm25_weight < 0:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import is_dataclass
 from typing import Any
 
+import yaml
 from omegaconf import OmegaConf
 
 from sweep.common.errors import SweepError
+from sweep.common.secret import HINT, find_secrets, is_secret_key, secret_error
+
+# `scheme://user[:password]@` anywhere in an override's text (also inside a sweep list).
+_URL_CREDENTIALS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s,\]\[]+@")
 
 
 def to_container(cfg: Any) -> dict[str, Any]:
@@ -41,6 +47,16 @@ def config_error_line(exc: BaseException) -> str:
     return "config: " + ": ".join(parts)
 
 
+def yaml_error_line(exc: BaseException) -> str:
+    """``config: FILE:LINE:COL: problem`` for a YAML syntax error in a config file (PyYAML's
+    marks are 0-based; shown 1-based, as editors count)."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc)
+    if mark is None:
+        return f"config: YAML error: {(str(exc).splitlines() or [''])[0]}"
+    return f"config: {mark.name}:{mark.line + 1}:{mark.column + 1}: {problem}"
+
+
 def compose(overrides: Sequence[str]) -> Any:
     """The composed config for ``overrides`` (Hydra's compose API, no job, no output dir)."""
     from hydra import compose as hydra_compose
@@ -53,12 +69,116 @@ def compose(overrides: Sequence[str]) -> Any:
     from sweep.config.schema import Config, conf_dir, register
 
     register()
+    refuse_secrets(overrides)
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3",
                                    job_name="sweep"):
             cfg = hydra_compose(config_name="config", overrides=list(overrides))
+        refuse_secrets_in(cfg)
         typed: Config = OmegaConf.to_object(cfg)  # type: ignore[assignment]
         return typed
     except (HydraException, OmegaConfBaseException) as exc:
         raise SweepError(config_error_line(exc)) from None
+    except yaml.YAMLError as exc:
+        raise SweepError(yaml_error_line(exc)) from None
 
+
+
+def refuse_secrets_in(cfg: Any) -> None:
+    """A one-line `SweepError` when a composed config holds a secret-looking key or a URL
+    with credentials (from any section, an experiment file or a ``+`` override)."""
+    from omegaconf import OmegaConf
+
+    tree = OmegaConf.to_container(cfg, resolve=False) if OmegaConf.is_config(cfg) else cfg
+    if isinstance(tree, dict):
+        tree = {k: v for k, v in tree.items() if k != "hydra"}
+    for key, reason in find_secrets(tree):
+        raise SweepError(secret_error(key, reason), hint=HINT)
+
+
+def refuse_secrets(overrides: Sequence[str]) -> None:
+    """The same rule on the command-line overrides themselves, before anything is composed
+    (so ``generation.api_key=...`` gets this message, not Hydra's "use +")."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    for text in overrides:
+        try:
+            key = OverridesParser.create().parse_override(text).key_or_group
+        except HydraException:  # Hydra reports a malformed override itself
+            key = text.split("=", 1)[0]
+        if is_secret_key(key):
+            raise SweepError(secret_error(key.lstrip("+~"), "looks like a secret"), hint=HINT)
+        if _URL_CREDENTIALS.search(text.split("=", 1)[-1]):
+            raise SweepError(secret_error(key.lstrip("+~"),
+                                          "holds a URL with credentials (user:password@)"),
+                             hint=HINT)
+
+
+def preflight_secrets(overrides: Sequence[str], config_name: str = "config") -> None:
+    """`refuse_secrets` plus the composed config, for a Hydra run or multirun, BEFORE Hydra
+    writes ``.hydra/`` and ``multirun.yaml``: once with the plain overrides, and once per value
+    of each swept config group (``experiment=a,b``). A YAML syntax error is reported here as
+    one ``file:line:col`` line (Hydra would print a traceback); any other composition error is
+    left to Hydra, which reports it (and then writes nothing either)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from sweep.config.schema import conf_dir, register
+
+    refuse_secrets(overrides)
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except Exception:
+        return
+    plain = [o.input_line for o in parsed if not o.is_sweep_override()]
+    variants = [plain]
+    for o in parsed:
+        if o.is_sweep_override() and "." not in o.key_or_group and not o.is_hydra_override():
+            try:
+                values = list(o.sweep_string_iterator())
+            except Exception:
+                continue
+            prefix = o.input_line.split("=", 1)[0]
+            variants += [[*plain, f"{prefix}={v}"] for v in values]
+    register()
+    for variant in variants:
+        try:
+            with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3",
+                                       job_name="sweep"):
+                cfg = hydra_compose(config_name=config_name, overrides=variant)
+        except yaml.YAMLError as exc:  # Hydra itself would print the whole YAML traceback
+            raise SweepError(yaml_error_line(exc)) from None
+        except Exception:
+            continue
+        refuse_secrets_in(cfg)
+
+
+def check_duplicate_overrides(overrides: Sequence[str]) -> list[str]:
+    """A key (or config group) given twice: Hydra silently keeps the last one, so
+    ``-m chunk.size=128,256 chunk.size=512`` would run one job. Refused when either is a sweep
+    (an axis); otherwise returns one warning per repeated key."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except Exception:  # Hydra reports a malformed override itself
+        return []
+    seen: dict[str, Any] = {}
+    warnings = []
+    for o in parsed:
+        if o.is_delete():
+            continue
+        key = o.key_or_group + (f"@{o.package}" if o.package else "")
+        first = seen.get(key)
+        if first is None:
+            seen[key] = o
+            continue
+        if first.is_sweep_override() or o.is_sweep_override():
+            raise SweepError(f"config: {key} is given twice ({first.input_line} and "
+                             f"{o.input_line}); Hydra would keep only the last",
+                             hint=f"give every value in one list: {key}=a,b,c")
+        warnings.append(f"{key} is given twice ({first.input_line} and {o.input_line}); "
+                        f"using the last, {o.input_line}")
+    return warnings

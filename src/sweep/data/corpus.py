@@ -165,6 +165,18 @@ def decode_file(path: Path, data: bytes) -> str:
         ) from None
 
 
+def _real(path: Path) -> Path | str:
+    try:
+        return path.resolve()
+    except OSError as exc:
+        return f"an unresolvable target ({exc.strerror})"
+
+
+def _inside(path: Path, real_root: Path) -> bool:
+    real = _real(path)
+    return isinstance(real, Path) and real.is_relative_to(real_root)
+
+
 def load_corpus(
     root: str | Path,
     *,
@@ -182,12 +194,19 @@ def load_corpus(
     if not root.is_dir():
         raise SweepError(f"corpus.path is not a folder: {root}")
     exts = {e.lower() for e in extensions}
+    real_root = root.resolve()
     paths = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in exts)
     docs: list[Document] = []
     seen: dict[str, str] = {}
     for path in paths:
         rel = path.relative_to(root).as_posix()
         if any(part.startswith(".") for part in Path(rel).parts):
+            continue
+        if not _inside(path, real_root):
+            # One rule for runs and the labelling page: a symlink out of the corpus folder (a
+            # home folder, /etc) is never indexed, scored or shown.
+            log.warning("skipped %s: a symlink to %s, outside the corpus folder", path,
+                        _real(path))
             continue
         try:
             size = path.stat().st_size

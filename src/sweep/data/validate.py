@@ -56,11 +56,49 @@ def check_golden(golden: GoldenSet, resolved: list[ResolvedItem], docs: list[Doc
     return ValidationResult(problems, len(golden.items))
 
 
+def cap_problems(problems: Sequence[Problem], per_item: int = 5, total: int = 200
+                 ) -> tuple[list[Problem], list[str]]:
+    """The problems to print and one note per cut: at most ``per_item`` per golden line and
+    ``total`` in all (``per_item=0``: everything). The counts in the summary stay complete."""
+    if per_item <= 0:
+        return list(problems), []
+    shown: list[Problem] = []
+    notes: list[str] = []
+    by_item: dict[tuple[str, int], list[Problem]] = {}
+    for p in problems:
+        by_item.setdefault((p.file, p.line), []).append(p)
+    for (file, line), group in by_item.items():
+        shown.extend(group[:per_item])
+        if len(group) > per_item:
+            where = f"{file}:{line}" if line else file
+            notes.append(f"{where}: ... and {len(group) - per_item} more problems for this "
+                         "item (--all shows every one)")
+    if len(shown) > total:
+        rest = len(problems) - total
+        return shown[:total], [f"... and {rest} more problems (--all shows every one)"]
+    return shown, notes
+
+
 # --------------------------------------------------------------------------- conflicting numbers
 
 # A number with its optional "$" and unit ("$15", "30 days", "15%"); public because the
 # labelling page (label.checks) suggests answer mentions with the same rule.
-NUMBER = re.compile(r"(?<![\w.])(\$)?(\d+(?:[.,]\d+)?)\s*(%|[A-Za-z]+)?")
+NUMBER = re.compile(
+    r"(?<![\w.])(\$)?(\d+(?:[.,]\d+)?)[ \t]*\n?[ \t]*"
+    r"(%|(?:(?:business|working|calendar)\s+)?[A-Za-z]+)?")
+# Only these make a number comparable across documents. Any word after a number used to
+# count ("00000 fits" vs "00050 fits"), which flooded a generated corpus with 10^6 warnings.
+UNITS = frozenset(word for group in (
+    "second seconds sec secs minute minutes min mins hour hours hr hrs day days night nights",
+    "week weeks month months year years yr yrs",
+    "dollar dollars usd eur euro euros gbp pound pounds cent cents percent",
+    "b kb mb gb tb kib mib gib tib byte bytes bit bits kbps mbps gbps",
+    "mm cm m km inch inches ft foot feet mile miles meter meters metre metres",
+    "mg g kg lb lbs oz ton tons tonne tonnes ml l litre litres liter liters",
+    "hz khz mhz ghz v w kw kwh mah rpm mph kmh",
+    "item items order orders attempt attempts time times device devices user users seat seats",
+    "character characters page pages request requests",
+) for word in group.split())
 _WORDS = re.compile(r"[^\W\d_]+")
 
 
@@ -88,8 +126,8 @@ def number_mentions(doc: Document, window: int = 5) -> list[NumberMention]:
     text = doc.text
     for m in NUMBER.finditer(text):
         dollar, value, unit = m.group(1), m.group(2), (m.group(3) or "").lower()
-        unit = "$" if dollar else unit
-        if not unit or unit in ENGLISH_STOPWORDS:
+        unit = "$" if dollar else " ".join(unit.split())
+        if unit not in ("$", "%") and unit.rsplit(" ", 1)[-1] not in UNITS:
             continue
         para_start = text.rfind("\n\n", 0, m.start()) + 1
         para_end = text.find("\n\n", m.end())

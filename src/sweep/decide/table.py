@@ -304,7 +304,9 @@ class SweepTable:
 
 
 def default_uri() -> str:
-    return f"sqlite:///{Path.cwd().resolve() / 'mlflow.db'}"
+    """The store when no --tracking-uri is given: $MLFLOW_TRACKING_URI (MLflow's own
+    convention), else ./mlflow.db; the same rule as `tracking.uri` in conf/tracking/local.yaml."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path.cwd().resolve() / 'mlflow.db'}"
 
 
 def read_per_question(uri: str, run_id: str, tmp: Path) -> Any:

@@ -1,10 +1,12 @@
 """Content-addressed embedding cache on disk: a text embedded once is never embedded again.
 
 Key: (model fingerprint, sha256 of the exact text sent to the model, prefix included). Value:
-the float32 vector as raw bytes (no pickle); beside it, under the same key, the text's length
-in model tokens (what the truncation check needs, so a warm run never re-tokenises), and other
-facts measured once per text: where the model stops reading a truncated text, and the time a
-query took through the model on this machine (kind ``query_ms@<machine>``).
+the float32 vector as raw bytes (no pickle) and a checksum of (fingerprint, text hash, vector),
+so a row overwritten with another valid vector is a miss, with a warning; beside it, under the
+same key, the text's length in model tokens (what the truncation check needs, so a warm run
+never re-tokenises), and other facts measured once per text: where the model stops reading a
+truncated text, and the time a query took through the model on this machine (kind
+``query_ms@<machine>``).
 Storage: one SQLite file in WAL mode; every write is a transaction, so a crash leaves either
 the whole batch or none of it, and several jobs may read and write at once (SQLite serialises
 the writers; a busy writer is waited for).
@@ -12,12 +14,15 @@ the writers; a busy writer is waited for).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from sweep.common.sqlite import open_db
+from sweep.common.sqlite import open_db, parts_key
+
+log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (
@@ -25,6 +30,7 @@ CREATE TABLE IF NOT EXISTS embeddings (
     key BLOB NOT NULL,
     dim INTEGER NOT NULL,
     vector BLOB NOT NULL,
+    checksum BLOB,
     PRIMARY KEY (model, key)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS token_lengths (
@@ -44,23 +50,65 @@ CREATE TABLE IF NOT EXISTS facts (
 _BATCH = 500  # keys per SELECT (SQLite's variable limit is far above)
 
 
+def checksum(model: str, key: bytes, vector: bytes) -> bytes:
+    """Ties a stored vector to its (model fingerprint, text hash): a vector copied or written
+    over another row's, still of a valid shape, no longer matches and is not used."""
+    return parts_key([model, key.hex(), vector.hex()])[:16]
+
+
 class EmbeddingCache:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._db = open_db(self.path, _SCHEMA, "embedding cache")
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Cache files written before the checksum column: add it and fill it once for the
+        rows already there (they were trusted before; from now on they are checked)."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(embeddings)")}
+        if "checksum" in columns:
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(embeddings)")}
+            if "checksum" not in columns:  # another process may have migrated meanwhile
+                self._db.execute("ALTER TABLE embeddings ADD COLUMN checksum BLOB")
+                rows = self._db.execute("SELECT model, key, vector FROM embeddings").fetchall()
+                self._db.executemany(
+                    "UPDATE embeddings SET checksum = ? WHERE model = ? AND key = ?",
+                    [(checksum(m, bytes(k), bytes(v)), m, k) for m, k, v in rows])
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
 
     def get_many(self, model: str, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         found: dict[bytes, np.ndarray] = {}
-        for key, dim, blob in self._select("dim, vector", "embeddings", model, keys):
+        bad: list[tuple[str, bytes, bytes]] = []
+        for key, dim, blob, check in self._select("dim, vector, checksum", "embeddings", model,
+                                                  keys):
             vec = np.frombuffer(blob, dtype=np.float32)
-            if vec.shape[0] == dim:  # a torn value can only be ignored, never trusted
-                found[bytes(key)] = vec
+            if vec.shape[0] != dim:  # a torn value can only be ignored, never trusted
+                continue
+            if check is None or bytes(check) != checksum(model, bytes(key), bytes(blob)):
+                bad.append((model, bytes(key), bytes(blob)))
+                continue
+            found[bytes(key)] = vec
+        if bad:
+            log.warning("embedding cache %s: %d vectors fail their checksum (overwritten or "
+                        "corrupted); they are embedded again", self.path, len(bad))
+            # Dropped (only if still the bad value), so that the fresh vector can be stored.
+            self._insert("DELETE FROM embeddings WHERE model = ? AND key = ? AND vector = ?",
+                        bad)
         return found
 
     def put_many(self, model: str, items: Iterable[tuple[bytes, np.ndarray]]) -> int:
-        rows = [(model, key, int(vec.shape[0]), np.asarray(vec, dtype=np.float32).tobytes())
-                for key, vec in items]
-        return self._insert("INSERT OR IGNORE INTO embeddings VALUES (?, ?, ?, ?)", rows)
+        rows = []
+        for key, vec in items:
+            blob = np.asarray(vec, dtype=np.float32).tobytes()
+            rows.append((model, key, int(vec.shape[0]), blob, checksum(model, key, blob)))
+        return self._insert("INSERT OR IGNORE INTO embeddings (model, key, dim, vector, "
+                            "checksum) VALUES (?, ?, ?, ?, ?)", rows)
 
     def get_lengths(self, model: str, keys: Sequence[bytes]) -> dict[bytes, int]:
         return {bytes(key): int(n)

@@ -28,6 +28,7 @@ import numpy as np
 
 from sweep.common.errors import SweepError, model_load_error
 from sweep.common.hf import quiet_transformers
+from sweep.common.progress import show_progress
 from sweep.common.sqlite import text_key
 from sweep.embedding.cache import EmbeddingCache
 
@@ -212,7 +213,7 @@ class Embedder:
             return self.model.encode(
                 todo,
                 batch_size=self.spec.batch_size,
-                show_progress_bar=progress and len(todo) > self.spec.batch_size,
+                show_progress_bar=show_progress(progress) and len(todo) > self.spec.batch_size,
                 normalize_embeddings=True,
                 convert_to_numpy=True,
             ).astype(np.float32, copy=False)

@@ -30,6 +30,8 @@ from tqdm.auto import tqdm
 from sweep.chunking.chunkers import split_sentences
 from sweep.common.errors import SweepError
 from sweep.common.net import connect_error
+from sweep.common.progress import show_progress
+from sweep.common.secret import scrub
 from sweep.generation.cache import JudgeCache
 
 log = logging.getLogger(__name__)
@@ -253,8 +255,7 @@ class Endpoint:
     concurrency: int = 4
 
 
-def _scrub(text: str, secret: str) -> str:
-    return text.replace(secret, "***") if secret and len(secret) >= 4 else text
+_scrub = scrub
 
 
 class ChatClient:
@@ -307,7 +308,9 @@ class ChatClient:
             raise SweepError(f"{self.ep.section}: {self.ep.base_url} answered without a "
                              "choice (not a chat-completions response)")
         usage = getattr(resp, "usage", None)
-        return Answer(choices[0].message.content or "",
+        # An endpoint may echo the Authorization header: the key never reaches an answer,
+        # and so never per_question.csv, a report or the judge cache.
+        return Answer(_scrub(choices[0].message.content or "", self._key),
                       int(getattr(usage, "prompt_tokens", 0) or 0),
                       int(getattr(usage, "completion_tokens", 0) or 0),
                       usage is not None)
@@ -322,7 +325,7 @@ class ChatClient:
             futures = {pool.submit(self.complete, m, temperature, max_tokens): i
                        for i, m in enumerate(batches)}
             for fut in tqdm(as_completed(futures), total=len(futures), desc=desc,
-                            disable=not progress, leave=False):
+                            disable=not show_progress(progress), leave=False):
                 out[futures[fut]] = fut.result()
         finally:
             pool.shutdown(wait=True, cancel_futures=True)

@@ -21,11 +21,11 @@ from sweep.common.errors import SweepError
 from sweep.common.mapping import flatten
 from sweep.common.net import connect_error
 from sweep.common.paths import PROJECT_ROOT
+from sweep.common.secret import is_secret_key, url_has_userinfo
 
 log = logging.getLogger(__name__)
 
 PARENT_ENV = "CHUNK_SWEEP_PARENT_RUN_ID"
-SECRET_KEYS = re.compile(r"(api[_-]?key|token|secret|password)", re.IGNORECASE)
 _MAX_PARAM = 6000
 
 
@@ -75,7 +75,28 @@ def client_for(uri: str) -> Any:
     from mlflow import MlflowClient
 
     preflight(uri)
-    return MlflowClient(tracking_uri=uri)
+    db = sqlite_path(uri)
+    if db is None:
+        return MlflowClient(tracking_uri=uri)
+    # MLflow creates and migrates a SQLite store when the first client opens it; two sweeps
+    # starting at once on a new file would both run the migration and break the store
+    # (`table _alembic_tmp_experiments already exists`). One process at a time, under a lock
+    # on the store's path (the one `ensure_experiment` takes).
+    from filelock import FileLock, Timeout
+
+    try:
+        with FileLock(str(db) + ".lock", timeout=120):
+            client = MlflowClient(tracking_uri=uri)
+            client.search_experiments(max_results=1)  # opens (creates, migrates) the store now
+    except Timeout:
+        raise SweepError(f"tracking.uri={uri}: another process has held {db}.lock for 120 s",
+                         hint="wait for the other sweep, or use another tracking.uri") from None
+    except Exception as exc:
+        raise SweepError(f"tracking.uri={uri}: cannot open the MLflow store "
+                         f"({type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]})",
+                         hint="reports are still written to the job folder; fix the URI or "
+                         "set tracking.enabled=false") from None
+    return client
 
 
 def _artifact_location(uri: str, name: str) -> str | None:
@@ -130,10 +151,11 @@ def git_sha() -> str:
 
 
 def redact(params: Mapping[str, Any]) -> dict[str, Any]:
-    """Values of secret-looking keys as ``***``; a ``*_env`` key names an environment variable
-    (``generation.api_key_env``), not a secret, and is kept."""
-    return {k: ("***" if SECRET_KEYS.search(k) and v and not k.endswith("_env") else v)
-            for k, v in params.items()}
+    """Values of secret-looking keys and URLs with credentials as ``***`` (the rule of
+    `sweep.common.secret`: ``api_key_env`` names a variable and ``chunk.tokenizer`` is no
+    secret, so both are kept). The config check refuses these; this is the second line."""
+    return {k: ("***" if v and (is_secret_key(k) or (isinstance(v, str) and url_has_userinfo(v)))
+                else v) for k, v in params.items()}
 
 
 def params_of(plain_config: Mapping[str, Any]) -> dict[str, str]:
@@ -198,6 +220,12 @@ def finish_parent(uri: str, run_id: str, *, status: str, metrics: Mapping[str, f
             if path.exists():
                 client.log_artifact(run_id, str(path))
         client.set_terminated(run_id, status=status)
+
+
+def kill_run(uri: str, run_id: str) -> None:
+    client = client_for(uri)
+    with _guard("closing the run", uri):
+        client.set_terminated(run_id, status="KILLED")
 
 
 def log_job(uri: str, experiment: str, *, run_name: str, plain_config: Mapping[str, Any],
@@ -316,6 +344,19 @@ def sweep_runs(uri: str, parent: Mapping[str, Any]) -> Any:
     import mlflow
 
     preflight(uri)
+    # mlflow.set_tracking_uri also exports MLFLOW_TRACKING_URI, which would then pick the
+    # store of everything this process runs later; put the variable back afterwards.
+    saved = os.environ.get("MLFLOW_TRACKING_URI")
+    try:
+        return _sweep_runs(uri, parent, mlflow)
+    finally:
+        if saved is None:
+            os.environ.pop("MLFLOW_TRACKING_URI", None)
+        else:
+            os.environ["MLFLOW_TRACKING_URI"] = saved
+
+
+def _sweep_runs(uri: str, parent: Mapping[str, Any], mlflow: Any) -> Any:
     with _read_guard(uri):
         mlflow.set_tracking_uri(uri)
         df = mlflow.search_runs(

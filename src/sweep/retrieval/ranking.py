@@ -2,7 +2,8 @@
 
 Exact search here: it is the reference an approximate index (`retrieval.index`) is measured
 against, so that the ANN tax is reported rather than mixed into the chunking's numbers.
-Every ranking is deterministic: equal scores are ordered by chunk id.
+Every ranking is deterministic: equal scores are ordered by document (its id; documents load
+sorted by path), then by chunk ordinal as a number, so ``doc#2`` comes before ``doc#10``.
 """
 
 from __future__ import annotations
@@ -21,9 +22,18 @@ class Ranking:
     scores: tuple[float, ...]
 
 
+def _doc_and_ordinal(chunk_id: str) -> tuple[str, int]:
+    doc, sep, ordinal = chunk_id.rpartition("#")
+    if sep and ordinal.isdigit():
+        return doc, int(ordinal)
+    return chunk_id, -1  # not a `doc#ordinal` id: by the id alone
+
+
 def tiebreak_order(chunk_ids: Sequence[str]) -> np.ndarray:
-    """Position of each chunk id in sorted order: the secondary sort key for equal scores."""
-    order = np.argsort(np.asarray(chunk_ids, dtype=object), kind="stable")
+    """Position of each chunk in (document id, ordinal) order: the secondary sort key for
+    equal scores. Computed from the ids, so it does not depend on the order of the input."""
+    keys = [_doc_and_ordinal(c) for c in chunk_ids]
+    order = sorted(range(len(keys)), key=keys.__getitem__)
     ranks = np.empty(len(chunk_ids), dtype=np.int64)
     ranks[order] = np.arange(len(chunk_ids))
     return ranks
@@ -91,7 +101,7 @@ def rrf_fuse(lists: Sequence[Sequence[int]], weights: Sequence[float], k: int,
 
 def rerank(ranking: Ranking, scores: Sequence[float], tiebreak: np.ndarray) -> Ranking:
     """Reorder the first ``len(scores)`` entries of ``ranking`` by ``scores`` (higher first,
-    ties by chunk id); entries past the pool keep their first-stage order after them."""
+    ties by ``tiebreak``); entries past the pool keep their first-stage order after them."""
     pool = ranking.indices[: len(scores)]
     order = sorted(range(len(pool)), key=lambda j: (-float(scores[j]), int(tiebreak[pool[j]])))
     head = tuple(pool[j] for j in order)

@@ -660,7 +660,8 @@ def test_document_serving_never_leaves_the_corpus(served: tuple[LabelServer, Lab
 
 def test_symlinked_documents_are_never_shown(served: tuple[LabelServer, LabelApp]) -> None:
     server, app = served
-    assert "leak" in app.hidden
+    # skipped when the corpus loads: one rule for runs and the page (issue 14, item 7)
+    assert "leak" not in app.by_id and not app.hidden
     assert not any(s.startswith(("leak", "linked/")) for s in app.servable)
     status, text = request(server, "GET", "/api/search?q=hunter2+zebra+password")
     assert status == 200 and "hunter2" not in text

@@ -16,8 +16,8 @@ from sweep.retrieval.ranking import Ranking, dense_search, tiebreak_order, top_k
 
 def test_tiebreak_order_is_rank_in_sorted_ids() -> None:
     ids = ["b#1", "a#10", "a#2", "a#1"]
-    # string order: a#1 < a#10 < a#2 < b#1
-    assert tiebreak_order(ids).tolist() == [3, 1, 2, 0]
+    # (document, ordinal as a number): a#1 < a#2 < a#10 < b#1
+    assert tiebreak_order(ids).tolist() == [3, 2, 1, 0]
     assert tiebreak_order([]).tolist() == []
 
 
@@ -45,8 +45,8 @@ def test_top_k_depth_and_ties_at_the_cut(depth: int, expected: tuple[int, ...]) 
 def test_top_k_all_equal_scores_sorted_by_id() -> None:
     ids = [f"doc#{i}" for i in range(12)]
     ranking = top_k(np.zeros(12), tiebreak_order(ids), 4)
-    # string order: doc#0, doc#1, doc#10, doc#11, doc#2, ...
-    assert [ids[i] for i in ranking.indices] == ["doc#0", "doc#1", "doc#10", "doc#11"]
+    # document order, then ordinal as a number (not the id string: doc#10 after doc#9)
+    assert [ids[i] for i in ranking.indices] == ["doc#0", "doc#1", "doc#2", "doc#3"]
 
 
 def test_top_k_is_independent_of_input_order() -> None:
