@@ -107,3 +107,15 @@ def test_settings_of_a_stage_that_is_off_change_nothing() -> None:
     assert config_hash(plain, "c", "g") == config_hash(
         _plain(["rerank.model=/elsewhere", "rerank.pool=20", "generation.model=x",
                 "judge.model=y"]), "c", "g")
+
+
+def test_every_input_key_says_how_it_reaches_the_hash() -> None:
+    from sweep.config.identity import INPUT_KEYS, INPUT_SECTIONS
+
+    defaults = Config()
+    for section in INPUT_SECTIONS:
+        fields = {f.name for f in dataclasses.fields(getattr(defaults, section))}
+        assert set(INPUT_KEYS[section]) == fields, (
+            f"classify {section} keys in sweep.config.identity.INPUT_KEYS: "
+            f"{sorted(fields ^ set(INPUT_KEYS[section]))}")
+        assert set(INPUT_KEYS[section].values()) <= {"fingerprint", "label"}

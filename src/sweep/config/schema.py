@@ -33,6 +33,21 @@ def conf_dir() -> Path:
     return path
 
 
+class PdfParser(StrEnum):  # values: sweep.data.parsers.registry.PARSERS["pdf"]
+    pdfplumber = "pdfplumber"
+    pypdf = "pypdf"
+
+
+class HtmlParser(StrEnum):
+    trafilatura = "trafilatura"
+    markitdown = "markitdown"
+
+
+class DocxParser(StrEnum):
+    python_docx = "python_docx"
+    markitdown = "markitdown"
+
+
 class Boundary(StrEnum):
     fixed = "fixed"
     sentence = "sentence"
@@ -84,7 +99,14 @@ class CorpusConfig:
     name: str = MISSING
     path: str = MISSING
     on_error: str = "raise"  # raise | skip (checked in check_config: `raise` is a keyword)
-    extensions: list[str] = field(default_factory=lambda: [".md", ".markdown", ".txt"])
+    extensions: list[str] = field(default_factory=lambda: [
+        ".md", ".markdown", ".txt", ".pdf", ".html", ".htm", ".docx"])
+    # The parser of each non-markdown format: a sweep axis (the text, hence the evidence and
+    # every metric, depends on it). Defaults: the parser that kept the most evidence on the
+    # Debian Reference (README "Documents other than markdown").
+    pdf_parser: PdfParser = PdfParser.pdfplumber
+    html_parser: HtmlParser = HtmlParser.trafilatura
+    docx_parser: DocxParser = DocxParser.python_docx
 
 
 @dataclass

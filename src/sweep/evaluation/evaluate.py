@@ -108,7 +108,8 @@ def evaluate(
                 row["status"] = "doc_only"
             else:
                 row["status"] = "orphan"
-                row["orphan_reason"] = "evidence could not be placed in the corpus"
+                row["orphan_reason"] = (item.orphan_reason
+                                        or "evidence could not be placed in the corpus")
         if item.doc_ids:
             docs = m.collapse_to_docs([c.doc_id for c in ranked])
             put(row, "doc_mrr", m.reciprocal_rank(docs, item.doc_ids))

@@ -29,7 +29,7 @@ from sweep.common.sqlite import parts_key
 from sweep.config.compose import to_container
 from sweep.config.identity import config_hash
 from sweep.config.schema import Config
-from sweep.config.specs import embedding_spec
+from sweep.config.specs import corpus_parsers, embedding_spec
 from sweep.data.corpus import Document, corpus_fingerprint, load_corpus
 from sweep.data.golden import (
     GoldenSet,
@@ -38,11 +38,18 @@ from sweep.data.golden import (
     reference_path,
     require_valid,
 )
+from sweep.data.parsers import ParseRecord
 from sweep.embedding.cache import get_cache
 from sweep.embedding.models import Embedder, get_embedder
 from sweep.evaluation.evaluate import EvalSpec, evaluate
 from sweep.evaluation.metrics import covered_chars
-from sweep.evaluation.relevance import ChunkLocator, CorpusIndex, ResolvedItem, resolve_all
+from sweep.evaluation.relevance import (
+    ChunkLocator,
+    CorpusIndex,
+    ResolvedItem,
+    quote_metrics,
+    resolve_all,
+)
 from sweep.generation.cache import get_judge_cache
 from sweep.generation.run import (
     DIAGNOSES,
@@ -77,6 +84,7 @@ class JobResult:
 @dataclass
 class _Memo:
     corpora: dict[tuple, tuple[list[Document], str]] = field(default_factory=dict)
+    parse_logs: dict[tuple, list[ParseRecord]] = field(default_factory=dict)
     chunks: dict[tuple, list[Chunk]] = field(default_factory=dict)
     starts: dict[tuple, list[np.ndarray]] = field(default_factory=dict)
     bm25: dict[tuple, tuple[BM25Index, float]] = field(default_factory=dict)
@@ -92,13 +100,42 @@ def clear_memo() -> None:
     _MEMO = _Memo()
 
 
+def _corpus_key(cfg: Config) -> tuple:
+    return (str(Path(cfg.corpus.path).resolve()), cfg.corpus.on_error,
+            tuple(cfg.corpus.extensions), tuple(sorted(corpus_parsers(cfg).items())))
+
+
 def load_corpus_cached(cfg: Config) -> tuple[list[Document], str]:
-    key = (str(Path(cfg.corpus.path).resolve()), cfg.corpus.on_error, tuple(cfg.corpus.extensions))
+    """The corpus and its fingerprint, loaded once per process for each parser choice; files
+    that need a parser go through the on-disk parse cache (``cache.dir``) when it is on."""
+    key = _corpus_key(cfg)
     if key not in _MEMO.corpora:
+        records: list[ParseRecord] = []
         docs = load_corpus(cfg.corpus.path, extensions=cfg.corpus.extensions,
-                           on_error=cfg.corpus.on_error)
+                           on_error=cfg.corpus.on_error, parsers=corpus_parsers(cfg),
+                           cache_dir=cfg.cache.dir if cfg.cache.enabled else None,
+                           parse_log=records)
+        if records:
+            parsed = [r for r in records if not r.cached]
+            log.info("parsed %d of %d files in %.1f s (%d from the parse cache)", len(parsed),
+                     len(records), sum(r.seconds for r in records), len(records) - len(parsed))
         _MEMO.corpora[key] = (docs, corpus_fingerprint(docs))
+        _MEMO.parse_logs[key] = records
     return _MEMO.corpora[key]
+
+
+def parsing_summary(cfg: Config) -> dict[str, Any]:
+    """What reading the corpus cost, for report.json: per file and in total. The corpus is
+    loaded once per process, so every job of a sweep process shows the same figures."""
+    records = _MEMO.parse_logs.get(_corpus_key(cfg), [])
+    return {
+        "parsers": sorted({r.parser for r in records}),
+        "n_files": len(records),
+        "n_parsed": sum(not r.cached for r in records),
+        "n_cached": sum(r.cached for r in records),
+        "total_s": round(sum(r.seconds for r in records), 4),
+        "documents": [r.as_dict() for r in records],
+    }
 
 
 def chunks_for(docs: list[Document], fingerprint: str, spec: ChunkSpec,
@@ -299,6 +336,7 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     metrics.update(index_metrics)
     metrics.update(latency)
     metrics["truncated_fraction"] = truncated
+    metrics.update(quote_metrics(resolved))
     report = {
         "status": "FINISHED",
         "config": plain,
@@ -320,6 +358,7 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         "golden_warnings": [str(p) for p in golden.problems if p.severity == "warning"]
         + [str(p) for r in resolved for p in r.problems if p.severity == "warning"],
         "n_documents": len(docs),
+        "parsing": parsing_summary(cfg),
     }
     return JobResult(report, rows, chunks, list(resolved), rankings)
 
