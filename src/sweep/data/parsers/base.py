@@ -11,7 +11,7 @@ from __future__ import annotations
 import zipfile
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from io import BytesIO
 from pathlib import PurePosixPath
 from typing import Any
@@ -62,7 +62,10 @@ def from_markdown(markdown: str, source: str, what: str) -> Parsed:
     if not text.strip():
         raise SweepError(f"{source}: {what} found no text in this file",
                          hint="check the file in a viewer, or set corpus.on_error=skip")
-    return Parsed(text, markdown_sections(text))
+    # Converters keep the NBSP of "Chapter&#160;1." in headings; a heading path is a label.
+    sections = tuple(replace(s, heading_path=tuple(" ".join(t.split()) for t in s.heading_path))
+                     for s in markdown_sections(text))
+    return Parsed(text, sections)
 
 
 def sniff(data: bytes) -> str:
