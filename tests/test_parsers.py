@@ -281,3 +281,33 @@ def test_unreadable_cache_entry_is_a_miss(tmp_path: Path) -> None:
     entry.write_text("{not json")
     again, rec2 = parse_file(data, "b.pdf", get_parser("pdf", "pypdf"), cache)
     assert not rec2.cached and again == parsed
+
+
+# ------------------------------------------------------------------- sweep validate --quotes
+
+
+def test_validate_quotes_reports_the_level_under_every_parser(tmp_path: Path) -> None:
+    from conftest import run_cli
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    pages = [[(14, True, "1 Links"), (10, False, "A file \u201cfoo\u201d has two names.")]]
+    (corpus / "book.pdf").write_bytes(make_pdf(pages))
+    (corpus / "page.html").write_text(HTML_PAGE)
+    golden = tmp_path / "golden.jsonl"
+    lines = [
+        {"qid": "pdf", "question": "names?", "evidence": [{"quote": 'A file "foo" has two names.'}]},
+        {"qid": "main", "question": "hard?", "evidence": [
+            {"path": "page.html", "quote": "A hard link is a duplicate name for an existing file"}]},
+        {"qid": "nav", "question": "nav?", "evidence": [{"quote": "Previous topic"}]},
+    ]
+    golden.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    proc = run_cli("-m", "sweep.cli", "validate", "--quotes", "--json", f"corpus.path={corpus}",
+                   f"golden.path={golden}", f"cache.dir={tmp_path / 'cache'}")
+    assert proc.returncode == 0, proc.stderr
+    levels = json.loads(proc.stdout)["quote_levels"]
+    assert set(levels) == {"html:trafilatura", "html:markitdown", "pdf:pdfplumber", "pdf:pypdf"}
+    for col in ("pdf:pdfplumber", "pdf:pypdf"):  # the default HTML parser beside each
+        assert levels[col] == {"pdf": ["loose"], "main": ["exact"], "nav": ["missing"]}
+    assert levels["html:trafilatura"]["nav"] == ["missing"]  # boilerplate: extracted away
+    assert levels["html:markitdown"]["nav"] == ["exact"]  # the whole page keeps it

@@ -389,7 +389,12 @@ def load_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
         rec.update(tied=v.tied, verdict=v.text, n_pairs=v.n_pairs, diff=v.diff, lo=v.lo,
                    hi=v.hi, p=v.p)
     shown = [metric]
-    for name in (f"recall_at_{prompt_k}", "mrr", f"evidence_recall_at_{prompt_k}",
+    # With the parser as an axis (or evidence lost), how much evidence each configuration kept
+    # comes first: "pypdf loses 5% of your evidence" before any retrieval figure.
+    parser_swept = any(p.startswith("corpus.") and p.endswith("_parser") for p in swept)
+    lost = any((rec.get("evidence_found_fraction") or 1.0) < 1.0 for rec in rows)
+    evidence = ("evidence_found_fraction", "n_orphans") if parser_swept or lost else ()
+    for name in (*evidence, f"recall_at_{prompt_k}", "mrr", f"evidence_recall_at_{prompt_k}",
                  "evidence_recall_at_budget", cost, latency):
         if name not in shown and name in metric_cols:
             shown.append(name)
