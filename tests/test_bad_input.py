@@ -598,7 +598,9 @@ def _argv(ws: Workspace, case: Case) -> list[str]:
     given = {a.split("=", 1)[0] for a in args if "=" in a}
     defaults = []
     if case.command in ("validate", "run", "multirun"):
-        defaults += [f"corpus.path={ws.corpus}", f"golden.path={ws.golden}"]
+        # the parse cache (PDF/HTML/DOCX cases) stays in tmp_path, out of the repository
+        defaults += [f"corpus.path={ws.corpus}", f"golden.path={ws.golden}",
+                     f"cache.dir={ws.tmp}/cache"]
     if case.command in ("run", "multirun"):
         defaults += ["tracking=off", f"hydra.run.dir={ws.tmp}/run",
                      f"hydra.sweep.dir={ws.tmp}/multirun"]
