@@ -311,3 +311,23 @@ def test_validate_quotes_reports_the_level_under_every_parser(tmp_path: Path) ->
         assert levels[col] == {"pdf": ["loose"], "main": ["exact"], "nav": ["missing"]}
     assert levels["html:trafilatura"]["nav"] == ["missing"]  # boilerplate: extracted away
     assert levels["html:markitdown"]["nav"] == ["exact"]  # the whole page keeps it
+
+
+def test_per_question_rows_name_the_pdf_page() -> None:
+    from sweep.chunking.chunkers import Chunk
+    from sweep.data.corpus import Document, Section
+    from sweep.data.golden import GoldenItem
+    from sweep.evaluation.relevance import ResolvedItem
+    from sweep.pipeline.run import add_pages
+    from sweep.retrieval.ranking import Ranking
+
+    text = "page one text\n\npage two text\n"
+    doc = Document("book", "Book", text, (Section(0, len(text), 0, ()),), "book.pdf",
+                   "pdfplumber", (0, 15))
+    chunks = [Chunk("book#0", "book", 0, 0, 13, text[:13], text[:13], 3),
+              Chunk("book#1", "book", 1, 15, 28, text[15:28], text[15:28], 3)]
+    res = ResolvedItem(GoldenItem("q", "?"), (("book", 20, 23),), frozenset({"book"}),
+                       "evidence")
+    rows = [{"qid": "q"}]
+    add_pages(rows, [res], [Ranking((0, 1), (1.0, 0.5))], chunks, [doc])
+    assert rows == [{"qid": "q", "evidence_page": 2, "top_chunk_page": 1}]

@@ -322,6 +322,7 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
                      cfg.eval.min_overlap)
     diagnostics = {"dense": [r.dense for r in results], "bm25": [r.bm25 for r in results]}
     summary, rows = evaluate(resolved, chunks, rankings, espec, diagnostics)
+    add_pages(rows, resolved, rankings, chunks, docs)
     timings["eval_s"] = time.perf_counter() - t
     timings["total_s"] = time.perf_counter() - t0
 
@@ -361,6 +362,21 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         "parsing": parsing_summary(cfg),
     }
     return JobResult(report, rows, chunks, list(resolved), rankings)
+
+
+def add_pages(rows: list[dict[str, Any]], resolved: list[ResolvedItem],
+              rankings: list[Ranking], chunks: list[Chunk], docs: list[Document]) -> None:
+    """For PDFs, the page of each question's first evidence span and of its top chunk, so
+    per_question.csv can say "page 41"."""
+    by_id = {d.doc_id: d for d in docs if d.pages}
+    if not by_id:
+        return
+    for row, res, ranking in zip(rows, resolved, rankings, strict=True):
+        if res.spans and res.spans[0][0] in by_id:
+            row["evidence_page"] = by_id[res.spans[0][0]].page_at(res.spans[0][1])
+        if ranking.indices and chunks[ranking.indices[0]].doc_id in by_id:
+            top = chunks[ranking.indices[0]]
+            row["top_chunk_page"] = by_id[top.doc_id].page_at(top.start)
 
 
 def gen_items(result: JobResult, prompt_k: int, docs: list[Document], limit: int = 0
