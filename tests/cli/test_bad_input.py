@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from helpers import run_cli
+from pdfgen import blank_pdf, make_pdf
 
 # --------------------------------------------------------------------------- workspace
 
@@ -180,8 +181,70 @@ def non_utf8_file_name(ws: Workspace) -> None:
 def not_a_folder_of_docs(ws: Workspace) -> None:
     folder = ws.tmp / "pdfs"
     folder.mkdir()
-    (folder / "manual.pdf").write_bytes(b"%PDF-1.4")
     (folder / "table.csv").write_text("a,b\n1,2\n")
+    (folder / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+
+
+PDF_PAGES = [[(14, True, "1 Links"), (10, False, "There are two methods of associating a file.")]]
+
+
+def encrypted_pdf(ws: Workspace) -> None:
+    ws.add_doc("secret.pdf", make_pdf(PDF_PAGES, password="s3cret"))
+
+
+def scanned_pdf(ws: Workspace) -> None:
+    ws.add_doc("scan.pdf", blank_pdf(2))
+
+
+def truncated_pdf(ws: Workspace) -> None:
+    data = make_pdf(PDF_PAGES * 3)
+    ws.add_doc("cut.pdf", data[: len(data) // 2])
+
+
+def truncated_docx(ws: Workspace) -> None:
+    import docx
+
+    path = ws.tmp / "whole.docx"
+    d = docx.Document()
+    d.add_heading("Title", level=1)
+    d.add_paragraph("Some text in a Word file.")
+    d.save(path)
+    data = path.read_bytes()
+    ws.add_doc("cut.docx", data[: len(data) // 2])
+
+
+def html_named_pdf(ws: Workspace) -> None:
+    ws.add_doc("fake.pdf", "<!DOCTYPE html><html><body><p>Not a PDF.</p></body></html>")
+
+
+def html_named_docx(ws: Workspace) -> None:
+    ws.add_doc("fake.docx", "<html><body><p>Not a Word file.</p></body></html>")
+
+
+def pdf_named_md(ws: Workspace) -> None:
+    ws.add_doc("manual.md", make_pdf(PDF_PAGES))
+
+
+LATIN1_BODY = ("Herr M\u00fcller bestellt f\u00fcr \u00a35 eine \u201cGr\u00f6\u00dfe\u201d "
+               "cr\u00e8me br\u00fbl\u00e9e, \u00e0 la fran\u00e7aise. ")
+
+
+def latin1_html(ws: Workspace) -> None:
+    page = ('<html><head><meta http-equiv="Content-Type" content="text/html; '
+            'charset=ISO-8859-1"><title>Men\u00fc</title></head><body><article><h1>Men\u00fc</h1>'
+            f"<p>{LATIN1_BODY}</p><p>{'A plain filler sentence for the extractor. ' * 6}</p>"
+            "</article></body></html>")
+    ws.add_doc("menu.html", page.encode("cp1252"))
+    ws.write_golden(Q1, Q2, {"qid": "q3", "question": "what does Herr M\u00fcller order",
+                             "evidence": [{"path": "menu.html",
+                                           "quote": LATIN1_BODY.strip()}]})
+
+
+def quote_lost_by_pdf_parser(ws: Workspace) -> None:
+    ws.add_doc("book.pdf", make_pdf(PDF_PAGES))
+    ws.write_golden(Q1, Q2, {"qid": "q3", "question": "how many methods",
+                             "evidence": [{"path": "book.pdf",
+                                           "quote": "a sentence the PDF does not hold"}]})
 
 
 def duplicate_doc_id(ws: Workspace) -> None:
@@ -312,7 +375,43 @@ CASES = [
     C("corpus-path-is-a-file", None, V, ["corpus.path={golden}"], 1,
       ["error:", "corpus.path", "not a folder", "{golden}"]),
     C("corpus-no-markdown-files", not_a_folder_of_docs, V, ["corpus.path={tmp}/pdfs"], 1,
-      ["error:", "{tmp}/pdfs", "no readable", ".md"]),
+      ["error:", "{tmp}/pdfs", "no readable", ".md", ".pdf"]),
+
+    # ---------------------------------------------------------------- corpus: PDF / HTML / DOCX
+    C("pdf-encrypted", encrypted_pdf, V, [], 1,
+      ["error:", "{corpus}/secret.pdf", "encrypted PDF", "password"]),
+    C("pdf-encrypted-pypdf", encrypted_pdf, V, ["corpus.pdf_parser=pypdf"], 1,
+      ["error:", "{corpus}/secret.pdf", "encrypted PDF"]),
+    C("pdf-encrypted-skip", encrypted_pdf, V, ["corpus.on_error=skip"], 0,
+      ["skipped", "{corpus}/secret.pdf", "encrypted PDF"], also=["OK:", "against 2 documents"]),
+    C("pdf-no-text-layer", scanned_pdf, V, [], 1,
+      ["error:", "{corpus}/scan.pdf", "no text layer; OCR is not supported"]),
+    C("pdf-no-text-layer-run", scanned_pdf, R, ["corpus.pdf_parser=pypdf"], 1,
+      ["error:", "{corpus}/scan.pdf", "no text layer; OCR is not supported"]),
+    C("pdf-truncated", truncated_pdf, V, [], 1,
+      ["error:", "{corpus}/cut.pdf", "truncated or corrupt PDF"]),
+    C("pdf-truncated-pypdf", truncated_pdf, V, ["corpus.pdf_parser=pypdf"], 1,
+      ["error:", "{corpus}/cut.pdf", "truncated or corrupt PDF"]),
+    C("pdf-truncated-skip", truncated_pdf, V, ["corpus.on_error=skip"], 0,
+      ["skipped", "{corpus}/cut.pdf", "truncated"], also=["OK:", "against 2 documents"]),
+    C("docx-truncated", truncated_docx, V, [], 1,
+      ["error:", "{corpus}/cut.docx", "truncated or corrupt Word document"]),
+    C("docx-truncated-markitdown", truncated_docx, V, ["corpus.docx_parser=markitdown"], 1,
+      ["error:", "{corpus}/cut.docx", "truncated or corrupt Word document"]),
+    C("extension-lies-html-as-pdf", html_named_pdf, V, [], 1,
+      ["error:", "{corpus}/fake.pdf", "named .pdf but its content is HTML"]),
+    C("extension-lies-html-as-docx", html_named_docx, V, ["corpus.docx_parser=markitdown"], 1,
+      ["error:", "{corpus}/fake.docx", "named .docx but its content is HTML"]),
+    C("extension-lies-pdf-as-md", pdf_named_md, V, [], 1,
+      ["error:", "{corpus}/manual.md", "named .md but its content is a PDF"]),
+    C("html-latin1-meta-charset", latin1_html, V, ["--strict"], 0,
+      ["OK:", "3 items", "against 3 documents", "0 errors, 0 warnings"]),
+    C("html-latin1-meta-charset-markitdown", latin1_html, V,
+      ["--strict", "corpus.html_parser=markitdown"], 0, ["OK:", "3 items", "0 errors"]),
+    C("pdf-quote-not-in-parser-output", quote_lost_by_pdf_parser, V, [], 0,
+      ["{golden}:3: evidence[0].quote:", "not found in pdfplumber output"]),
+    C("unknown-pdf-parser", None, V, ["corpus.pdf_parser=tika"], 1,
+      ["tika", "pdf_parser"]),
     C("corpus-duplicate-doc-id", duplicate_doc_id, V, [], 1,
       ["error:", "{corpus}/returns.md", "doc_id 'returns'", "Returns.md", "rename"]),
 
@@ -499,7 +598,9 @@ def _argv(ws: Workspace, case: Case) -> list[str]:
     given = {a.split("=", 1)[0] for a in args if "=" in a}
     defaults = []
     if case.command in ("validate", "run", "multirun"):
-        defaults += [f"corpus.path={ws.corpus}", f"golden.path={ws.golden}"]
+        # the parse cache (PDF/HTML/DOCX cases) stays in tmp_path, out of the repository
+        defaults += [f"corpus.path={ws.corpus}", f"golden.path={ws.golden}",
+                     f"cache.dir={ws.tmp}/cache"]
     if case.command in ("run", "multirun"):
         defaults += ["tracking=off", f"hydra.run.dir={ws.tmp}/run",
                      f"hydra.sweep.dir={ws.tmp}/multirun"]

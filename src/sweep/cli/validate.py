@@ -1,6 +1,6 @@
 """``sweep validate``: check a golden set against its corpus.
 
-    sweep validate [--strict] [--json] [--all] [overrides...]
+    sweep validate [--strict] [--json] [--all] [--quotes] [overrides...]
 """
 
 from __future__ import annotations
@@ -17,11 +17,48 @@ from sweep.data.validate import cap_problems, check_golden
 from sweep.pipeline.run import load_corpus_cached, resolve_golden
 
 
+def quote_levels_by_parser(overrides: Sequence[str], golden: object, docs: Sequence[object]
+                           ) -> dict[str, dict[str, list[str]]]:
+    """``{"pdf:pypdf": {qid: [level of each quote]}}`` for every parser of every format the
+    corpus holds (``"markdown"`` when it holds none): the corpus is loaded once per parser."""
+    from sweep.data.parsers import FORMATS, PARSERS
+
+    formats = sorted({FORMATS[ext] for d in docs if d.parser
+                      for ext in FORMATS if d.source.lower().endswith(ext)})
+    columns = [(f"{fmt}:{name}", f"corpus.{fmt}_parser={name}")
+               for fmt in formats for name in PARSERS[fmt]] or [("markdown", None)]
+    out: dict[str, dict[str, list[str]]] = {}
+    for label, override in columns:
+        cfg = compose([*overrides, *([override] if override else [])])
+        parsed, fingerprint = load_corpus_cached(cfg)
+        resolved = resolve_golden(golden, parsed, fingerprint)
+        out[label] = {r.item.qid: list(r.quote_levels) for r in resolved if r.quote_levels}
+    return out
+
+
+def print_quote_levels(levels: dict[str, dict[str, list[str]]]) -> None:
+    columns = list(levels)
+    qids = list(dict.fromkeys(q for col in levels.values() for q in col))
+    width = max([len("qid"), *(len(q) for q in qids)])
+    print(f"{'qid':<{width}}  " + "  ".join(f"{c:<16}" for c in columns))
+    for qid in qids:
+        cells = [",".join(levels[c].get(qid, [])) or "-" for c in columns]
+        print(f"{qid:<{width}}  " + "  ".join(f"{cell:<16}" for cell in cells))
+    for c in columns:
+        flat = [lv for lvs in levels[c].values() for lv in lvs]
+        found = len(flat) - flat.count("missing")
+        print(f"{c}: {found}/{len(flat)} quotes found (" + ", ".join(
+            f"{flat.count(lv)} {lv}" for lv in ("exact", "normalised", "loose", "missing")) + ")")
+
+
 def cmd_validate(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="sweep validate",
                                      description="Check a golden set against its corpus.")
     parser.add_argument("--strict", action="store_true", help="treat warnings as errors")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--quotes", action="store_true",
+                        help="per quote, the level at which each parser found it (every parser "
+                             "of each format the corpus holds)")
     parser.add_argument("--all", action="store_true",
                         help="print every problem (default: the first 5 per item, 200 in all)")
     parser.add_argument("overrides", nargs="*", help="config overrides, e.g. golden.path=FILE")
@@ -34,6 +71,7 @@ def cmd_validate(argv: Sequence[str]) -> int:
     resolved = resolve_golden(golden, docs, fingerprint)
     result = check_golden(golden, resolved, docs)
     failing = result.problems if args.strict else result.errors
+    levels = quote_levels_by_parser(args.overrides, golden, docs) if args.quotes else None
     if args.json:
         print(json.dumps({
             "golden": golden.path, "corpus": cfg.corpus.path, "items": result.n_items,
@@ -42,6 +80,7 @@ def cmd_validate(argv: Sequence[str]) -> int:
             "problems": [{"file": p.file, "line": p.line, "field": p.field,
                           "message": p.message, "severity": p.severity}
                          for p in result.problems],
+            **({"quote_levels": levels} if levels is not None else {}),
         }, indent=2))
     else:
         shown, notes = cap_problems(result.problems, per_item=0 if args.all else 5)
@@ -49,6 +88,8 @@ def cmd_validate(argv: Sequence[str]) -> int:
             print(f"{p}" + ("" if p.severity == "error" else "  [warning]"))
         for note in notes:
             print(note)
+        if levels is not None:
+            print_quote_levels(levels)
         verdict = "FAILED" if failing else "OK"
         print(f"{verdict}: {golden.path}: {result.n_items} items checked against "
               f"{len(docs)} documents; {len(result.errors)} errors, "

@@ -23,6 +23,17 @@ GENERATION_SECTIONS: tuple[str, ...] = ("generation", "judge")
 # Inputs: they enter the hash through the content fingerprints of the files they name.
 INPUT_SECTIONS: tuple[str, ...] = ("corpus", "golden")
 
+# How each key of an input section reaches the hash. "fingerprint": it changes what is loaded,
+# and the fingerprint of what is loaded is hashed (the parser keys change the text of every PDF,
+# HTML and Word file, and `corpus_fingerprint` also hashes each parsed document's parser and
+# structure; a markdown-only corpus hashes the same whatever they say). "label": a name only.
+INPUT_KEYS: Mapping[str, Mapping[str, str]] = {
+    "corpus": {"name": "label", "path": "fingerprint", "on_error": "fingerprint",
+               "extensions": "fingerprint", "pdf_parser": "fingerprint",
+               "html_parser": "fingerprint", "docx_parser": "fingerprint"},
+    "golden": {"name": "label", "path": "fingerprint"},
+}
+
 # How and where a run is done and recorded; never part of a result's identity.
 OPERATIONAL_SECTIONS: tuple[str, ...] = ("tracking", "cache", "sweep")
 

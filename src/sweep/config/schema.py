@@ -19,6 +19,7 @@ from sweep.chunking.chunkers import BOUNDARIES, HEADERS, ChunkSpec
 from sweep.chunking.tokenizers import DEFAULT_TOKENIZER
 from sweep.common.errors import SweepError
 from sweep.common.paths import PROJECT_ROOT
+from sweep.data.parsers.registry import PARSERS
 from sweep.embedding.models import FAMILIES
 from sweep.retrieval.bm25 import BACKENDS
 
@@ -49,6 +50,9 @@ Boundary = _axis("Boundary", BOUNDARIES)
 Header = _axis("Header", HEADERS)
 Family = _axis("Family", FAMILIES)
 Bm25Backend = _axis("Bm25Backend", BACKENDS)
+PdfParser = _axis("PdfParser", PARSERS["pdf"])
+HtmlParser = _axis("HtmlParser", PARSERS["html"])
+DocxParser = _axis("DocxParser", PARSERS["docx"])
 
 
 class SpanMode(StrEnum):
@@ -99,7 +103,14 @@ class CorpusConfig:
     name: str = MISSING
     path: str = MISSING
     on_error: str = "raise"  # raise | skip (checked in check_config: `raise` is a keyword)
-    extensions: list[str] = field(default_factory=lambda: [".md", ".markdown", ".txt"])
+    extensions: list[str] = field(default_factory=lambda: [
+        ".md", ".markdown", ".txt", ".pdf", ".html", ".htm", ".docx"])
+    # The parser of each non-markdown format: a sweep axis (the text, hence the evidence and
+    # every metric, depends on it). Defaults: the parser that kept the most evidence on the
+    # Debian Reference (README "Documents other than markdown").
+    pdf_parser: PdfParser = PdfParser.pdfplumber
+    html_parser: HtmlParser = HtmlParser.trafilatura
+    docx_parser: DocxParser = DocxParser.python_docx
 
 
 @dataclass

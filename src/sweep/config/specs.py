@@ -41,3 +41,9 @@ def index_spec(cfg: Config) -> IndexSpec:
     i = cfg.index
     return IndexSpec(i.kind.value, i.M, i.ef_construction, i.ef_search, i.nlist, i.nprobe,
                      i.pq_m, i.quantizer.value, i.rescore, i.seed, i.host, i.port)
+
+
+def corpus_parsers(cfg: Config) -> dict[str, str]:
+    """Format -> parser name, as `sweep.data.corpus.load_corpus` takes it."""
+    c = cfg.corpus
+    return {"pdf": c.pdf_parser.value, "html": c.html_parser.value, "docx": c.docx_parser.value}

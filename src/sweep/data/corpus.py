@@ -1,16 +1,19 @@
-"""Load a folder of markdown / text files into `Document` records.
+"""Load a folder of documents into `Document` records.
 
-Everything here except `load_corpus` is a pure function over strings, so the parsing rules
-(slugs, titles, sections, fenced code) are testable without touching the disk.
+Markdown and text are read here; PDF, HTML and Word files go through the parser chosen for
+their format (`sweep.data.parsers`). Everything here except `load_corpus` is a pure function
+over strings, so the parsing rules (slugs, titles, sections, fenced code) are testable without
+touching the disk.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +21,7 @@ from sweep.common.errors import SweepError
 
 log = logging.getLogger(__name__)
 
-DEFAULT_EXTENSIONS = (".md", ".markdown", ".txt")
+DEFAULT_EXTENSIONS = (".md", ".markdown", ".txt", ".pdf", ".html", ".htm", ".docx")
 # A file this large is almost always a mistake (a log, a dump) and would dominate the sweep.
 HUGE_FILE_BYTES = 50_000_000
 
@@ -44,6 +47,16 @@ class Document:
     text: str
     sections: tuple[Section, ...]
     source: str  # path relative to the corpus root, with forward slashes
+    parser: str = ""  # the parser that produced ``text`` ("" = read as markdown / text)
+    pages: tuple[int, ...] = ()  # PDF: offset where each page starts, page 1 first
+
+    def page_at(self, offset: int) -> int | None:
+        """1-based page of a character offset (PDFs), else None."""
+        if not self.pages:
+            return None
+        from bisect import bisect_right
+
+        return max(1, bisect_right(self.pages, offset))
 
     def section_at(self, offset: int) -> Section | None:
         for section in self.sections:
@@ -147,6 +160,13 @@ def parse_document(relative_path: str, raw_text: str, *, markdown: bool = True) 
     )
 
 
+def _first_heading(sections: Iterable[Section], relative_path: str) -> str:
+    for section in sections:
+        if section.heading_path and section.heading_path[-1]:
+            return section.heading_path[-1]
+    return _stem_title(relative_path)
+
+
 def _stem_title(relative_path: str) -> str:
     return Path(relative_path).stem.replace("-", " ").replace("_", " ").strip() or relative_path
 
@@ -182,12 +202,20 @@ def load_corpus(
     *,
     extensions: Iterable[str] = DEFAULT_EXTENSIONS,
     on_error: str = "raise",
+    parsers: Mapping[str, str] | None = None,
+    cache_dir: str | Path | None = None,
+    parse_log: list | None = None,
 ) -> list[Document]:
-    """Every ``.md``/``.txt`` file under ``root`` (recursively), sorted by path.
+    """Every file under ``root`` (recursively) with one of ``extensions``, sorted by path.
 
-    ``on_error="skip"`` turns unreadable or undecodable files into warnings; empty files are
-    always skipped with a warning (they can hold no evidence).
+    ``.pdf``, ``.html``/``.htm`` and ``.docx`` files are read by the parser ``parsers`` names
+    for their format (``{"pdf": "pypdf"}``; the default otherwise), through the parse cache in
+    ``cache_dir`` when given; one `ParseRecord` per such file is appended to ``parse_log``.
+    ``on_error="skip"`` turns unreadable, undecodable or unparsable files into warnings; empty
+    files are always skipped with a warning (they can hold no evidence).
     """
+    from sweep.data.parsers import FORMATS, ParseCache, get_parser, parse_file, sniff
+
     root = Path(root)
     if not root.exists():
         raise SweepError(f"corpus folder not found: {root}", hint="set corpus.path=DIR")
@@ -195,6 +223,9 @@ def load_corpus(
         raise SweepError(f"corpus.path is not a folder: {root}")
     exts = {e.lower() for e in extensions}
     real_root = root.resolve()
+    parsers = dict(parsers or {})
+    chosen = {fmt: get_parser(fmt, parsers.get(fmt)) for fmt in sorted(set(FORMATS.values()))}
+    cache = ParseCache(cache_dir) if cache_dir is not None else None
     paths = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in exts)
     docs: list[Document] = []
     seen: dict[str, str] = {}
@@ -208,21 +239,42 @@ def load_corpus(
             log.warning("skipped %s: a symlink to %s, outside the corpus folder", path,
                         _real(path))
             continue
+        fmt = FORMATS.get(path.suffix.lower())
         try:
             size = path.stat().st_size
             if size > HUGE_FILE_BYTES:
                 log.warning("%s: %.0f MB is unusually large for a corpus document", path, size / 1e6)
-            text = decode_file(path, path.read_bytes())
+            data = path.read_bytes()
+            if fmt is None:
+                kind = sniff(data)
+                if kind in ("pdf", "docx", "zip", "badzip"):
+                    raise SweepError(f"{path}: named {path.suffix} but its content is "
+                                     f"{'a PDF' if kind == 'pdf' else 'a zip / Word file'}",
+                                     hint="rename the file to its real extension")
+                text = decode_file(path, data)
+            elif not data.strip():
+                log.warning("skipped %s: empty file", path)
+                continue
+            else:
+                parsed, record = parse_file(data, str(path), chosen[fmt], cache, rel)
+                if parse_log is not None:
+                    parse_log.append(record)
         except (OSError, SweepError) as exc:
             message = str(exc) if isinstance(exc, SweepError) else f"{path}: cannot read ({exc})"
             if on_error == "skip":
                 log.warning("skipped %s", message)
                 continue
             raise SweepError(message) from None
-        if not text.strip():
-            log.warning("skipped %s: empty file", path)
-            continue
-        doc = parse_document(rel, text, markdown=path.suffix.lower() != ".txt")
+        if fmt is not None:
+            doc = Document(doc_id=slugify_path(rel),
+                           title=parsed.title or _first_heading(parsed.sections, rel),
+                           text=parsed.text, sections=parsed.sections, source=rel,
+                           parser=chosen[fmt].name, pages=parsed.pages)
+        else:
+            if not text.strip():
+                log.warning("skipped %s: empty file", path)
+                continue
+            doc = parse_document(rel, text, markdown=path.suffix.lower() != ".txt")
         if doc.doc_id in seen:
             raise SweepError(
                 f"{path}: doc_id {doc.doc_id!r} is also the id of {seen[doc.doc_id]}",
@@ -233,17 +285,28 @@ def load_corpus(
     if not docs:
         raise SweepError(
             f"corpus folder {root} has no readable {'/'.join(sorted(exts))} files",
-            hint="point corpus.path at a folder of markdown or text files",
+            hint="point corpus.path at a folder of documents",
         )
     return docs
 
 
 def corpus_fingerprint(docs: Iterable[Document]) -> str:
-    """sha256 over ids and texts: two runs with the same fingerprint saw the same corpus."""
+    """sha256 over ids and texts: two runs with the same fingerprint saw the same corpus.
+
+    A parsed document (PDF, HTML, DOCX) adds its parser and its structure (sections, pages),
+    which the text alone does not fix: the parser choice is part of what a run saw. A
+    markdown / text document hashes as it always did, so a markdown-only corpus keeps its
+    fingerprint whatever the parser settings.
+    """
     h = hashlib.sha256()
     for doc in sorted(docs, key=lambda d: d.doc_id):
         h.update(doc.doc_id.encode())
         h.update(b"\x00")
         h.update(doc.text.encode())
         h.update(b"\x01")
+        if doc.parser:
+            structure = [doc.parser, [[s.start, s.end, s.level, list(s.heading_path)]
+                                      for s in doc.sections], list(doc.pages)]
+            h.update(json.dumps(structure, ensure_ascii=False).encode())
+            h.update(b"\x02")
     return h.hexdigest()[:16]

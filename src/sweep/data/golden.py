@@ -47,7 +47,8 @@ class Problem:
 @dataclass(frozen=True)
 class EvidenceRef:
     """Where the answer lives: a document (by ``doc_id`` or corpus-relative ``path``) and
-    either a ``[start, end)`` character span or a verbatim ``quote``."""
+    either a ``[start, end)`` character span or a ``quote``; a quote may name no document (it
+    is then searched in every one)."""
 
     doc_id: str | None = None
     path: str | None = None
@@ -118,8 +119,12 @@ def _evidence(value: Any, add: Any) -> tuple[EvidenceRef, ...]:
             add(f"{name}.{_field_name(sorted(unknown)[0])}", "unknown field (allowed: doc_id, "
                 "path, start, end, quote, text)")
         doc_id, path = ev.get("doc_id"), ev.get("path")
-        if doc_id is None and path is None:
-            add(name, "needs `doc_id` or `path` to name its document")
+        if doc_id is None and path is None and (
+                ev.get("quote") is None or ev.get("start") is not None
+                or ev.get("end") is not None):
+            # A quote alone is searched in every document; a span needs its document.
+            add(name, "needs `doc_id` or `path` to name its document (only a quote alone may "
+                "leave it out)")
             continue
         ok = True
         for key, val in (("doc_id", doc_id), ("path", path)):

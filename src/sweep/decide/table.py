@@ -382,8 +382,13 @@ def ranked_table(uri: str, experiment: str | None, sweep: str, metric: str | Non
     for i, rec in enumerate(rows):
         rec["rank"] = i + 1
     shown = [metric]
+    # With the parser as an axis (or evidence lost), how much evidence each configuration kept
+    # comes first: "pypdf loses 5% of your evidence" before any retrieval figure.
+    parser_swept = any(p.startswith("corpus.") and p.endswith("_parser") for p in swept)
+    lost = any((rec.get("evidence_found_fraction") or 1.0) < 1.0 for rec in rows)
+    evidence = ("evidence_found_fraction", "n_orphans") if parser_swept or lost else ()
     # The ANN tax columns appear when the sweep has an approximate index.
-    for name in (f"recall_at_{prompt_k}", "mrr", f"evidence_recall_at_{prompt_k}",
+    for name in (*evidence, f"recall_at_{prompt_k}", "mrr", f"evidence_recall_at_{prompt_k}",
                  "evidence_recall_at_budget", cost, latency, "ann_overlap_at_10",
                  f"ann_tax_{metric}", "ann_tax_mrr", "index_bytes_ann"):
         if name not in shown and name in metric_cols:

@@ -138,7 +138,7 @@ def _unscored_status(row: dict[str, Any], item: ResolvedItem) -> None:
         row["status"] = "doc_only"
     else:
         row["status"] = "orphan"
-        row["orphan_reason"] = "evidence could not be placed in the corpus"
+        row["orphan_reason"] = item.orphan_reason or "evidence could not be placed in the corpus"
 
 
 def evaluate(

@@ -3,6 +3,8 @@
 A question is *missed* when no relevant chunk is among the top ``prompt_k`` (what the model
 reads). Its cause is the first of these that holds, in this order:
 
+* ``lost_in_parsing``: a quote of its evidence is not in the parser's output (the parser axis:
+  the question is an orphan of this configuration, with the reason);
 * ``orphan``: no chunk of this configuration covers its evidence, or the evidence could not be
   placed (the reason is kept);
 * ``truncated``: every relevant chunk is longer than the embedding model reads
@@ -10,6 +12,8 @@ reads). Its cause is the first of these that holds, in this order:
   and hybrid retrieval only: BM25 reads every word);
 * ``evidence_split``: the evidence straddles a chunk boundary and no single chunk holds at
   least `SPLIT_ENOUGH` of any evidence span;
+* ``lost_by_index``: exact search over the same vectors had a relevant chunk in the top k and
+  the approximate index did not (the index axis);
 * ``ranked_below_k``: a relevant chunk is in the ranked list, below ``prompt_k`` (the seed's
   "add a reranker" case; the rank is kept);
 * ``never_retrieved``: no relevant chunk in the ranked list at all (the seed's "hybrid search or
@@ -27,8 +31,8 @@ from typing import Any
 
 from sweep.chunking.chunkers import Chunk
 
-MISS_CAUSES: tuple[str, ...] = ("orphan", "truncated", "evidence_split", "ranked_below_k",
-                                "never_retrieved")
+MISS_CAUSES: tuple[str, ...] = ("lost_in_parsing", "orphan", "truncated", "evidence_split",
+                                "lost_by_index", "ranked_below_k", "never_retrieved")
 
 # "Enough" of an evidence span for one chunk to hold it: below this share of the span in every
 # chunk, the boundary has cut the passage apart.
@@ -80,7 +84,8 @@ def miss_cause(row: Mapping[str, Any], spans: Sequence[Span], relevant: Sequence
     chunk (by chunk id); ``model_reads`` whether an embedding model ranks this configuration.
     """
     if row.get("status") == "orphan":
-        return Miss("orphan", str(row.get("orphan_reason", "")))
+        reason = str(row.get("orphan_reason", ""))
+        return Miss("lost_in_parsing" if reason.startswith("not found in ") else "orphan", reason)
     if row.get("status") != "scored":
         return None  # document-level items have no chunk evidence to miss
     rank = row.get("first_relevant_rank")
@@ -93,6 +98,9 @@ def miss_cause(row: Mapping[str, Any], spans: Sequence[Span], relevant: Sequence
     share = best_single_chunk_share(spans, doc_chunks)
     if share < SPLIT_ENOUGH:
         return Miss("evidence_split", f"no chunk holds more than {share:.0%} of the evidence")
+    if row.get("ann_flip") == "lost":
+        return Miss("lost_by_index", f"exact search ranks it {row.get('exact_first_relevant_rank')}"
+                                     f", the index {rank}")
     if rank is not None:
         return Miss("ranked_below_k", f"first relevant at rank {rank}")
     bm25 = row.get("bm25_first_relevant_rank")

@@ -5,11 +5,15 @@ resolved once to evidence *spans* of document text, and in each configuration a 
 relevant when it overlaps an evidence span by at least ``min_overlap`` of the shorter of the two.
 
 Resolution order per item:
-1. explicit ``evidence`` (a span, or a quote found verbatim; whitespace-normalised as fallback);
+1. explicit ``evidence`` (a span, or a quote located in levels by `sweep.data.quotes`: exact,
+   whitespace-normalised, loose; a quote without a document is searched in every document);
 2. else ``relevant_chunk_ids`` mapped to their spans in the reference chunking, narrowed to the
    ``answer_must_mention`` occurrences inside them when there are any;
 3. else ``relevant_doc_ids``: document-level metrics only.
-An item that none of these places is an orphan: counted and listed, never scored.
+An item that none of these places is an orphan: counted and listed, never scored. A quote that
+cannot be located in a parser's output (PDF, HTML, DOCX) makes its item an orphan of that
+configuration ("not found in pypdf output"), a warning, not an error: the golden set is right,
+that parser lost the text.
 """
 
 from __future__ import annotations
@@ -18,10 +22,12 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sweep.chunking.chunkers import Chunk
 from sweep.data.corpus import Document
 from sweep.data.golden import EvidenceRef, GoldenItem, Problem
+from sweep.data.quotes import LEVELS, QuoteIndex
 
 Span = tuple[str, int, int]
 
@@ -33,6 +39,10 @@ class ResolvedItem:
     doc_ids: frozenset[str]
     source: str  # evidence | chunk_ids | doc_ids | none
     problems: tuple[Problem, ...] = ()
+    # One entry per quote in `evidence`: the level it was found at (exact | normalised |
+    # loose) or "missing".
+    quote_levels: tuple[str, ...] = ()
+    orphan_reason: str = ""  # set when a quote was not found in a parser's output
 
     @property
     def level(self) -> str:
@@ -43,11 +53,13 @@ class ResolvedItem:
 
 
 class CorpusIndex:
-    """Look documents up by ``doc_id`` or by their corpus-relative path."""
+    """Look documents up by ``doc_id`` or by their corpus-relative path; find quotes."""
 
     def __init__(self, docs: Sequence[Document]) -> None:
         self.by_id = {d.doc_id: d for d in docs}
         self.by_path = {d.source: d for d in docs}
+        self.quotes = QuoteIndex({d.doc_id: d.text for d in docs})
+        self.parsers = sorted({d.parser for d in docs if d.parser})
 
     def find(self, ref: EvidenceRef) -> Document | None:
         if ref.doc_id is not None:
@@ -57,22 +69,20 @@ class CorpusIndex:
 
 
 def locate_quote(text: str, quote: str) -> tuple[int, int, str, int] | None:
-    """Find ``quote`` in ``text``: ``(start, end, how, occurrences)`` or None.
+    """Find ``quote`` in ``text``: ``(start, end, level, occurrences)`` or None.
 
-    ``how`` is ``exact`` or ``whitespace`` (runs of whitespace matched loosely, for quotes
-    copied across line wraps). With several occurrences the first is used; the caller warns.
+    ``level`` is one of `sweep.data.quotes.LEVELS` (exact, normalised, loose). With several
+    occurrences the first is used; the caller warns.
     """
-    start = text.find(quote)
-    if start >= 0:
-        return start, start + len(quote), "exact", text.count(quote)
-    words = quote.split()
-    if not words:
+    level, places = QuoteIndex({"": text}).find(quote)
+    if level is None:
         return None
-    pattern = re.compile(r"\s+".join(re.escape(w) for w in words))
-    matches = list(pattern.finditer(text))
-    if not matches:
-        return None
-    return matches[0].start(), matches[0].end(), "whitespace", len(matches)
+    return places[0].start, places[0].end, level, len(places)
+
+
+_LEVEL_WORDS = {"normalised": "only with whitespace normalised",
+                "loose": "only at the loose level (quotes, dashes, hyphens, markup and spaces "
+                         "ignored)"}
 
 
 def _mention_spans(doc: Document, start: int, end: int, mentions: Sequence[str]) -> list[Span]:
@@ -102,8 +112,20 @@ def resolve_item(
         problems.append(Problem(file, item.line, field, message, severity))
 
     spans: list[Span] = []
+    levels: list[str] = []
+    missing: list[str] = []  # "evidence[i]: not found in <parser> output"
+
+    def place(ref: EvidenceRef, doc: Document | None, name: str) -> None:
+        located = _locate(ref, doc, corpus, name, add, missing)
+        levels.append(located[0] if located else "missing")
+        if located:
+            spans.append(located[1])
+
     for i, ref in enumerate(item.evidence):
         name = f"evidence[{i}]"
+        if ref.doc_id is None and ref.path is None:  # a quote alone: searched everywhere
+            place(ref, None, name)
+            continue
         doc = corpus.find(ref)
         if doc is None:
             what = f"doc_id {ref.doc_id!r}" if ref.doc_id is not None else f"path {ref.path!r}"
@@ -116,23 +138,19 @@ def resolve_item(
                     f"({len(doc.text)} characters)")
                 continue
             if ref.quote is not None and doc.text[ref.start:ref.end] != ref.quote:
+                if doc.parser:  # offsets saved under another parser: the quote decides
+                    place(ref, doc, name)
+                    continue
                 add(f"{name}.quote", f"text at {ref.start}:{ref.end} of {doc.doc_id} is "
                     f"{doc.text[ref.start:ref.end][:40]!r}, not the quote")
                 continue
+            if ref.quote is not None:
+                levels.append("exact")
             spans.append((doc.doc_id, ref.start, ref.end))
         elif ref.quote is not None:
-            found = locate_quote(doc.text, ref.quote)
-            if found is None:
-                add(f"{name}.quote", f"not found in {doc.doc_id}: {ref.quote[:60]!r}")
-                continue
-            start, end, how, count = found
-            if how != "exact":
-                add(f"{name}.quote", f"found in {doc.doc_id} only with whitespace "
-                    "normalised", "warning")
-            if count > 1:
-                add(f"{name}.quote", f"occurs {count} times in {doc.doc_id}; the first is "
-                    "used (quote more text to make it unique)", "warning")
-            spans.append((doc.doc_id, start, end))
+            place(ref, doc, name)
+    if missing:
+        spans = []  # an item is scored on all of its evidence or not at all
     source = "evidence" if spans else "none"
 
     if item.relevant_chunk_ids:
@@ -163,7 +181,57 @@ def resolve_item(
     if source == "none" and doc_ids:
         source = "doc_ids"
     doc_ids |= {s[0] for s in spans}
-    return ResolvedItem(item, tuple(spans), frozenset(doc_ids), source, tuple(problems))
+    if missing:  # an orphan of this configuration, whatever else the item names
+        return ResolvedItem(item, (), frozenset(), "none", tuple(problems), tuple(levels),
+                            "; ".join(missing))
+    return ResolvedItem(item, tuple(spans), frozenset(doc_ids), source, tuple(problems),
+                        tuple(levels))
+
+
+def _locate(ref: EvidenceRef, doc: Document | None, corpus: CorpusIndex, name: str, add: Any,
+            missing: list[str]) -> tuple[str, Span] | None:
+    """Place ``ref.quote`` in ``doc`` (every document when None): ``(level, span)``, or None
+    after recording why (an error for markdown, an orphan reason for a parser's output)."""
+    quote = ref.quote or ""
+    level, places = corpus.quotes.find(quote, None if doc is None else [doc.doc_id])
+    where = doc.doc_id if doc is not None else "the corpus"
+    if level is None:
+        parsers = ([doc.parser] if doc.parser else []) if doc is not None else corpus.parsers
+        if parsers:
+            reason = f"not found in {'/'.join(parsers)} output"
+            missing.append(f"{name}: {reason}")
+            add(f"{name}.quote", f"{reason} ({where}): {quote[:60]!r}", "warning")
+        else:
+            add(f"{name}.quote", f"not found in {where}: {quote[:60]!r}")
+        return None
+    first = places[0]
+    parsed = corpus.by_id[first.doc_id].parser
+    if level != "exact" and not parsed:  # a parser's output is expected to differ; counted
+        add(f"{name}.quote", f"found in {first.doc_id} {_LEVEL_WORDS[level]}", "warning")
+    if len(places) > 1:
+        docs = {p.doc_id for p in places}
+        if doc is not None or len(docs) == 1:
+            add(f"{name}.quote", f"occurs {len(places)} times in {first.doc_id}; the first is "
+                "used (quote more text to make it unique)", "warning")
+        else:
+            shown = ", ".join(f"{p.doc_id}@{p.start}" for p in places[:5])
+            more = f" and {len(places) - 5} more" if len(places) > 5 else ""
+            add(f"{name}.quote", f"occurs {len(places)} times in {len(docs)} documents "
+                f"({shown}{more}); the first is used (quote more text, or name its doc_id)",
+                "warning")
+    return level, (first.doc_id, first.start, first.end)
+
+
+def quote_metrics(resolved: Sequence[ResolvedItem]) -> dict[str, float]:
+    """How much quoted evidence this configuration's parsers kept, and at which level."""
+    levels = [lv for r in resolved for lv in r.quote_levels]
+    out: dict[str, float] = {"n_quotes": float(len(levels))}
+    for level in LEVELS:
+        out[f"n_quotes_{level}"] = float(levels.count(level))
+    out["n_quotes_missing"] = float(levels.count("missing"))
+    if levels:
+        out["evidence_found_fraction"] = (len(levels) - levels.count("missing")) / len(levels)
+    return out
 
 
 def resolve_all(

@@ -12,7 +12,7 @@ import secrets
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,10 @@ class LabelSettings:
     golden: str
     extensions: Sequence[str] = (".md", ".markdown", ".txt")
     on_error: str = "raise"
+    # Format -> parser, as the sweep reads the corpus: a quote saved from the page is then
+    # exact in a sweep with the same parser.
+    parsers: Mapping[str, str] = field(default_factory=dict)
+    cache_dir: str | None = None
     # The chunking shown and used for chunk ids when the golden set has no sidecar yet.
     chunk: ChunkSpec = field(default_factory=ChunkSpec)
     tokenizer: str = "minilm"
@@ -513,7 +517,8 @@ def build_app(settings: LabelSettings, *, dense_spec: Any = None, cache_dir: str
 
     t0 = time.perf_counter()
     docs = load_corpus(settings.corpus, extensions=settings.extensions,
-                       on_error=settings.on_error)
+                       on_error=settings.on_error, parsers=settings.parsers,
+                       cache_dir=settings.cache_dir)
     store = GoldenFile(settings.golden)
     ref_file = reference_path(store.path)
     if ref_file.exists():

@@ -296,10 +296,12 @@ class LabelHandler(BaseHTTPRequestHandler):
 
 def settings_from_config(cfg: Any, top: int = 8) -> LabelSettings:
     from sweep.chunking.chunkers import ChunkSpec
+    from sweep.config.specs import corpus_parsers
 
     return LabelSettings(
         corpus=cfg.corpus.path, golden=cfg.golden.path, extensions=tuple(cfg.corpus.extensions),
-        on_error=cfg.corpus.on_error,
+        on_error=cfg.corpus.on_error, parsers=corpus_parsers(cfg),
+        cache_dir=cfg.cache.dir if cfg.cache.enabled else None,
         chunk=ChunkSpec(cfg.chunk.boundary.value, cfg.chunk.size, cfg.chunk.overlap, "none"),
         tokenizer=cfg.chunk.tokenizer, bm25_k1=cfg.retrieval.bm25_k1,
         bm25_b=cfg.retrieval.bm25_b, bm25_stopwords=cfg.retrieval.bm25_stopwords,

@@ -22,10 +22,12 @@ from sweep.common.files import atomic_write
 
 # The seed's decision table: what to try for each cause.
 ADVICE = {
+    "lost_in_parsing": "another parser (corpus.*_parser), or a quote copied from this parser's text",
     "orphan": "fix the label: its evidence is not in this configuration's chunks",
     "truncated": "smaller chunks, or a model with a longer max_seq_length",
     "evidence_split": "a boundary that keeps passages whole (sentence, paragraph, heading), "
                       "overlap, or larger chunks",
+    "lost_by_index": "a larger ef_search / nprobe, or exact search at this corpus size",
     "ranked_below_k": "a reranker over a deeper pool",
     "never_retrieved": "hybrid search (BM25 + dense) or a better embedding model",
 }

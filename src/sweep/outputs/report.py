@@ -29,6 +29,8 @@ PER_QUESTION_COLUMNS = [
 ]
 # Shown in the comparison table, after the swept parameters, when present.
 TABLE_METRICS = [
+    # first: with the parser as an axis, "pypdf loses 5% of your evidence" comes before recall
+    "evidence_found_fraction",
     "recall_at_5", "mrr", "ndcg_at_5", "evidence_recall_at_5", "evidence_recall_at_budget",
     "context_tokens_at_5", "latency_end_to_end_p50_ms", "n_chunks", "n_orphans",
     "answer_accuracy_oracle", "answer_accuracy_live", "retrieval_tax",
@@ -113,7 +115,8 @@ def varying_params(reports: Sequence[dict[str, Any]]) -> list[str]:
 
 
 _MISS_SHORT = {"evidence_split": "split", "truncated": "trunc", "ranked_below_k": "below_k",
-               "never_retrieved": "never", "orphan": "orphan"}
+               "never_retrieved": "never", "orphan": "orphan", "lost_in_parsing": "parsing",
+               "lost_by_index": "index"}
 
 
 def miss_summary(metrics: Mapping[str, Any]) -> str | None:

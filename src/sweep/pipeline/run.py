@@ -33,7 +33,14 @@ from sweep.common.sqlite import parts_key
 from sweep.config.compose import to_container
 from sweep.config.identity import config_hash
 from sweep.config.schema import Config
-from sweep.config.specs import chunk_spec, embedding_spec, eval_spec, index_spec, rerank_spec
+from sweep.config.specs import (
+    chunk_spec,
+    corpus_parsers,
+    embedding_spec,
+    eval_spec,
+    index_spec,
+    rerank_spec,
+)
 from sweep.data.corpus import Document, corpus_fingerprint, load_corpus
 from sweep.data.golden import (
     GoldenSet,
@@ -42,12 +49,19 @@ from sweep.data.golden import (
     reference_path,
     require_valid,
 )
+from sweep.data.parsers import ParseRecord
 from sweep.embedding.cache import get_cache
 from sweep.embedding.models import Embedder, get_embedder
 from sweep.evaluation.evaluate import EvalSpec, evaluate
 from sweep.evaluation.metrics import covered_chars
 from sweep.evaluation.misses import diagnose_misses, miss_views, truncation_cuts
-from sweep.evaluation.relevance import ChunkLocator, CorpusIndex, ResolvedItem, resolve_all
+from sweep.evaluation.relevance import (
+    ChunkLocator,
+    CorpusIndex,
+    ResolvedItem,
+    quote_metrics,
+    resolve_all,
+)
 from sweep.generation.cache import get_judge_cache
 from sweep.generation.run import (
     DIAGNOSES,
@@ -85,6 +99,7 @@ class JobResult:
 @dataclass
 class _Memo:
     corpora: dict[tuple, tuple[list[Document], str]] = field(default_factory=dict)
+    parse_logs: dict[tuple, list[ParseRecord]] = field(default_factory=dict)
     chunks: dict[tuple, list[Chunk]] = field(default_factory=dict)
     starts: dict[tuple, list[np.ndarray]] = field(default_factory=dict)
     bm25: dict[tuple, tuple[BM25Index, float]] = field(default_factory=dict)
@@ -103,13 +118,42 @@ def clear_memo() -> None:
     _MEMO = _Memo()
 
 
+def _corpus_key(cfg: Config) -> tuple:
+    return (str(Path(cfg.corpus.path).resolve()), cfg.corpus.on_error,
+            tuple(cfg.corpus.extensions), tuple(sorted(corpus_parsers(cfg).items())))
+
+
 def load_corpus_cached(cfg: Config) -> tuple[list[Document], str]:
-    key = (str(Path(cfg.corpus.path).resolve()), cfg.corpus.on_error, tuple(cfg.corpus.extensions))
+    """The corpus and its fingerprint, loaded once per process for each parser choice; files
+    that need a parser go through the on-disk parse cache (``cache.dir``) when it is on."""
+    key = _corpus_key(cfg)
     if key not in _MEMO.corpora:
+        records: list[ParseRecord] = []
         docs = load_corpus(cfg.corpus.path, extensions=cfg.corpus.extensions,
-                           on_error=cfg.corpus.on_error)
+                           on_error=cfg.corpus.on_error, parsers=corpus_parsers(cfg),
+                           cache_dir=cfg.cache.dir if cfg.cache.enabled else None,
+                           parse_log=records)
+        if records:
+            parsed = [r for r in records if not r.cached]
+            log.info("parsed %d of %d files in %.1f s (%d from the parse cache)", len(parsed),
+                     len(records), sum(r.seconds for r in records), len(records) - len(parsed))
         _MEMO.corpora[key] = (docs, corpus_fingerprint(docs))
+        _MEMO.parse_logs[key] = records
     return _MEMO.corpora[key]
+
+
+def parsing_summary(cfg: Config) -> dict[str, Any]:
+    """What reading the corpus cost, for report.json: per file and in total. The corpus is
+    loaded once per process, so every job of a sweep process shows the same figures."""
+    records = _MEMO.parse_logs.get(_corpus_key(cfg), [])
+    return {
+        "parsers": sorted({r.parser for r in records}),
+        "n_files": len(records),
+        "n_parsed": sum(not r.cached for r in records),
+        "n_cached": sum(r.cached for r in records),
+        "total_s": round(sum(r.seconds for r in records), 4),
+        "documents": [r.as_dict() for r in records],
+    }
 
 
 def chunks_for(docs: list[Document], fingerprint: str, spec: ChunkSpec,
@@ -412,6 +456,7 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         summary, rows = evaluate(resolved, chunks, rankings, espec, diagnostics, texts)
         ix.metrics.update(index_report(cfg, search, results, ix.query_vecs, resolved, espec,
                                        summary, rows, texts))
+        add_pages(rows, resolved, rankings, chunks, docs)
         misses = miss_analysis(resolved, rows, chunks, docs, rankings, diagnostics,
                                cfg.eval.prompt_k, ix.embedder if uses_dense else None,
                                ix.truncated > 0)
@@ -426,6 +471,7 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     metrics = dict(summary)
     metrics.update(chunk_stats(chunks))
     metrics.update(ix.metrics)
+    metrics.update(quote_metrics(resolved))
     metrics.update(latency)
     metrics["truncated_fraction"] = ix.truncated
     report = {
@@ -443,6 +489,7 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         "golden_warnings": [str(p) for p in golden.problems if p.severity == "warning"]
         + [str(p) for r in resolved for p in r.problems if p.severity == "warning"],
         "n_documents": len(docs),
+        "parsing": parsing_summary(cfg),
     }
     return JobResult(report, rows, chunks, list(resolved), rankings, misses.views)
 
@@ -462,6 +509,21 @@ def row_lists(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "orphans": [{"qid": r["qid"], "reason": r.get("orphan_reason", "")}
                     for r in rows if r["status"] == "orphan"],
     }
+
+
+def add_pages(rows: list[dict[str, Any]], resolved: list[ResolvedItem],
+              rankings: list[Ranking], chunks: list[Chunk], docs: list[Document]) -> None:
+    """For PDFs, the page of each question's first evidence span and of its top chunk, so
+    per_question.csv can say "page 41"."""
+    by_id = {d.doc_id: d for d in docs if d.pages}
+    if not by_id:
+        return
+    for row, res, ranking in zip(rows, resolved, rankings, strict=True):
+        if res.spans and res.spans[0][0] in by_id:
+            row["evidence_page"] = by_id[res.spans[0][0]].page_at(res.spans[0][1])
+        if ranking.indices and chunks[ranking.indices[0]].doc_id in by_id:
+            top = chunks[ranking.indices[0]]
+            row["top_chunk_page"] = by_id[top.doc_id].page_at(top.start)
 
 
 def gen_items(result: JobResult, prompt_k: int, docs: list[Document], limit: int = 0

@@ -118,3 +118,15 @@ def test_exact_search_keeps_the_hash_from_before_the_index_axis() -> None:
     assert config_hash(_plain(["index=hnsw"]), "c", "g") != config_hash(plain, "c", "g")
     assert config_hash(_plain(["index=hnsw", "index.ef_search=8"]), "c", "g") != \
         config_hash(_plain(["index=hnsw"]), "c", "g")
+
+
+def test_every_input_key_says_how_it_reaches_the_hash() -> None:
+    from sweep.config.identity import INPUT_KEYS, INPUT_SECTIONS
+
+    defaults = Config()
+    for section in INPUT_SECTIONS:
+        fields = {f.name for f in dataclasses.fields(getattr(defaults, section))}
+        assert set(INPUT_KEYS[section]) == fields, (
+            f"classify {section} keys in sweep.config.identity.INPUT_KEYS: "
+            f"{sorted(fields ^ set(INPUT_KEYS[section]))}")
+        assert set(INPUT_KEYS[section].values()) <= {"fingerprint", "label"}

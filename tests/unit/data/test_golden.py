@@ -192,12 +192,20 @@ def test_evidence_not_a_list() -> None:
     assert [p.field for p in errors(problems)] == ["evidence"]
 
 
-def test_evidence_without_doc_id_or_path() -> None:
-    items, problems = parse(line(evidence=[{"doc_id": "d", "quote": "ok"}, {"quote": "30 days"}]))
+def test_a_span_without_doc_id_or_path_is_an_error() -> None:
+    items, problems = parse(line(evidence=[{"doc_id": "d", "quote": "ok"},
+                                           {"start": 0, "end": 5}]))
     assert items == []
     (p,) = errors(problems)
     assert (p.line, p.field) == (1, "evidence[1]")
     assert "doc_id" in p.message and "path" in p.message
+
+
+def test_a_quote_alone_needs_no_document() -> None:
+    # searched in every document (sweep.evaluation.relevance)
+    items, problems = parse(line(evidence=[{"quote": "30 days"}]))
+    assert errors(problems) == []
+    assert items[0].evidence == (EvidenceRef(quote="30 days"),)
 
 
 def test_evidence_unknown_field_is_an_error_naming_it() -> None:

@@ -102,3 +102,16 @@ def test_truncation_cut_skips_prefix_and_header() -> None:
     c = chunk(0, 20, 90, header="Title")  # embed_text = "Title\n\n" + body (7 characters)
     cuts = truncation_cuts([c, chunk(1, 0, 10)], [2 + 7 + 15, None], prefix_len=2)
     assert cuts == {"d#0": 20 + 15}
+
+
+def test_a_quote_the_parser_lost_is_lost_in_parsing() -> None:
+    miss = miss_cause(row("orphan", orphan_reason="not found in pypdf output"), [], [], [], 5,
+                      {}, True)
+    assert miss is not None and miss.cause == "lost_in_parsing"
+
+
+def test_a_question_the_index_lost_is_lost_by_index() -> None:
+    r = row(rank=9, ann_flip="lost", exact_first_relevant_rank=2)
+    miss = miss_cause(r, [("d", 10, 20)], WHOLE, WHOLE, 5, {}, True)
+    assert miss is not None and miss.cause == "lost_by_index"
+    assert miss.detail == "exact search ranks it 2, the index 9"

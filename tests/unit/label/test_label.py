@@ -84,7 +84,8 @@ def test_append_creates_a_missing_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize("bad, message", [
     (item("q001"), "already in"),                                  # duplicate qid
     ({"qid": "q009", "question": " "}, "question"),                 # empty question
-    ({"qid": "q009", "question": "x", "evidence": [{"quote": "y"}]}, "doc_id"),
+    # a span needs its document (a quote alone may name none: it is searched everywhere)
+    ({"qid": "q009", "question": "x", "evidence": [{"start": 0, "end": 1}]}, "doc_id"),
     ({**item("q009"), "bogus": 1}, "unknown field"),
 ])
 def test_append_refuses_bad_items_and_writes_nothing(golden_file: Path, bad: dict,

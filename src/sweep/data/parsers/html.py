@@ -1,0 +1,216 @@
+"""HTML: trafilatura (the main content) or markitdown (the whole page), both as markdown.
+
+The bytes are decoded here, not by the libraries: both ignore ``<meta charset>`` and guess with
+charset-normalizer, which reads a cp1252 page declared ``iso-8859-1`` as cp1250 ("naïve" ->
+"naďve"). The declared charset wins (``iso-8859-1``/``ascii`` read as cp1252, as browsers do),
+then UTF-8, then charset-normalizer's guess.
+
+trafilatura runs with XML output and no inline formatting, rendered to markdown here: its own
+markdown mode reorders nested inline markup (``"<code>cat <em>x</em></code>"`` comes out with
+the words moved), which loses evidence, while its XML keeps the text verbatim and the headings
+(``<head rend="h2">``). Code blocks are fenced so that a shell prompt ``# apt-get`` inside one
+is not read as a heading. Before extraction, two fixes that cost nothing on other pages:
+self-closed ``<a id="x"/>`` (XHTML parsed as HTML, where the open ``<a>`` swallows the heading's
+title: trafilatura then drops every DocBook heading as link text) are closed and empty link
+targets removed, and a page with
+no ``<main>``/``<article>`` whose body holds a DocBook content ``div`` (chapter, preface,
+appendix, ...) gets that ``div`` marked as ``<main>`` (trafilatura otherwise falls back to a
+text-only recovery that keeps no heading), and a bare ``<pre>`` gets a ``<code>`` inside (else
+its line breaks are lost). Sphinx permalinks (``a.headerlink``, the ``¶``)
+are removed for both parsers.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+from typing import Any
+
+from sweep.common.errors import SweepError
+from sweep.data.parsers.base import Parsed, from_markdown
+
+log = logging.getLogger(__name__)
+
+TRAFILATURA_SETTINGS: dict[str, Any] = {
+    "output_format": "xml", "include_formatting": False, "include_tables": True,
+    "include_comments": False, "include_links": False, "include_images": False,
+}
+MARKITDOWN_HTML_SETTINGS: dict[str, Any] = {}  # markitdown's defaults: the whole page
+
+# WHATWG: these labels mean windows-1252 in every browser.
+_AS_CP1252 = {"iso-8859-1", "iso8859-1", "latin-1", "latin1", "l1", "ascii", "us-ascii",
+              "windows-1252", "cp1252", "x-cp1252", "iso_8859-1"}
+_XML_PROLOG = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
+_SELF_CLOSED = re.compile(r"<(a|span|div|p|i|b|em|code|td|th|li)(\s[^<>]*?)?\s*/>",
+                          re.IGNORECASE)
+_DOCBOOK_CONTAINERS = ("chapter", "preface", "appendix", "book", "index", "article", "part",
+                       "reference", "glossary", "bibliography", "colophon", "dedication")
+
+
+def decode_html(data: bytes, source: str) -> str:
+    """The page as text: BOM, then the declared charset, then UTF-8, then a guess."""
+    from bs4.dammit import EncodingDetector
+
+    for bom, codec in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"),
+                       (b"\xfe\xff", "utf-16")):
+        if data.startswith(bom):
+            return data.decode(codec, errors="replace")
+    tried = []
+    declared = EncodingDetector.find_declared_encoding(data[:8192], is_html=True,
+                                                       search_entire_document=False)
+    if declared:
+        label = declared.strip().lower()
+        tried.append("cp1252" if label in _AS_CP1252 else label)
+    tried.append("utf-8")
+    for codec in tried:
+        try:
+            return data.decode(codec)
+        except (UnicodeDecodeError, LookupError):
+            continue
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(data).best()
+    if best is None:
+        raise SweepError(f"{source}: cannot decode this HTML (declared "
+                         f"{declared or 'no charset'}, not valid UTF-8 either)")
+    log.warning("%s: decoded as %s (guessed; declared %s)", source, best.encoding,
+                declared or "no charset")
+    return str(best)
+
+
+def _tree(html: str) -> Any:
+    import lxml.html
+
+    html = _SELF_CLOSED.sub(lambda m: f"<{m.group(1)}{m.group(2) or ''}></{m.group(1)}>",
+                            _XML_PROLOG.sub("", html))
+    tree = lxml.html.document_fromstring(html)
+    for link in tree.xpath('//a[contains(concat(" ", normalize-space(@class), " "), '
+                           '" headerlink ")]'):
+        link.drop_tree()  # keeps the tail text
+    for anchor in tree.xpath("//a[not(node())]"):
+        anchor.drop_tag()  # an empty link target: trafilatura counts a heading holding one as a link
+    return tree
+
+
+def _code_in_pre(tree: Any) -> None:
+    """trafilatura turns a bare ``<pre>`` into a ``<quote>`` with its line breaks collapsed,
+    but keeps them for ``<pre><code>``: give every bare ``<pre>`` its ``<code>``."""
+    import lxml.html
+
+    for pre in tree.iter("pre"):
+        if pre.find(".//code") is not None:
+            continue
+        code = lxml.html.Element("code")
+        code.text, pre.text = pre.text, None
+        for child in list(pre):
+            code.append(child)
+        pre.append(code)
+
+
+def _mark_docbook_main(tree: Any) -> None:
+    if tree.xpath("//main|//article|//*[@role='main']"):
+        return
+    for div in tree.xpath("//body/div[@class]"):
+        if div.get("class", "").split()[0] in _DOCBOOK_CONTAINERS:
+            div.tag = "main"
+            return
+
+
+_BLOCKS = {"head", "p", "list", "table", "code", "quote"}
+_NESTING = {"p", "list", "item", "cell", "row", "table", "quote", "head", "code"}
+_LINE_HEADING = re.compile(r"^(\s{0,3})(#{1,6})(?=\s|$)", re.MULTILINE)
+
+
+def _text(el: Any) -> str:
+    """Text of an XML element, ``<lb/>`` as a line break marker (\\x00)."""
+    out = [el.text or ""]
+    for child in el:
+        out.append("\x00" if child.tag == "lb" else _text(child))
+        out.append(child.tail or "")
+    return "".join(out)
+
+
+def _flow(el: Any) -> str:
+    """Running text: whitespace collapsed, explicit line breaks kept, and a line that would
+    read as a markdown heading escaped (it is text, not a heading)."""
+    text = re.sub(r"\s+", " ", _text(el))  # source line wraps are spaces; <lb/> is \x00
+    text = "\n".join(part.strip() for part in text.split("\x00"))
+    return _LINE_HEADING.sub(r"\1\\\2", text.strip())
+
+
+def _fence(code: str) -> str:
+    longest = max((len(m) for m in re.findall(r"`{3,}", code)), default=2)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{code.strip(chr(10))}\n{fence}"
+
+
+def _cell(el: Any) -> str:
+    return _flow(el).replace("\n", " ").replace("|", "\\|")
+
+
+def render_trafilatura_xml(xml: str) -> str:
+    """trafilatura's XML as markdown: headings, paragraphs, lists, tables, fenced code."""
+    import lxml.etree as etree
+
+    root = etree.fromstring(xml.encode("utf-8"))
+    blocks: list[str] = []
+    for el in root.iter(*_BLOCKS):
+        if any(a.tag in _NESTING for a in el.iterancestors()):
+            continue  # rendered with the block that holds it
+        if el.tag == "head":
+            rend = el.get("rend") or "h2"
+            level = int(rend[1]) if re.fullmatch(r"h[1-6]", rend) else 2
+            title = _flow(el).replace("\n", " ").lstrip("\\")
+            if title:
+                blocks.append("#" * level + " " + title)
+        elif el.tag == "list":
+            ordered = (el.get("rend") or "") == "ol"
+            items = [_flow(i).replace("\n", " ") for i in el.iter("item")
+                     if not any(a.tag == "item" for a in i.iterancestors())]
+            blocks.append("\n".join(f"{n}. {t}" if ordered else f"- {t}"
+                                    for n, t in enumerate(items, 1) if t))
+        elif el.tag == "table":
+            rows = [[_cell(c) for c in row.iter("cell")] for row in el.iter("row")]
+            rows = [r for r in rows if any(r)]
+            if rows:
+                width = max(len(r) for r in rows)
+                lines = ["| " + " | ".join(r + [""] * (width - len(r))) + " |" for r in rows]
+                lines.insert(1, "|" + " --- |" * width)
+                blocks.append("\n".join(lines))
+        elif el.tag == "code":
+            blocks.append(_fence(_text(el).replace("\x00", "\n")))
+        elif el.tag == "quote":
+            body = _text(el).replace("\x00", "\n").strip("\n")
+            blocks.append("\n".join("> " + line for line in body.split("\n")))
+        else:
+            text = _flow(el)
+            if text:
+                blocks.append(text)
+    return "\n\n".join(b for b in blocks if b.strip())
+
+
+def parse_trafilatura(data: bytes, source: str) -> Parsed:
+    import trafilatura
+
+    logging.getLogger("trafilatura").setLevel(logging.ERROR)
+    tree = _tree(decode_html(data, source))
+    _mark_docbook_main(tree)
+    _code_in_pre(tree)
+    xml = trafilatura.extract(tree, **TRAFILATURA_SETTINGS)
+    if not xml:
+        raise SweepError(f"{source}: trafilatura found no main content in this page",
+                         hint="try corpus.html_parser=markitdown, or set corpus.on_error=skip")
+    return from_markdown(render_trafilatura_xml(xml), source, "trafilatura")
+
+
+def parse_markitdown_html(data: bytes, source: str) -> Parsed:
+    import lxml.html
+    from markitdown import MarkItDown, StreamInfo
+
+    tree = _tree(decode_html(data, source))
+    page = lxml.html.tostring(tree, encoding="unicode")
+    info = StreamInfo(extension=".html", mimetype="text/html", charset="utf-8")
+    result = MarkItDown().convert_stream(io.BytesIO(page.encode("utf-8")), stream_info=info,
+                                         **MARKITDOWN_HTML_SETTINGS)
+    return from_markdown(result.text_content or "", source, "markitdown")

@@ -1,0 +1,176 @@
+"""The levelled quote locator, each normalisation on its own, and orphans per parser."""
+
+from __future__ import annotations
+
+import pytest
+
+from sweep.chunking.chunkers import Chunk
+from sweep.data.corpus import Document, Section
+from sweep.data.golden import EvidenceRef, GoldenItem
+from sweep.data.quotes import QuoteIndex
+from sweep.evaluation.evaluate import EvalSpec, evaluate
+from sweep.evaluation.relevance import CorpusIndex, quote_metrics, resolve_item
+from sweep.retrieval.ranking import Ranking
+
+
+def find(text: str, quote: str) -> tuple[str | None, str | None]:
+    """(level, the matched text of the original) for a quote in one text."""
+    level, places = QuoteIndex({"d": text}).find(quote)
+    if level is None:
+        return None, None
+    return level, text[places[0].start:places[0].end]
+
+
+def test_exact() -> None:
+    assert find("Say hello world twice.", "hello world") == ("exact", "hello world")
+
+
+def test_normalised_line_wrap_and_runs_of_spaces() -> None:
+    text = "the file\n   foo is\tlinked"
+    assert find(text, "the file foo is linked") == ("normalised", text)
+    assert find(text, "  file foo  ") == ("normalised", "file\n   foo")
+
+
+# Each loose normalisation alone: the text differs from the quote in exactly one way.
+LOOSE = [
+    ("typographic quotes", "a file \u201dfoo\u201d with", 'a file "foo" with'),
+    ("apostrophe", "an ordinary user\u2019s password", "an ordinary user's password"),
+    ("dash", "pages 3\u20134 only", "pages 3-4 only"),
+    ("ligature", "the \ufb01le system", "the file system"),
+    ("soft hyphen", "auto\u00admatic mounting", "automatic mounting"),
+    ("end-of-line hyphenation", "start the shell di-\nrectly on the host",
+     "start the shell directly on the host"),
+    ("real hyphen broken at a line end", "the time-\nconsuming write", "the time-consuming write"),
+    ("table pipes", "| vim | Vi IMproved editor |", "vim Vi IMproved editor"),
+    ("list bullets", "- Hard link\n- Symbolic link", "Hard link\nSymbolic link"),
+    ("list numbers", "1. Run apt update\n2. Run apt upgrade", "Run apt update\nRun apt upgrade"),
+    ("emphasis", "type **reset** at the prompt", "type reset at the prompt"),
+    ("inline code", "such as `cat some-file`, type", "such as cat some-file, type"),
+    ("markdown link", "see [Virtual consoles](#vc \"title\") below", "see Virtual consoles below"),
+    ("backslash escape", "on x86\\_64 machines", "on x86_64 machines"),
+    ("dropped spaces", "Therearetwomethodsofassociating afile", "There are two methods of "
+     "associating a file"),
+]
+
+
+@pytest.mark.parametrize(("case", "text", "quote"), LOOSE, ids=[c[0] for c in LOOSE])
+def test_loose_each_normalisation_alone(case: str, text: str, quote: str) -> None:
+    assert quote not in text and " ".join(quote.split()) not in " ".join(text.split())
+    level, matched = find("Before. " + text + " After.", quote)
+    assert level == "loose", case
+    # The span maps back onto the original text: it starts at the quote's first character
+    # and ends at its last, markup outside them left out.
+    assert matched is not None and matched[0] == quote[0] and matched[-1] == quote[-1]
+
+
+def test_loose_span_offsets_are_original_offsets() -> None:
+    text = "x\n| a | \u201cb\u201d |\n- c\u00add"
+    level, places = QuoteIndex({"d": text}).find('a "b" cd')
+    assert level == "loose"
+    (p,) = places
+    assert (p.start, p.end) == (text.index("a"), len(text))
+
+
+def test_not_found_and_blank() -> None:
+    assert find("nothing like it", "something else") == (None, None)
+    assert find("text", "  \n") == (None, None)
+
+
+def test_first_level_wins_and_counts_its_places() -> None:
+    # exact in one document beats loose in another
+    idx = QuoteIndex({"a": "the \u201cfoo\u201d file", "b": 'the "foo" file'})
+    level, places = idx.find('the "foo" file')
+    assert level == "exact" and [p.doc_id for p in places] == ["b"]
+
+
+# --------------------------------------------------------------------------- resolution
+
+PDF_TEXT = "1.2 Links\nThere are two methods of associating a file \u201dfoo\u201d.\n"
+HTML_TEXT = "# Links\n\nThere are two methods of associating a file \"foo\".\n"
+
+
+def doc(doc_id: str, text: str, parser: str = "") -> Document:
+    return Document(doc_id, doc_id, text, (Section(0, len(text), 0, ()),), f"{doc_id}.x",
+                    parser)
+
+
+def item(*evidence: EvidenceRef, qid: str = "q1") -> GoldenItem:
+    return GoldenItem(qid, "how are files associated?", evidence=evidence, line=3)
+
+
+QUOTE = 'There are two methods of associating a file "foo".'
+
+
+def test_quote_without_document_found_once() -> None:
+    corpus = CorpusIndex([doc("book", PDF_TEXT, "pypdf"), doc("other", "unrelated\n")])
+    r = resolve_item(item(EvidenceRef(quote=QUOTE)), corpus, None)
+    assert r.problems == () and r.quote_levels == ("loose",)
+    ((d, a, b),) = r.spans
+    assert d == "book" and PDF_TEXT[a:b].startswith("There") and PDF_TEXT[a:b].endswith(".")
+
+
+def test_quote_without_document_found_in_several_warns_naming_places() -> None:
+    corpus = CorpusIndex([doc("a", HTML_TEXT, "trafilatura"), doc("b", HTML_TEXT, "trafilatura")])
+    r = resolve_item(item(EvidenceRef(quote=QUOTE)), corpus, None)
+    (p,) = r.problems
+    assert p.severity == "warning" and "2 documents" in p.message
+    assert f"a@{HTML_TEXT.index('There')}" in p.message and "b@" in p.message
+    assert r.spans[0][0] == "a"
+
+
+def test_quote_missing_in_a_parsers_output_is_an_orphan_not_an_error() -> None:
+    corpus = CorpusIndex([doc("book", "Nothing about links here.\n", "pdfplumber")])
+    r = resolve_item(item(EvidenceRef(doc_id="book", quote=QUOTE)), corpus, None)
+    assert r.level == "orphan" and r.spans == () and r.quote_levels == ("missing",)
+    assert r.orphan_reason == "evidence[0]: not found in pdfplumber output"
+    assert [p.severity for p in r.problems] == ["warning"]
+
+
+def test_quote_missing_in_markdown_is_still_an_error() -> None:
+    corpus = CorpusIndex([doc("notes", "Nothing about links here.\n")])
+    r = resolve_item(item(EvidenceRef(doc_id="notes", quote=QUOTE)), corpus, None)
+    assert [p.severity for p in r.problems] == ["error"]
+
+
+def test_one_missing_quote_orphans_the_whole_item() -> None:
+    # Scoring on the evidence that survived would make the question easier under one parser.
+    corpus = CorpusIndex([doc("book", PDF_TEXT, "pypdf")])
+    r = resolve_item(item(EvidenceRef(quote=QUOTE), EvidenceRef(quote="a cross reference")),
+                     corpus, None)
+    assert r.level == "orphan" and r.quote_levels == ("loose", "missing")
+    assert r.orphan_reason == "evidence[1]: not found in pypdf output"
+
+
+def test_span_saved_under_another_parser_falls_back_to_its_quote() -> None:
+    corpus = CorpusIndex([doc("book", PDF_TEXT, "pypdf")])
+    r = resolve_item(item(EvidenceRef(doc_id="book", start=0, end=5, quote=QUOTE)), corpus, None)
+    assert r.quote_levels == ("loose",) and r.spans[0][1] == PDF_TEXT.index("There")
+
+
+def test_orphans_per_parser_are_counted_listed_and_not_scored() -> None:
+    quotes = [EvidenceRef(quote=QUOTE), EvidenceRef(quote="two methods"),
+              EvidenceRef(quote="a sentence only the HTML has")]
+    items = [item(q, qid=f"q{i}") for i, q in enumerate(quotes)]
+    html = HTML_TEXT + "And a sentence only the HTML has.\n"
+    results = {}
+    for parser, text in (("trafilatura", html), ("pypdf", PDF_TEXT)):
+        d = doc("book", text, parser)
+        corpus = CorpusIndex([d])
+        resolved = [resolve_item(it, corpus, None) for it in items]
+        chunks = [Chunk("book#0", "book", 0, 0, len(text), text, text, 10)]
+        rankings = [Ranking((0,), (1.0,)) for _ in items]
+        summary, rows = evaluate(resolved, chunks, rankings, EvalSpec(k=(1,), prompt_k=1))
+        results[parser] = (quote_metrics(resolved), summary, rows)
+    html_m, html_s, _ = results["trafilatura"]
+    assert (html_m["n_quotes"], html_m["n_quotes_exact"], html_m["evidence_found_fraction"]
+            ) == (3, 3, 1.0)
+    assert html_s["n_orphans"] == 0 and html_s["n_scored"] == 3
+    pdf_m, pdf_s, pdf_rows = results["pypdf"]
+    assert (pdf_m["n_quotes_exact"], pdf_m["n_quotes_loose"], pdf_m["n_quotes_missing"]
+            ) == (1, 1, 1)
+    assert pdf_m["evidence_found_fraction"] == pytest.approx(2 / 3)
+    assert (pdf_s["n_orphans"], pdf_s["n_scored"]) == (1, 2)
+    orphan = [r for r in pdf_rows if r["status"] == "orphan"]
+    assert [(r["qid"], r["orphan_reason"]) for r in orphan] == [
+        ("q2", "evidence[0]: not found in pypdf output")]
+    assert pdf_s["recall_at_1"] == 1.0  # averaged over the 2 scored, the orphan not as a 0
