@@ -287,7 +287,7 @@ def test_unreadable_cache_entry_is_a_miss(tmp_path: Path) -> None:
 
 
 def test_validate_quotes_reports_the_level_under_every_parser(tmp_path: Path) -> None:
-    from conftest import run_cli
+    from helpers import run_cli
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
