@@ -9,6 +9,7 @@ OUT/repro_chroma.csv (chunker, size, overlap, k, metric, ours, published, differ
 prints the table side by side. The published figures are in benchmarks/chroma_published.csv.
 
     python benchmarks/repro_chroma.py [--out DIR] [--cache DIR] [--omega-only] [--data DIR]
+                                      [--only "Recursive 200/0,TokenText 200/0"]
 
 --omega-only needs no model (Precision_Ω depends on the chunk boundaries alone: BM25 stands in
 for the ranking). Nothing here is asserted; the `within` column says whether each figure
@@ -89,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="embedding cache folder (default: OUT/cache)")
     parser.add_argument("--data", type=Path, default=DATA,
                         help="a folder in Chroma's layout (questions_df.csv, corpora/)")
+    parser.add_argument("--only", default="",
+                        help='rows to run, e.g. "Recursive 200/0,TokenText 200/0" (default: all)')
     parser.add_argument("--omega-only", action="store_true",
                         help="only Precision_Ω (no model; minutes less)")
     args = parser.parse_args(argv)
@@ -115,8 +118,11 @@ def main(argv: list[str] | None = None) -> int:
         rows_by_config.setdefault((p["chunker"], int(p["size"]), int(p["overlap"])), []).append(p)
 
     known = {b.value for b in Boundary}
+    only = {o.strip() for o in args.only.split(",") if o.strip()}
     table: list[dict] = []
     for (chunker, size, overlap), pubs in rows_by_config.items():
+        if only and f"{chunker} {size}/{overlap}" not in only:
+            continue
         boundary = BOUNDARY[chunker]
         if boundary not in known:
             print(f"{chunker} {size}/{overlap}: not run, chunk.boundary={boundary} does not "

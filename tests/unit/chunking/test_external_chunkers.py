@@ -135,3 +135,30 @@ def test_precision_omega_on_a_slice_of_chroma_data(shared_data: Path, cl100k) ->
     expected = len(ev_chars & chunk_chars) / len(ev_chars | chunk_chars)
     assert m.precision_omega(spans, evidence) == pytest.approx(expected)
     assert 0 < expected < 1
+
+
+@pytest.mark.parametrize(("boundary", "size", "overlap", "expected"), [
+    ("token_text", 200, 0, 0.20980), ("langchain_recursive", 200, 0, 0.29942)])
+def test_chroma_mode_precision_omega_on_the_whole_data(shared_data: Path, tmp_path: Path,
+                                                       cl100k, boundary: str, size: int,
+                                                       overlap: int, expected: float) -> None:
+    """Chroma's own chunker and metric code, run on this data, give 20.980 and 29.942 (its
+    report prints 21.0 and 29.9 for text-embedding-3-large); span_mode=chroma must agree."""
+    from sweep.data.corpus import load_corpus
+    from sweep.data.golden import load_golden
+    from sweep.data.importers import run_import
+    from sweep.evaluation.evaluate import EvalSpec, evaluate
+    from sweep.evaluation.relevance import CorpusIndex, resolve_all
+    from sweep.retrieval.ranking import Ranking
+
+    run_import("chroma", shared_data / "chroma_chunking_eval", tmp_path / "c")
+    docs = load_corpus(tmp_path / "c" / "corpus")
+    items = resolve_all(load_golden(tmp_path / "c" / "golden.jsonl").items, CorpusIndex(docs),
+                        None)
+    chunks = chunk_corpus(docs, ChunkSpec(boundary, size, overlap), cl100k)
+    _, rows = evaluate(items, chunks, [Ranking((0,), (0.0,))] * len(items),
+                       EvalSpec(k=(1,), prompt_k=1, span_mode="chroma"), None,
+                       {d.doc_id: d.text for d in docs})
+    values = [r["precision_omega"] for r in rows]
+    assert len(values) == 472
+    assert sum(values) / len(values) == pytest.approx(expected, abs=5e-6)
