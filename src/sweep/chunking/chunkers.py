@@ -27,6 +27,8 @@ from sweep.common.errors import SweepError
 from sweep.data.corpus import Document, Section
 
 BOUNDARIES = ("fixed", "sentence", "paragraph", "heading", "recursive")
+# Boundaries that cut by meaning: they need an embedding model (sweep.chunking.semantic).
+EMBEDDED_BOUNDARIES = ("semantic", "cluster")
 HEADERS = ("none", "title", "path")
 
 
@@ -38,10 +40,9 @@ class ChunkSpec:
     header: str = "none"
 
     def validate(self) -> ChunkSpec:
-        if self.boundary not in BOUNDARIES:
-            raise SweepError(
-                f"chunk.boundary={self.boundary!r} is not one of {', '.join(BOUNDARIES)}"
-            )
+        if self.boundary not in (*BOUNDARIES, *EMBEDDED_BOUNDARIES):
+            raise SweepError(f"chunk.boundary={self.boundary!r} is not one of "
+                             f"{', '.join((*BOUNDARIES, *EMBEDDED_BOUNDARIES))}")
         if self.header not in HEADERS:
             raise SweepError(f"chunk.header={self.header!r} is not one of {', '.join(HEADERS)}")
         if self.size < 1:
@@ -283,6 +284,9 @@ def chunk_spans(doc: Document, starts: np.ndarray, spec: ChunkSpec) -> list[tupl
             units = _units(d, a, b, ["paragraph", "sentence", "token"], size)
             spans.extend(_pack(d, units, size, overlap))
         return spans
+    if spec.boundary in EMBEDDED_BOUNDARIES:
+        raise SweepError(f"chunk.boundary={spec.boundary} needs an embedding model: "
+                         "use sweep.chunking.semantic")
     raise SweepError(f"chunk.boundary={spec.boundary!r} is not one of {', '.join(BOUNDARIES)}")
 
 
@@ -298,9 +302,15 @@ def header_for(doc: Document, heading_path: tuple[str, ...], header: str) -> str
 
 
 def chunk_document(doc: Document, starts: np.ndarray, spec: ChunkSpec) -> list[Chunk]:
+    return chunks_from_spans(doc, starts, spec, chunk_spans(doc, starts, spec))
+
+
+def chunks_from_spans(doc: Document, starts: np.ndarray, spec: ChunkSpec,
+                      spans: Sequence[tuple[int, int]]) -> list[Chunk]:
+    """`Chunk` objects (ids, heading path, header, token count) for spans in document order."""
     section_starts = [s.start for s in doc.sections]
     chunks = []
-    for ordinal, (start, end) in enumerate(chunk_spans(doc, starts, spec)):
+    for ordinal, (start, end) in enumerate(spans):
         idx = bisect_right(section_starts, start) - 1
         heading_path = doc.sections[idx].heading_path if idx >= 0 else ()
         body = doc.text[start:end]
