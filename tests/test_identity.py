@@ -11,6 +11,7 @@ import pytest
 from sweep.config.compose import compose, to_container
 from sweep.config.identity import (
     ALL_SECTIONS,
+    GATED_KEYS,
     OPERATIONAL_SECTIONS,
     RESULT_SECTIONS,
     UNHASHED_KEYS,
@@ -39,7 +40,18 @@ def _changed(value: Any) -> Any:
         return value + "-x"
     if isinstance(value, list):
         return [*value, value[-1] + 1] if value and isinstance(value[-1], int) else [*value, "x"]
+    if isinstance(value, dict):  # a nested sub-config (chunk.semantic): change every leaf
+        return {k: _changed(v) for k, v in value.items()}
     raise TypeError(type(value))
+
+
+def _gate_opened(plain: dict[str, Any], section: str, key: str) -> dict[str, Any]:
+    """``plain`` with the strategy that ``section.key`` belongs to selected."""
+    out = copy.deepcopy(plain)
+    gate = GATED_KEYS.get(section, {}).get(key)
+    if gate is not None:
+        out[section][gate[0]] = gate[1][0]
+    return out
 
 
 def _leaves(plain: dict[str, Any], sections: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -63,15 +75,16 @@ def plain_all_on() -> dict[str, Any]:
 
 
 def test_every_result_key_changes_the_hash(plain_all_on: dict[str, Any]) -> None:
-    base = config_hash(plain_all_on, "c", "g")
     sections = (*RESULT_SECTIONS, "generation", "judge")
     checked = 0
     for section, key in _leaves(plain_all_on, sections):
         if key in UNHASHED_KEYS.get(section, ()):
             continue
-        other = copy.deepcopy(plain_all_on)
+        opened = _gate_opened(plain_all_on, section, key)
+        other = copy.deepcopy(opened)
         other[section][key] = _changed(other[section][key])
-        assert config_hash(other, "c", "g") != base, f"{section}.{key} does not change config_hash"
+        assert config_hash(other, "c", "g") != config_hash(opened, "c", "g"), (
+            f"{section}.{key} does not change config_hash")
         checked += 1
     assert checked > 40
 
@@ -107,3 +120,36 @@ def test_settings_of_a_stage_that_is_off_change_nothing() -> None:
     assert config_hash(plain, "c", "g") == config_hash(
         _plain(["rerank.model=/elsewhere", "rerank.pool=20", "generation.model=x",
                 "judge.model=y"]), "c", "g")
+
+
+def test_settings_of_a_strategy_not_chosen_change_nothing() -> None:
+    # Semantic settings count only with boundary=semantic, parent ones only with unit=parent.
+    plain = _plain([])
+    assert config_hash(plain, "c", "g") == config_hash(
+        _plain(["chunk.semantic.threshold=50", "chunk.semantic.model=x",
+                "chunk.cluster.piece_tokens=10", "retrieval.parent_max_tokens=9",
+                "retrieval.window_sentences=1"]), "c", "g")
+    for section, key, gate in [(s, k, g) for s, keys in GATED_KEYS.items()
+                               for k, g in keys.items()]:
+        assert key in plain[section] and gate[0] in plain[section], f"{section}.{key}"
+
+
+@pytest.mark.parametrize("override", [
+    "chunk.semantic.window=1", "chunk.semantic.threshold=50", "chunk.semantic.model=x"])
+def test_each_semantic_setting_counts_with_its_boundary(override: str) -> None:
+    semantic = _plain(["chunk.boundary=semantic"])
+    assert config_hash(semantic, "c", "g") != config_hash(
+        _plain(["chunk.boundary=semantic", override]), "c", "g")
+    assert config_hash(semantic, "c", "g") != config_hash(_plain([]), "c", "g")
+
+
+def test_unit_chunk_keeps_the_hash_of_runs_recorded_before_units() -> None:
+    plain = _plain([])
+    before = copy.deepcopy(plain)
+    for key in ("unit", "parent_max_tokens", "window_sentences"):
+        del before["retrieval"][key]
+    for key in ("semantic", "cluster"):
+        del before["chunk"][key]
+    assert config_hash(plain, "c", "g") == config_hash(before, "c", "g")
+    assert config_hash(_plain(["retrieval.unit=parent"]), "c", "g") != config_hash(
+        plain, "c", "g")

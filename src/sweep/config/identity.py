@@ -39,6 +39,16 @@ UNHASHED_KEYS: Mapping[str, tuple[str, ...]] = {
               "price_output_per_mtok", "api_key_env"),
 }
 
+# Keys that count only when a sibling key selects the strategy they belong to:
+# {section: {key: (selecting key, values)}}. A setting of a strategy that is not chosen cannot
+# change a number, and leaving it out keeps the hashes of runs recorded before it existed.
+GATED_KEYS: Mapping[str, Mapping[str, tuple[str, tuple[str, ...]]]] = {
+    "chunk": {"semantic": ("boundary", ("semantic",)), "cluster": ("boundary", ("cluster",))},
+    "retrieval": {"unit": ("unit", ("parent", "window")),
+                  "parent_max_tokens": ("unit", ("parent",)),
+                  "window_sentences": ("unit", ("window",))},
+}
+
 ALL_SECTIONS: tuple[str, ...] = (*RESULT_SECTIONS, *GENERATION_SECTIONS, *INPUT_SECTIONS,
                                  *OPERATIONAL_SECTIONS)
 
@@ -67,10 +77,18 @@ def identity_payload(plain: Mapping[str, Any], corpus_fp: str, golden_fp: str
     payload: dict[str, Any] = {}
     for section in active_sections(plain):
         skip = UNHASHED_KEYS.get(section, ())
-        payload[section] = {k: v for k, v in (plain.get(section) or {}).items() if k not in skip}
+        values = plain.get(section) or {}
+        payload[section] = {k: v for k, v in values.items()
+                            if k not in skip and gate_open(section, k, values)}
     payload["corpus"] = corpus_fp
     payload["golden"] = golden_fp
     return payload
+
+
+def gate_open(section: str, key: str, values: Mapping[str, Any]) -> bool:
+    """Whether ``section.key`` counts in this configuration (`GATED_KEYS`)."""
+    gate = GATED_KEYS.get(section, {}).get(key)
+    return gate is None or str(values.get(gate[0])) in gate[1]
 
 
 def config_hash(plain: Mapping[str, Any], corpus_fp: str, golden_fp: str) -> str:

@@ -39,6 +39,8 @@ class Boundary(StrEnum):
     paragraph = "paragraph"
     heading = "heading"
     recursive = "recursive"
+    semantic = "semantic"  # cut where neighbouring sentence windows differ most
+    cluster = "cluster"  # group small pieces by similarity (dynamic programming)
 
 
 class Header(StrEnum):
@@ -56,6 +58,12 @@ class Method(StrEnum):
     dense = "dense"
     bm25 = "bm25"
     hybrid = "hybrid"
+
+
+class RetrievalUnit(StrEnum):
+    chunk = "chunk"
+    parent = "parent"
+    window = "window"
 
 
 class Bm25Backend(StrEnum):
@@ -94,12 +102,28 @@ class GoldenConfig:
 
 
 @dataclass
+class SemanticConfig:
+    window: int = 3  # sentences on each side of a gap
+    threshold: float = 95.0  # percentile of the document's drops: 95 = cut at the largest 5%
+    model: str = ""  # the model that embeds for cutting; "" = the swept embedding
+
+
+@dataclass
+class ClusterConfig:
+    piece_tokens: int = 50  # size of the pieces that are grouped
+    model: str = ""  # as semantic.model
+
+
+@dataclass
 class ChunkConfig:
     boundary: Boundary = Boundary.recursive
     size: int = 256
     overlap: int = 0
     header: Header = Header.none
     tokenizer: str = "minilm"
+    # Settings of the embedded boundaries; each counts only with its own boundary.
+    semantic: SemanticConfig = field(default_factory=SemanticConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
 
 
 @dataclass
@@ -128,6 +152,10 @@ class RetrievalConfig:
     # Also run the retriever(s) the method does not use, only to show in per_question.csv
     # which one found each answer; never changes the metrics.
     diagnose: bool = True
+    # What a hit returns (sweep.retrieval.units); every metric is scored on what is returned.
+    unit: RetrievalUnit = RetrievalUnit.chunk
+    parent_max_tokens: int = 1024
+    window_sentences: int = 3
 
 
 @dataclass

@@ -23,13 +23,14 @@ from sweep.chunking.chunkers import (
     chunk_stats,
     corpus_token_starts,
 )
+from sweep.chunking.semantic import SemanticParams, chunk_corpus_embedded
 from sweep.chunking.tokenizers import load_chunk_tokenizer
 from sweep.common.errors import SweepError
 from sweep.common.sqlite import parts_key
 from sweep.config.compose import to_container
 from sweep.config.identity import config_hash
 from sweep.config.schema import Config
-from sweep.config.specs import embedding_spec
+from sweep.config.specs import embedding_spec, semantic_params
 from sweep.data.corpus import Document, corpus_fingerprint, load_corpus
 from sweep.data.golden import (
     GoldenSet,
@@ -57,6 +58,7 @@ from sweep.generation.run import (
     cost_usd,
     run_generation,
 )
+from sweep.pipeline.strategies import cut_embedder, returned
 from sweep.retrieval.bm25 import BM25Index, stopwords_for
 from sweep.retrieval.ranking import Ranking
 from sweep.retrieval.rerank import CrossEncoderReranker, RerankSpec, get_reranker
@@ -82,6 +84,7 @@ class _Memo:
     bm25: dict[tuple, tuple[BM25Index, float]] = field(default_factory=dict)
     goldens: dict[str, GoldenSet] = field(default_factory=dict)
     resolved: dict[tuple, list[ResolvedItem]] = field(default_factory=dict)
+    cut_texts: dict[tuple, int] = field(default_factory=dict)  # texts embedded for cutting
 
 
 _MEMO = _Memo()
@@ -102,13 +105,27 @@ def load_corpus_cached(cfg: Config) -> tuple[list[Document], str]:
 
 
 def chunks_for(docs: list[Document], fingerprint: str, spec: ChunkSpec,
-               tokenizer: str) -> list[Chunk]:
-    key = (fingerprint, spec, tokenizer)
+               tokenizer: str, params: SemanticParams | None = None,
+               embedder: Embedder | None = None) -> list[Chunk]:
+    """The chunks of a corpus under ``spec``; the semantic and cluster boundaries also take
+    their ``params`` and the ``embedder`` they cut with (memoised by its fingerprint)."""
+    key = (fingerprint, spec, tokenizer, params, embedder.fingerprint if embedder else "")
     if key not in _MEMO.chunks:
         tok = load_chunk_tokenizer(tokenizer)
         if (fingerprint, tokenizer) not in _MEMO.starts:
             _MEMO.starts[(fingerprint, tokenizer)] = corpus_token_starts(docs, tok)
-        _MEMO.chunks[key] = chunk_corpus(docs, spec, tok, _MEMO.starts[(fingerprint, tokenizer)])
+        starts = _MEMO.starts[(fingerprint, tokenizer)]
+        if embedder is None or params is None:
+            _MEMO.chunks[key] = chunk_corpus(docs, spec, tok, starts)
+        else:
+            sent: list[int] = []
+
+            def embed(texts: list[str]) -> np.ndarray:
+                sent.append(len(texts))
+                return embedder.encode(texts, progress=False)
+
+            _MEMO.chunks[key] = chunk_corpus_embedded(docs, spec, params, starts, embed)
+            _MEMO.cut_texts[key] = sum(sent)
     return _MEMO.chunks[key]
 
 
@@ -225,7 +242,14 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     t = time.perf_counter()
     spec = ChunkSpec(cfg.chunk.boundary.value, cfg.chunk.size, cfg.chunk.overlap,
                      cfg.chunk.header.value)
-    chunks = chunks_for(docs, corpus_fp, spec, cfg.chunk.tokenizer)
+    cut_texts = None
+    if spec.boundary in ("semantic", "cluster"):  # the cutting model's time counts in chunk_s
+        cutter, params = cut_embedder(cfg, embedder_for), semantic_params(cfg)
+        chunks = chunks_for(docs, corpus_fp, spec, cfg.chunk.tokenizer, params, cutter)
+        cut_texts = _MEMO.cut_texts[(corpus_fp, spec, cfg.chunk.tokenizer, params,
+                                     cutter.fingerprint)]
+    else:
+        chunks = chunks_for(docs, corpus_fp, spec, cfg.chunk.tokenizer)
     if not chunks:
         raise SweepError(f"corpus {cfg.corpus.path} produced no chunks")
     timings["chunk_s"] = time.perf_counter() - t
@@ -284,6 +308,11 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     espec = EvalSpec(tuple(cfg.eval.k), cfg.eval.prompt_k, cfg.eval.token_budget,
                      cfg.eval.min_overlap)
     diagnostics = {"dense": [r.dense for r in results], "bm25": [r.bm25 for r in results]}
+    # Scored on what is returned (retrieval.unit): the chunks, or the units around them.
+    searched = chunks
+    chunks, rankings, diagnostics = returned(cfg, chunks, docs,
+                                             _MEMO.starts[(corpus_fp, cfg.chunk.tokenizer)],
+                                             rankings, diagnostics)
     summary, rows = evaluate(resolved, chunks, rankings, espec, diagnostics)
     timings["eval_s"] = time.perf_counter() - t
     timings["total_s"] = time.perf_counter() - t0
@@ -295,7 +324,11 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
                          "level only)")
 
     metrics = dict(summary)
-    metrics.update(chunk_stats(chunks))
+    metrics.update(chunk_stats(searched))
+    if chunks is not searched:
+        metrics["n_returned_units"] = len(chunks)
+    if cut_texts is not None:  # cache hits included: the cost of a cold cache
+        metrics["n_texts_embedded_for_cutting"] = float(cut_texts)
     metrics.update(index_metrics)
     metrics.update(latency)
     metrics["truncated_fraction"] = truncated
