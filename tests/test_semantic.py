@@ -163,3 +163,36 @@ def test_cluster_groups_pieces_by_topic() -> None:
     small = cluster_spans(doc, starts, 15, SemanticParams(piece_tokens=8), topic_embed)
     assert all(REGEX.token_starts(doc.text[a:b]).size <= 15 for a, b in small)
     assert all(topic_embed([doc.text[a:b]])[0][:2].min() == 0 for a, b in small)
+
+
+class _FakeEmbedder:
+    """What `chunks_for` needs of an `Embedder`: a fingerprint and `encode`."""
+
+    def __init__(self, fingerprint: str) -> None:
+        self.fingerprint = fingerprint
+        self.calls = 0
+
+    def encode(self, texts: list[str], *, progress: bool = True) -> np.ndarray:
+        self.calls += 1
+        return topic_embed(texts)
+
+
+def test_pipeline_memoises_by_the_cutting_models_fingerprint() -> None:
+    from sweep.pipeline import run
+
+    run.clear_memo()
+    docs = [_doc(TWO_TOPICS)]
+    spec = ChunkSpec("semantic", 500, 0)
+    params = SemanticParams(window=1, threshold=90)
+    a, b = _FakeEmbedder("model-a"), _FakeEmbedder("model-b")
+    first = run.chunks_for(docs, "fp", spec, "regex", params, a)
+    assert [c.text for c in first] == [CAT_PART.strip(), ROCKET_PART.strip()]
+    assert run.chunks_for(docs, "fp", spec, "regex", params, a) is first
+    assert a.calls == 1  # one document, one batch of windows, then memoised
+    run.chunks_for(docs, "fp", spec, "regex", params, b)
+    assert b.calls == 1  # another model cuts anew
+    run.chunks_for(docs, "fp", spec, "regex", SemanticParams(window=2, threshold=90), a)
+    assert a.calls == 2
+    # 8 sentences, window 1: the 8 single sentences are the distinct window texts.
+    assert run._MEMO.cut_texts[("fp", spec, "regex", params, "model-a")] == 8
+    run.clear_memo()
