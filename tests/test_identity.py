@@ -153,3 +153,24 @@ def test_unit_chunk_keeps_the_hash_of_runs_recorded_before_units() -> None:
     assert config_hash(plain, "c", "g") == config_hash(before, "c", "g")
     assert config_hash(_plain(["retrieval.unit=parent"]), "c", "g") != config_hash(
         plain, "c", "g")
+
+
+def test_how_contexts_are_fetched_is_not_hashed_what_they_are_is() -> None:
+    from sweep.config.identity import UNHASHED_NESTED_KEYS
+
+    defaults = Config()
+    for section, subs in UNHASHED_NESTED_KEYS.items():
+        for key, names in subs.items():
+            fields = {f.name for f in dataclasses.fields(getattr(getattr(defaults, section), key))}
+            assert set(names) <= fields, f"{section}.{key}: {set(names) - fields}"
+    on = ["chunk.header=contextual", "chunk.context.model=m"]
+    base = config_hash(_plain(on), "c", "g")
+    for override in ("chunk.context.timeout_s=5", "chunk.context.concurrency=1",
+                     "chunk.context.price_input_per_mtok=3", "chunk.context.dry_run=true"):
+        assert config_hash(_plain([*on, override]), "c", "g") == base, override
+    for override in ("chunk.context.model=other", "chunk.context.max_doc_tokens=100",
+                     "chunk.context.max_tokens=20"):
+        assert config_hash(_plain([*on, override]), "c", "g") != base, override
+    # Off, the context settings count for nothing.
+    assert config_hash(_plain(["chunk.context.model=m"]), "c", "g") == config_hash(
+        _plain([]), "c", "g")

@@ -72,8 +72,8 @@ def test_window_adds_sentences_on_each_side_within_the_section() -> None:
     hit = _span_of("Seven eight nine.")
     assert window_span(d, hit, 1) == _span_of("Four five six. Seven eight nine. Ten eleven twelve.")
     assert window_span(d, hit, 0) == hit
-    # Never into the next section, and not into the heading line above either? The heading
-    # line is a sentence of its section, so two sentences back from "Four" reach it.
+    # Never beyond the section: five sentences back from "Alpha" stop at its heading line
+    # (a sentence of its own section), five forward at the document's end.
     hit = _span_of("Alpha beta gamma.")
     assert window_span(d, hit, 5) == _span_of("## Shipping\n\nAlpha beta gamma. Delta epsilon zeta.")
 

@@ -29,7 +29,8 @@ from sweep.data.corpus import Document, Section
 BOUNDARIES = ("fixed", "sentence", "paragraph", "heading", "recursive")
 # Boundaries that cut by meaning: they need an embedding model (sweep.chunking.semantic).
 EMBEDDED_BOUNDARIES = ("semantic", "cluster")
-HEADERS = ("none", "title", "path")
+# contextual: a chat model writes the header after chunking (sweep.generation.contextual).
+HEADERS = ("none", "title", "path", "contextual")
 
 
 @dataclass(frozen=True)
@@ -291,7 +292,7 @@ def chunk_spans(doc: Document, starts: np.ndarray, spec: ChunkSpec) -> list[tupl
 
 
 def header_for(doc: Document, heading_path: tuple[str, ...], header: str) -> str:
-    if header == "none":
+    if header in ("none", "contextual"):
         return ""
     if header == "title":
         return doc.title

@@ -43,10 +43,18 @@ UNHASHED_KEYS: Mapping[str, tuple[str, ...]] = {
 # {section: {key: (selecting key, values)}}. A setting of a strategy that is not chosen cannot
 # change a number, and leaving it out keeps the hashes of runs recorded before it existed.
 GATED_KEYS: Mapping[str, Mapping[str, tuple[str, tuple[str, ...]]]] = {
-    "chunk": {"semantic": ("boundary", ("semantic",)), "cluster": ("boundary", ("cluster",))},
+    "chunk": {"semantic": ("boundary", ("semantic",)), "cluster": ("boundary", ("cluster",)),
+              "context": ("header", ("contextual",))},
     "retrieval": {"unit": ("unit", ("parent", "window")),
                   "parent_max_tokens": ("unit", ("parent",)),
                   "window_sentences": ("unit", ("window",))},
+}
+
+# Keys inside a nested sub-config that change no result (how an endpoint is called and priced,
+# and the dry run, which stops before any number exists).
+UNHASHED_NESTED_KEYS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
+    "chunk": {"context": ("timeout_s", "max_retries", "concurrency", "price_input_per_mtok",
+                          "price_output_per_mtok", "api_key_env", "dry_run")},
 }
 
 ALL_SECTIONS: tuple[str, ...] = (*RESULT_SECTIONS, *GENERATION_SECTIONS, *INPUT_SECTIONS,
@@ -78,8 +86,10 @@ def identity_payload(plain: Mapping[str, Any], corpus_fp: str, golden_fp: str
     for section in active_sections(plain):
         skip = UNHASHED_KEYS.get(section, ())
         values = plain.get(section) or {}
-        payload[section] = {k: v for k, v in values.items()
-                            if k not in skip and gate_open(section, k, values)}
+        nested = UNHASHED_NESTED_KEYS.get(section, {})
+        payload[section] = {
+            k: ({n: x for n, x in v.items() if n not in nested[k]} if k in nested else v)
+            for k, v in values.items() if k not in skip and gate_open(section, k, values)}
     payload["corpus"] = corpus_fp
     payload["golden"] = golden_fp
     return payload
@@ -99,4 +109,6 @@ def config_hash(plain: Mapping[str, Any], corpus_fp: str, golden_fp: str) -> str
 
 def unhashed_flat_keys() -> tuple[str, ...]:
     """``section.key`` names of the keys that change no result (the gate ignores them)."""
-    return tuple(f"{s}.{k}" for s, keys in UNHASHED_KEYS.items() for k in keys)
+    return (*(f"{s}.{k}" for s, keys in UNHASHED_KEYS.items() for k in keys),
+            *(f"{s}.{k}.{n}" for s, subs in UNHASHED_NESTED_KEYS.items()
+              for k, names in subs.items() for n in names))

@@ -47,6 +47,7 @@ class Header(StrEnum):
     none = "none"
     title = "title"
     path = "path"
+    contextual = "contextual"  # written by a chat model (chunk.context)
 
 
 class Family(StrEnum):
@@ -115,6 +116,23 @@ class ClusterConfig:
 
 
 @dataclass
+class ContextConfig:
+    """chunk.header=contextual: an OpenAI-compatible chat endpoint writes each chunk's header."""
+
+    base_url: str = "http://127.0.0.1:11434/v1"
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"  # the NAME of the variable holding the key
+    max_doc_tokens: int = 8000  # longer documents: the section around the chunk is shown
+    max_tokens: int = 150  # length limit of one context
+    timeout_s: float = 60.0
+    max_retries: int = 4
+    concurrency: int = 4
+    price_input_per_mtok: float = 0.0
+    price_output_per_mtok: float = 0.0
+    dry_run: bool = False  # state the calls, tokens and cost, then stop before spending
+
+
+@dataclass
 class ChunkConfig:
     boundary: Boundary = Boundary.recursive
     size: int = 256
@@ -124,6 +142,7 @@ class ChunkConfig:
     # Settings of the embedded boundaries; each counts only with its own boundary.
     semantic: SemanticConfig = field(default_factory=SemanticConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    context: ContextConfig = field(default_factory=ContextConfig)
 
 
 @dataclass

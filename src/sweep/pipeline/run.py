@@ -58,7 +58,7 @@ from sweep.generation.run import (
     cost_usd,
     run_generation,
 )
-from sweep.pipeline.strategies import cut_embedder, returned
+from sweep.pipeline.strategies import contextual_chunks, cut_embedder, returned
 from sweep.retrieval.bm25 import BM25Index, stopwords_for
 from sweep.retrieval.ranking import Ranking
 from sweep.retrieval.rerank import CrossEncoderReranker, RerankSpec, get_reranker
@@ -250,6 +250,10 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
                                      cutter.fingerprint)]
     else:
         chunks = chunks_for(docs, corpus_fp, spec, cfg.chunk.tokenizer)
+    context_metrics: dict[str, float] = {}
+    if spec.header == "contextual":  # the model-written headers count in chunk_s too
+        chunks, context_metrics = contextual_chunks(
+            cfg, chunks, docs, _MEMO.starts[(corpus_fp, cfg.chunk.tokenizer)], progress)
     if not chunks:
         raise SweepError(f"corpus {cfg.corpus.path} produced no chunks")
     timings["chunk_s"] = time.perf_counter() - t
@@ -327,6 +331,7 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     metrics.update(chunk_stats(searched))
     if chunks is not searched:
         metrics["n_returned_units"] = len(chunks)
+    metrics.update(context_metrics)
     if cut_texts is not None:  # cache hits included: the cost of a cold cache
         metrics["n_texts_embedded_for_cutting"] = float(cut_texts)
     metrics.update(index_metrics)

@@ -14,6 +14,13 @@ from sweep.config.specs import cut_model, unit_spec
 from sweep.data.corpus import Document
 from sweep.embedding.cache import get_cache
 from sweep.embedding.models import Embedder, EmbeddingSpec, get_embedder
+from sweep.generation.contextual import (
+    ContextSpec,
+    add_contexts,
+    get_context_cache,
+    plan_contexts,
+)
+from sweep.generation.run import ChatClient, Endpoint
 from sweep.retrieval.ranking import Ranking
 from sweep.retrieval.units import build_units, returned_ranking
 
@@ -28,6 +35,24 @@ def cut_embedder(cfg: Config, swept: Callable[[Config], Embedder]) -> Embedder:
     embedder = get_embedder(EmbeddingSpec(name))
     embedder.cache = get_cache(cfg.cache.dir) if cfg.cache.enabled else None
     return embedder
+
+
+def contextual_chunks(cfg: Config, chunks: list[Chunk], docs: Sequence[Document],
+                      starts: Sequence[np.ndarray], progress: bool
+                      ) -> tuple[list[Chunk], dict[str, float]]:
+    """``chunk.header=contextual``: the chunks with a model-written context in ``embed_text``
+    (sweep.generation.contextual), and the calls, tokens and cost it took."""
+    c = cfg.chunk.context
+    client = ChatClient(Endpoint("chunk.context", c.base_url, c.model, c.api_key_env,
+                                 c.timeout_s, c.max_retries, c.concurrency))
+    spec = ContextSpec(c.max_doc_tokens, c.max_tokens, c.price_input_per_mtok,
+                       c.price_output_per_mtok, c.dry_run)
+    cache = get_context_cache(cfg.cache.dir) if cfg.cache.enabled else None
+    plan = plan_contexts(chunks, docs, starts, c.model, spec, cache)
+    if plan.messages and not c.dry_run:  # nothing to call: the endpoint may be down
+        client.preflight()
+    outcome = add_contexts(chunks, docs, starts, client, spec, cache, progress=progress)
+    return outcome.chunks, outcome.metrics
 
 
 def returned(cfg: Config, chunks: list[Chunk], docs: Sequence[Document],
