@@ -196,3 +196,18 @@ def test_pipeline_memoises_by_the_cutting_models_fingerprint() -> None:
     # 8 sentences, window 1: the 8 single sentences are the distinct window texts.
     assert run._MEMO.cut_texts[("fp", spec, "regex", params, "model-a")] == 8
     run.clear_memo()
+
+
+def test_one_embedding_call_per_document() -> None:
+    text = "# A\n\n" + CAT_PART + "\n\n## B\n\n" + ROCKET_PART + "\n\n## C\n\n" + CAT_PART
+    doc = _doc(text)
+    calls: list[int] = []
+
+    def counting(texts: list[str]) -> np.ndarray:
+        calls.append(len(texts))
+        return topic_embed(texts)
+
+    spans = semantic_spans(doc, REGEX.token_starts(doc.text), 500,
+                           SemanticParams(window=1, threshold=50), counting)
+    assert len(calls) == 1
+    assert all(not (a < text.index("## B") < b) for a, b in spans)

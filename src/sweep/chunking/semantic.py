@@ -100,24 +100,37 @@ def _sentences(d: _Doc, a: int, b: int, size: int) -> list[Span]:
 # --------------------------------------------------------------------------- semantic
 
 
-def gap_drops(d: _Doc, units: Sequence[Span], window: int, embed: Embed) -> np.ndarray:
-    """``1 - cos`` between the window of sentences ending at k and the one starting at k+1,
-    for each gap k of ``units`` (one section's sentences)."""
+def _window_pairs(units: Sequence[Span], window: int) -> list[tuple[Span, Span]]:
+    """For each gap k of ``units`` (one section's sentences): the window of ``window``
+    sentences ending at k and the one starting at k+1."""
     m = len(units)
-    if m < 2:
-        return np.zeros(0)
-    left = [(units[max(0, k - window + 1)][0], units[k][1]) for k in range(m - 1)]
-    right = [(units[k + 1][0], units[min(m - 1, k + window)][1]) for k in range(m - 1)]
-    vectors = _embed_spans(d, left + right, embed)
-    sims = np.sum(vectors[: m - 1] * vectors[m - 1 :], axis=1)
-    return 1.0 - sims
+    return [((units[max(0, k - window + 1)][0], units[k][1]),
+             (units[k + 1][0], units[min(m - 1, k + window)][1])) for k in range(m - 1)]
+
+
+def gap_drops(d: _Doc, sections: Sequence[Sequence[Span]], window: int, embed: Embed
+              ) -> list[np.ndarray]:
+    """``1 - cos`` between the two windows around each gap of each section, the whole
+    document's windows embedded in one call."""
+    pairs = [_window_pairs(units, window) for units in sections]
+    flat = [p for section in pairs for p in section]
+    if not flat:
+        return [np.zeros(0) for _ in sections]
+    vectors = _embed_spans(d, [a for a, _ in flat] + [b for _, b in flat], embed)
+    n = len(flat)
+    drops = 1.0 - np.sum(vectors[:n] * vectors[n:], axis=1)
+    out, i = [], 0
+    for section in pairs:
+        out.append(drops[i : i + len(section)])
+        i += len(section)
+    return out
 
 
 def semantic_spans(doc: Document, starts: np.ndarray, size: int, params: SemanticParams,
                    embed: Embed) -> list[Span]:
     d = _Doc(doc, starts)
     sections = [_sentences(d, a, b, size) for a, b in _sections(d)]
-    drops = [gap_drops(d, units, params.window, embed) for units in sections]
+    drops = gap_drops(d, sections, params.window, embed)
     every = np.concatenate(drops) if drops else np.zeros(0)
     # Equal drops everywhere (e.g. a one-topic document) mean no change of meaning: no cut.
     varied = every.size > 0 and float(every.max() - every.min()) > 1e-9
