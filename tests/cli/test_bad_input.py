@@ -524,7 +524,7 @@ CASES = [
       ["Could not find 'embedding/nonexistent'"], also=["minilm_static"]),
     C("config-unknown-boundary", None, R, ["chunk.boundary=words"], 1,
       ["Invalid value 'words'", "expected one of [fixed, sentence, paragraph, heading, "
-                                 "recursive, token_text, langchain_recursive]"]),
+                                 "recursive, token_text, langchain_recursive, semantic, cluster]"]),
     C("config-size-not-an-int", None, R, ["chunk.size=abc"], 1, ["abc"], also=["chunk.size"]),
     C("config-overlap-equals-size", None, R, ["chunk.size=128", "chunk.overlap=128"], 1,
       ["error:", "chunk.overlap=128", "smaller than chunk.size=128"]),

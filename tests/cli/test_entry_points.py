@@ -18,7 +18,8 @@ from helpers import DEMO, ROOT, run_cli
 def test_cli_bad_value_exits_nonzero_without_traceback(tmp_path: Path) -> None:
     res = run_cli("-m", "sweep", "chunk.boundary=words", "tracking=off", cwd=tmp_path)
     assert res.returncode != 0
-    assert "expected one of [fixed, sentence, paragraph, heading, recursive, " in res.stderr
+    assert ("expected one of [fixed, sentence, paragraph, heading, recursive, token_text, "
+            "langchain_recursive, semantic, cluster]") in res.stderr
     assert "Traceback" not in res.stderr
 
 

@@ -39,9 +39,9 @@ class ChunkSpec:
     header: str = "none"
 
     def validate(self) -> ChunkSpec:
-        if self.boundary not in BOUNDARIES:
+        if self.boundary not in ALL_BOUNDARIES:
             raise SweepError(f"chunk.boundary={self.boundary!r} is not one of "
-                             f"{', '.join(BOUNDARIES)}")
+                             f"{', '.join(ALL_BOUNDARIES)}")
         if self.header not in HEADERS:
             raise SweepError(f"chunk.header={self.header!r} is not one of {', '.join(HEADERS)}")
         if self.size < 1:
@@ -192,7 +192,7 @@ def _has_body(text: str, section: Section) -> bool:
     return newline >= 0 and bool(text[newline : section.end].strip())
 
 
-def _pieces(a: int, b: int, cuts: Sequence[int]) -> list[tuple[int, int]]:
+def cut_pieces(a: int, b: int, cuts: Sequence[int]) -> list[tuple[int, int]]:
     bounds = [a, *cuts, b]
     return [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
 
@@ -211,12 +211,13 @@ def _units(d: TokenizedDoc, a: int, b: int, levels: Sequence[str], size: int) ->
     if not levels or d.count(a, b) <= size:
         return [(a, b)]
     out: list[tuple[int, int]] = []
-    for pa, pb in _pieces(a, b, _SPLITTERS[levels[0]](d, a, b, size)):
+    for pa, pb in cut_pieces(a, b, _SPLITTERS[levels[0]](d, a, b, size)):
         out.extend(_units(d, pa, pb, levels[1:], size))
     return out
 
 
-def _pack(d: TokenizedDoc, units: list[tuple[int, int]], size: int, overlap: int) -> list[tuple[int, int]]:
+def pack_units(d: TokenizedDoc, units: list[tuple[int, int]], size: int, overlap: int
+               ) -> list[tuple[int, int]]:
     """Greedy packing of trimmed units into spans of <= size tokens, carrying up to
     ``overlap`` tokens of whole trailing units into the next chunk."""
     spans = [t for t in (d.trim(a, b) for a, b in units) if t is not None]
@@ -273,24 +274,24 @@ def _fixed(d: TokenizedDoc, size: int, overlap: int) -> list[tuple[int, int]]:
 
 def _sentence(d: TokenizedDoc, size: int, overlap: int) -> list[tuple[int, int]]:
     whole = (0, len(d.text))
-    return _pack(d, _pieces(*whole, d.sentence_cuts(*whole)), size, overlap)
+    return pack_units(d, cut_pieces(*whole, d.sentence_cuts(*whole)), size, overlap)
 
 
 def _paragraph(d: TokenizedDoc, size: int, overlap: int) -> list[tuple[int, int]]:
-    return _pack(d, _units(d, 0, len(d.text), ["paragraph", "sentence"], size), size, overlap)
+    return pack_units(d, _units(d, 0, len(d.text), ["paragraph", "sentence"], size), size, overlap)
 
 
 def _heading(d: TokenizedDoc, size: int, overlap: int) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
-    for a, b in _pieces(0, len(d.text), d.section_cuts(0, len(d.text))):
+    for a, b in cut_pieces(0, len(d.text), d.section_cuts(0, len(d.text))):
         units = _units(d, a, b, ["paragraph", "sentence", "token"], size)
-        spans.extend(_pack(d, units, size, overlap))
+        spans.extend(pack_units(d, units, size, overlap))
     return spans
 
 
 def _recursive(d: TokenizedDoc, size: int, overlap: int) -> list[tuple[int, int]]:
     levels = ["section", "paragraph", "sentence", "token"]
-    return _pack(d, _units(d, 0, len(d.text), levels, size), size, overlap)
+    return pack_units(d, _units(d, 0, len(d.text), levels, size), size, overlap)
 
 
 Chunker = Callable[[TokenizedDoc, int, int], list[tuple[int, int]]]
@@ -311,6 +312,10 @@ CHUNKERS: dict[str, Chunker] = {
         "langchain_recursive", d.text, d.starts_array, size, overlap, d.tokenizer),
 }
 BOUNDARIES = tuple(CHUNKERS)
+# Boundaries that cut by meaning: they need an embedding model (sweep.chunking.semantic), so
+# the pipeline cuts them there; every boundary a user may choose is in ALL_BOUNDARIES.
+EMBEDDED_BOUNDARIES = ("semantic", "cluster")
+ALL_BOUNDARIES = (*BOUNDARIES, *EMBEDDED_BOUNDARIES)
 # The boundaries whose chunks are trimmed pieces that tile the document (the invariants the
 # property tests hold them to); other tools' chunkers keep those tools' whitespace rules.
 TILING_BOUNDARIES = ("fixed", "sentence", "paragraph", "heading", "recursive")
@@ -337,6 +342,8 @@ HEADER_TEXT: dict[str, Callable[[Document, tuple[str, ...]], str]] = {
     "none": _no_header,
     "title": _title_header,
     "path": _path_header,
+    # A chat model writes this header after chunking (sweep.generation.contextual).
+    "contextual": _no_header,
 }
 HEADERS = tuple(HEADER_TEXT)
 
@@ -344,6 +351,9 @@ HEADERS = tuple(HEADER_TEXT)
 def chunk_spans(doc: Document, starts: np.ndarray, spec: ChunkSpec,
                 tokenizer: ChunkTokenizer | None = None) -> list[tuple[int, int]]:
     """The ``[start, end)`` spans of ``doc``'s chunks under ``spec``, in document order."""
+    if spec.boundary in EMBEDDED_BOUNDARIES:
+        raise SweepError(f"chunk.boundary={spec.boundary} needs an embedding model: "
+                         "use sweep.chunking.semantic")
     chunker = CHUNKERS.get(spec.boundary)
     if chunker is None:
         raise SweepError(f"chunk.boundary={spec.boundary!r} is not one of "
@@ -360,9 +370,15 @@ def header_for(doc: Document, heading_path: tuple[str, ...], header: str) -> str
 
 def chunk_document(doc: Document, starts: np.ndarray, spec: ChunkSpec,
                    tokenizer: ChunkTokenizer | None = None) -> list[Chunk]:
+    return chunks_from_spans(doc, starts, spec, chunk_spans(doc, starts, spec, tokenizer))
+
+
+def chunks_from_spans(doc: Document, starts: np.ndarray, spec: ChunkSpec,
+                      spans: Sequence[tuple[int, int]]) -> list[Chunk]:
+    """`Chunk` objects (ids, heading path, header, token count) for spans in document order."""
     section_starts = [s.start for s in doc.sections]
     chunks = []
-    for ordinal, (start, end) in enumerate(chunk_spans(doc, starts, spec, tokenizer)):
+    for ordinal, (start, end) in enumerate(spans):
         idx = bisect_right(section_starts, start) - 1
         heading_path = doc.sections[idx].heading_path if idx >= 0 else ()
         body = doc.text[start:end]

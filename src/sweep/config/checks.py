@@ -15,6 +15,14 @@ from sweep.config.specs import chunk_spec, eval_spec
 def check_config(cfg: Config) -> None:
     """Cross-field checks the schema cannot express; raises a one-line `SweepError`."""
     chunk_spec(cfg).validate()  # the chunker's own rules (allowed boundary, overlap < size)
+    from sweep.config.specs import semantic_params, unit_spec
+
+    unit_spec(cfg).validate()
+    if cfg.chunk.boundary.value in ("semantic", "cluster"):
+        semantic_params(cfg).validate()
+        if cfg.chunk.overlap:
+            raise SweepError(f"chunk.overlap={cfg.chunk.overlap}: chunk.boundary="
+                             f"{cfg.chunk.boundary.value} takes no overlap (set chunk.overlap=0)")
     if cfg.corpus.on_error not in ("raise", "skip"):
         raise SweepError(f"corpus.on_error={cfg.corpus.on_error!r} is not one of raise, skip")
     if not cfg.eval.k or any(k < 1 for k in cfg.eval.k):

@@ -52,6 +52,24 @@ UNHASHED_KEYS: Mapping[str, tuple[str, ...]] = {
               "price_output_per_mtok", "api_key_env"),
 }
 
+# Keys that count only when a sibling key selects the strategy they belong to:
+# {section: {key: (selecting key, values)}}. A setting of a strategy that is not chosen cannot
+# change a number, and leaving it out keeps the hashes of runs recorded before it existed.
+GATED_KEYS: Mapping[str, Mapping[str, tuple[str, tuple[str, ...]]]] = {
+    "chunk": {"semantic": ("boundary", ("semantic",)), "cluster": ("boundary", ("cluster",)),
+              "context": ("header", ("contextual",))},
+    "retrieval": {"unit": ("unit", ("parent", "window")),
+                  "parent_max_tokens": ("unit", ("parent",)),
+                  "window_sentences": ("unit", ("window",))},
+}
+
+# Keys inside a nested sub-config that change no result (how an endpoint is called and priced,
+# and the dry run, which stops before any number exists).
+UNHASHED_NESTED_KEYS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
+    "chunk": {"context": ("timeout_s", "max_retries", "concurrency", "price_input_per_mtok",
+                          "price_output_per_mtok", "api_key_env", "dry_run")},
+}
+
 ALL_SECTIONS: tuple[str, ...] = (*RESULT_SECTIONS, *GENERATION_SECTIONS, *INPUT_SECTIONS,
                                  *OPERATIONAL_SECTIONS)
 
@@ -90,10 +108,20 @@ def identity_payload(plain: Mapping[str, Any], corpus_fp: str, golden_fp: str
     payload: dict[str, Any] = {}
     for section in active_sections(plain):
         skip = UNHASHED_KEYS.get(section, ())
-        payload[section] = {k: v for k, v in (plain.get(section) or {}).items() if k not in skip}
+        values = plain.get(section) or {}
+        nested = UNHASHED_NESTED_KEYS.get(section, {})
+        payload[section] = {
+            k: ({n: x for n, x in v.items() if n not in nested[k]} if k in nested else v)
+            for k, v in values.items() if k not in skip and gate_open(section, k, values)}
     payload["corpus"] = corpus_fp
     payload["golden"] = golden_fp
     return payload
+
+
+def gate_open(section: str, key: str, values: Mapping[str, Any]) -> bool:
+    """Whether ``section.key`` counts in this configuration (`GATED_KEYS`)."""
+    gate = GATED_KEYS.get(section, {}).get(key)
+    return gate is None or str(values.get(gate[0])) in gate[1]
 
 
 def config_hash(plain: Mapping[str, Any], corpus_fp: str, golden_fp: str) -> str:
@@ -104,4 +132,6 @@ def config_hash(plain: Mapping[str, Any], corpus_fp: str, golden_fp: str) -> str
 
 def unhashed_flat_keys() -> tuple[str, ...]:
     """``section.key`` names of the keys that change no result (the gate ignores them)."""
-    return tuple(f"{s}.{k}" for s, keys in UNHASHED_KEYS.items() for k in keys)
+    return (*(f"{s}.{k}" for s, keys in UNHASHED_KEYS.items() for k in keys),
+            *(f"{s}.{k}.{n}" for s, subs in UNHASHED_NESTED_KEYS.items()
+              for k, names in subs.items() for n in names))

@@ -15,7 +15,7 @@ from pathlib import Path
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
-from sweep.chunking.chunkers import BOUNDARIES, HEADERS, ChunkSpec
+from sweep.chunking.chunkers import ALL_BOUNDARIES, HEADERS, ChunkSpec
 from sweep.chunking.tokenizers import DEFAULT_TOKENIZER
 from sweep.common.errors import SweepError
 from sweep.common.paths import PROJECT_ROOT
@@ -46,7 +46,7 @@ def _axis(name: str, values: tuple[str, ...] | dict[str, object]) -> type[StrEnu
 
 
 # Stage registries (config.schema may import them: see the import contract in pyproject.toml).
-Boundary = _axis("Boundary", BOUNDARIES)
+Boundary = _axis("Boundary", ALL_BOUNDARIES)
 Header = _axis("Header", HEADERS)
 Family = _axis("Family", FAMILIES)
 Bm25Backend = _axis("Bm25Backend", BACKENDS)
@@ -64,6 +64,12 @@ class Method(StrEnum):
     dense = "dense"
     bm25 = "bm25"
     hybrid = "hybrid"
+
+
+class RetrievalUnit(StrEnum):
+    chunk = "chunk"
+    parent = "parent"
+    window = "window"
 
 
 class RerankMethod(StrEnum):
@@ -120,6 +126,36 @@ class GoldenConfig:
 
 
 @dataclass
+class SemanticConfig:
+    window: int = 3  # sentences on each side of a gap
+    threshold: float = 95.0  # percentile of the document's drops: 95 = cut at the largest 5%
+    model: str = ""  # the model that embeds for cutting; "" = the swept embedding
+
+
+@dataclass
+class ClusterConfig:
+    piece_tokens: int = 50  # size of the pieces that are grouped
+    model: str = ""  # as semantic.model
+
+
+@dataclass
+class ContextConfig:
+    """chunk.header=contextual: an OpenAI-compatible chat endpoint writes each chunk's header."""
+
+    base_url: str = "http://127.0.0.1:11434/v1"
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"  # the NAME of the variable holding the key
+    max_doc_tokens: int = 8000  # longer documents: the section around the chunk is shown
+    max_tokens: int = 150  # length limit of one context
+    timeout_s: float = 60.0
+    max_retries: int = 4
+    concurrency: int = 4
+    price_input_per_mtok: float = 0.0
+    price_output_per_mtok: float = 0.0
+    dry_run: bool = False  # state the calls, tokens and cost, then stop before spending
+
+
+@dataclass
 class ChunkConfig:
     # The defaults are ChunkSpec's (chunking/chunkers.py), the one home of the chunk defaults.
     boundary: Boundary = Boundary[ChunkSpec.boundary]
@@ -127,6 +163,10 @@ class ChunkConfig:
     overlap: int = ChunkSpec.overlap
     header: Header = Header[ChunkSpec.header]
     tokenizer: str = DEFAULT_TOKENIZER
+    # Settings of the embedded boundaries; each counts only with its own boundary.
+    semantic: SemanticConfig = field(default_factory=SemanticConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    context: ContextConfig = field(default_factory=ContextConfig)
 
 
 @dataclass
@@ -155,6 +195,10 @@ class RetrievalConfig:
     # Also run the retriever(s) the method does not use, only to show in per_question.csv
     # which one found each answer; never changes the metrics.
     diagnose: bool = True
+    # What a hit returns (sweep.retrieval.units); every metric is scored on what is returned.
+    unit: RetrievalUnit = RetrievalUnit.chunk
+    parent_max_tokens: int = 1024
+    window_sentences: int = 3
 
 
 @dataclass

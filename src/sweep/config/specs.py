@@ -9,11 +9,13 @@ with the stage (import contract in pyproject.toml).
 from __future__ import annotations
 
 from sweep.chunking.chunkers import ChunkSpec
+from sweep.chunking.semantic import SemanticParams
 from sweep.config.schema import Config
 from sweep.embedding.models import EmbeddingSpec
 from sweep.evaluation.evaluate import EvalSpec
 from sweep.retrieval.index import IndexSpec
 from sweep.retrieval.rerank import RerankSpec
+from sweep.retrieval.units import UnitSpec
 
 
 def chunk_spec(cfg: Config) -> ChunkSpec:
@@ -47,3 +49,22 @@ def corpus_parsers(cfg: Config) -> dict[str, str]:
     """Format -> parser name, as `sweep.data.corpus.load_corpus` takes it."""
     c = cfg.corpus
     return {"pdf": c.pdf_parser.value, "html": c.html_parser.value, "docx": c.docx_parser.value}
+
+def semantic_params(cfg: Config) -> SemanticParams:
+    """The settings the embedded boundary in use reads (the other one's stay at defaults, so
+    two configurations that cut alike share one memoised chunking)."""
+    c = cfg.chunk
+    if c.boundary.value == "semantic":
+        return SemanticParams(window=c.semantic.window, threshold=float(c.semantic.threshold))
+    return SemanticParams(piece_tokens=c.cluster.piece_tokens)
+
+
+def cut_model(cfg: Config) -> str:
+    """The model that embeds for cutting ("" = the swept embedding)."""
+    c = cfg.chunk
+    return c.semantic.model if c.boundary.value == "semantic" else c.cluster.model
+
+
+def unit_spec(cfg: Config) -> UnitSpec:
+    r = cfg.retrieval
+    return UnitSpec(r.unit.value, r.parent_max_tokens, r.window_sentences)

@@ -22,6 +22,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from sweep.chunking.chunkers import Chunk
@@ -252,9 +253,14 @@ class ChunkLocator:
             self.by_doc.setdefault(chunk.doc_id, []).append(chunk)
         self._ends = {d: [c.end for c in cs] for d, cs in self.by_doc.items()}
         self._starts = {d: [c.start for c in cs] for d, cs in self.by_doc.items()}
+        # Returned units (sweep.retrieval.units) may nest, so their ends are not sorted.
+        self._nested = {d for d, ends in self._ends.items()
+                        if any(a > b for a, b in pairwise(ends))}
 
     def overlapping(self, doc_id: str, start: int, end: int) -> list[Chunk]:
         chunks = self.by_doc.get(doc_id, [])
+        if doc_id in self._nested:
+            return [c for c in chunks if c.start < end and start < c.end]
         # Chunks are in document order with non-decreasing starts and ends.
         lo = bisect_right(self._ends.get(doc_id, []), start)
         hi = bisect_left(self._starts.get(doc_id, []), end)

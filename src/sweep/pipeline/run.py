@@ -27,6 +27,7 @@ from sweep.chunking.chunkers import (
     chunk_stats,
     corpus_token_starts,
 )
+from sweep.chunking.semantic import SemanticParams, chunk_corpus_embedded
 from sweep.chunking.tokenizers import DEFAULT_TOKENIZER, load_chunk_tokenizer
 from sweep.common.errors import SweepError
 from sweep.common.sqlite import parts_key
@@ -40,6 +41,7 @@ from sweep.config.specs import (
     eval_spec,
     index_spec,
     rerank_spec,
+    semantic_params,
 )
 from sweep.data.corpus import Document, corpus_fingerprint, load_corpus
 from sweep.data.golden import (
@@ -76,6 +78,7 @@ from sweep.generation.run import (
     cost_usd,
     run_generation,
 )
+from sweep.pipeline.strategies import contextual_chunks, cut_embedder, returned
 from sweep.retrieval.bm25 import BM25Index, stopwords_for
 from sweep.retrieval.index import IndexSpec, VectorIndex, build_index, overlap_at_k
 from sweep.retrieval.ranking import Ranking, tiebreak_order
@@ -105,6 +108,7 @@ class _Memo:
     bm25: dict[tuple, tuple[BM25Index, float]] = field(default_factory=dict)
     goldens: dict[str, GoldenSet] = field(default_factory=dict)
     resolved: dict[tuple, list[ResolvedItem]] = field(default_factory=dict)
+    cut_texts: dict[tuple, int] = field(default_factory=dict)  # texts embedded for cutting
     # The last approximate index built (the scored pass and the latency pass share it);
     # one only, as an index can be as large as the vectors.
     ann: dict[tuple, VectorIndex] = field(default_factory=dict)
@@ -157,13 +161,27 @@ def parsing_summary(cfg: Config) -> dict[str, Any]:
 
 
 def chunks_for(docs: list[Document], fingerprint: str, spec: ChunkSpec,
-               tokenizer: str) -> list[Chunk]:
-    key = (fingerprint, spec, tokenizer)
+               tokenizer: str, params: SemanticParams | None = None,
+               embedder: Embedder | None = None) -> list[Chunk]:
+    """The chunks of a corpus under ``spec``; the semantic and cluster boundaries also take
+    their ``params`` and the ``embedder`` they cut with (memoised by its fingerprint)."""
+    key = (fingerprint, spec, tokenizer, params, embedder.fingerprint if embedder else "")
     if key not in _MEMO.chunks:
         tok = load_chunk_tokenizer(tokenizer)
         if (fingerprint, tokenizer) not in _MEMO.starts:
             _MEMO.starts[(fingerprint, tokenizer)] = corpus_token_starts(docs, tok)
-        _MEMO.chunks[key] = chunk_corpus(docs, spec, tok, _MEMO.starts[(fingerprint, tokenizer)])
+        starts = _MEMO.starts[(fingerprint, tokenizer)]
+        if embedder is None or params is None:
+            _MEMO.chunks[key] = chunk_corpus(docs, spec, tok, starts)
+        else:
+            sent: list[int] = []
+
+            def embed(texts: list[str]) -> np.ndarray:
+                sent.append(len(texts))
+                return embedder.encode(texts, progress=False)
+
+            _MEMO.chunks[key] = chunk_corpus_embedded(docs, spec, params, starts, embed)
+            _MEMO.cut_texts[key] = sum(sent)
     return _MEMO.chunks[key]
 
 
@@ -428,8 +446,20 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
         golden = load_golden_cached(cfg.golden.path)
         resolved = resolve_golden(golden, docs, corpus_fp)
         raise_first_error([p for r in resolved for p in r.problems])
-    with stage_timer(timings, "chunk_s"):
-        chunks = chunks_for(docs, corpus_fp, chunk_spec(cfg), cfg.chunk.tokenizer)
+    with stage_timer(timings, "chunk_s"):  # the cutting model and the headers' model included
+        spec = chunk_spec(cfg)
+        cut_texts = None
+        if spec.boundary in ("semantic", "cluster"):
+            cutter, params = cut_embedder(cfg, embedder_for), semantic_params(cfg)
+            chunks = chunks_for(docs, corpus_fp, spec, cfg.chunk.tokenizer, params, cutter)
+            cut_texts = _MEMO.cut_texts[(corpus_fp, spec, cfg.chunk.tokenizer, params,
+                                         cutter.fingerprint)]
+        else:
+            chunks = chunks_for(docs, corpus_fp, spec, cfg.chunk.tokenizer)
+        context_metrics: dict[str, float] = {}
+        if spec.header == "contextual":
+            chunks, context_metrics = contextual_chunks(
+                cfg, chunks, docs, _MEMO.starts[(corpus_fp, cfg.chunk.tokenizer)], progress)
         if not chunks:
             raise SweepError(f"corpus {cfg.corpus.path} produced no chunks")
 
@@ -451,11 +481,17 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
                                     ix.embedder if uses_dense else None, counted)
     with stage_timer(timings, "eval_s"):
         diagnostics = {"dense": [r.dense for r in results], "bm25": [r.bm25 for r in results]}
+        # Scored on what is returned (retrieval.unit): the chunks, or the units around them.
+        searched = chunks
+        chunks, rankings, diagnostics = returned(
+            cfg, chunks, docs, _MEMO.starts[(corpus_fp, cfg.chunk.tokenizer)], rankings,
+            diagnostics)
         texts = {d.doc_id: d.text for d in docs}
         espec = eval_spec(cfg)
         summary, rows = evaluate(resolved, chunks, rankings, espec, diagnostics, texts)
-        ix.metrics.update(index_report(cfg, search, results, ix.query_vecs, resolved, espec,
-                                       summary, rows, texts))
+        if chunks is searched:  # the ANN tax compares chunk rankings (retrieval.unit=chunk)
+            ix.metrics.update(index_report(cfg, search, results, ix.query_vecs, resolved,
+                                           espec, summary, rows, texts))
         add_pages(rows, resolved, rankings, chunks, docs)
         misses = miss_analysis(resolved, rows, chunks, docs, rankings, diagnostics,
                                cfg.eval.prompt_k, ix.embedder if uses_dense else None,
@@ -469,7 +505,12 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
                          f"({summary['n_orphans']} orphans, {summary['n_doc_only']} document-"
                          "level only)")
     metrics = dict(summary)
-    metrics.update(chunk_stats(chunks))
+    metrics.update(chunk_stats(searched))
+    if chunks is not searched:
+        metrics["n_returned_units"] = len(chunks)
+    metrics.update(context_metrics)
+    if cut_texts is not None:  # cache hits included: the cost of a cold cache
+        metrics["n_texts_embedded_for_cutting"] = float(cut_texts)
     metrics.update(ix.metrics)
     metrics.update(quote_metrics(resolved))
     metrics.update(latency)

@@ -285,7 +285,7 @@ def test_header_for_without_headings_uses_title() -> None:
         ChunkSpec("fixed", 10, -1),
         ChunkSpec("fixed", 0, 0),
         ChunkSpec("fixed", -5, 0),
-        ChunkSpec("semantic", 10, 0),
+        ChunkSpec("meaning", 10, 0),  # "semantic" is a boundary now (needs a model)
         ChunkSpec("fixed", 10, 0, "breadcrumbs"),
     ],
 )

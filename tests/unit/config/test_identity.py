@@ -11,6 +11,7 @@ import pytest
 from sweep.config.compose import compose, to_container
 from sweep.config.identity import (
     ALL_SECTIONS,
+    GATED_KEYS,
     OPERATIONAL_SECTIONS,
     RESULT_SECTIONS,
     UNHASHED_KEYS,
@@ -39,7 +40,18 @@ def _changed(value: Any) -> Any:
         return value + "-x"
     if isinstance(value, list):
         return [*value, value[-1] + 1] if value and isinstance(value[-1], int) else [*value, "x"]
+    if isinstance(value, dict):  # a nested sub-config (chunk.semantic): change every leaf
+        return {k: _changed(v) for k, v in value.items()}
     raise TypeError(type(value))
+
+
+def _gate_opened(plain: dict[str, Any], section: str, key: str) -> dict[str, Any]:
+    """``plain`` with the strategy that ``section.key`` belongs to selected."""
+    out = copy.deepcopy(plain)
+    gate = GATED_KEYS.get(section, {}).get(key)
+    if gate is not None:
+        out[section][gate[0]] = gate[1][0]
+    return out
 
 
 def _leaves(plain: dict[str, Any], sections: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -63,15 +75,16 @@ def plain_all_on() -> dict[str, Any]:
 
 
 def test_every_result_key_changes_the_hash(plain_all_on: dict[str, Any]) -> None:
-    base = config_hash(plain_all_on, "c", "g")
     sections = (*RESULT_SECTIONS, "generation", "judge")
     checked = 0
     for section, key in _leaves(plain_all_on, sections):
         if key in UNHASHED_KEYS.get(section, ()):
             continue
-        other = copy.deepcopy(plain_all_on)
+        opened = _gate_opened(plain_all_on, section, key)
+        other = copy.deepcopy(opened)
         other[section][key] = _changed(other[section][key])
-        assert config_hash(other, "c", "g") != base, f"{section}.{key} does not change config_hash"
+        assert config_hash(other, "c", "g") != config_hash(opened, "c", "g"), (
+            f"{section}.{key} does not change config_hash")
         checked += 1
     assert checked > 40
 
@@ -130,3 +143,57 @@ def test_every_input_key_says_how_it_reaches_the_hash() -> None:
             f"classify {section} keys in sweep.config.identity.INPUT_KEYS: "
             f"{sorted(fields ^ set(INPUT_KEYS[section]))}")
         assert set(INPUT_KEYS[section].values()) <= {"fingerprint", "label"}
+
+
+def test_settings_of_a_strategy_not_chosen_change_nothing() -> None:
+    # Semantic settings count only with boundary=semantic, parent ones only with unit=parent.
+    plain = _plain([])
+    assert config_hash(plain, "c", "g") == config_hash(
+        _plain(["chunk.semantic.threshold=50", "chunk.semantic.model=x",
+                "chunk.cluster.piece_tokens=10", "retrieval.parent_max_tokens=9",
+                "retrieval.window_sentences=1"]), "c", "g")
+    for section, key, gate in [(s, k, g) for s, keys in GATED_KEYS.items()
+                               for k, g in keys.items()]:
+        assert key in plain[section] and gate[0] in plain[section], f"{section}.{key}"
+
+
+@pytest.mark.parametrize("override", [
+    "chunk.semantic.window=1", "chunk.semantic.threshold=50", "chunk.semantic.model=x"])
+def test_each_semantic_setting_counts_with_its_boundary(override: str) -> None:
+    semantic = _plain(["chunk.boundary=semantic"])
+    assert config_hash(semantic, "c", "g") != config_hash(
+        _plain(["chunk.boundary=semantic", override]), "c", "g")
+    assert config_hash(semantic, "c", "g") != config_hash(_plain([]), "c", "g")
+
+
+def test_unit_chunk_keeps_the_hash_of_runs_recorded_before_units() -> None:
+    plain = _plain([])
+    before = copy.deepcopy(plain)
+    for key in ("unit", "parent_max_tokens", "window_sentences"):
+        del before["retrieval"][key]
+    for key in ("semantic", "cluster"):
+        del before["chunk"][key]
+    assert config_hash(plain, "c", "g") == config_hash(before, "c", "g")
+    assert config_hash(_plain(["retrieval.unit=parent"]), "c", "g") != config_hash(
+        plain, "c", "g")
+
+
+def test_how_contexts_are_fetched_is_not_hashed_what_they_are_is() -> None:
+    from sweep.config.identity import UNHASHED_NESTED_KEYS
+
+    defaults = Config()
+    for section, subs in UNHASHED_NESTED_KEYS.items():
+        for key, names in subs.items():
+            fields = {f.name for f in dataclasses.fields(getattr(getattr(defaults, section), key))}
+            assert set(names) <= fields, f"{section}.{key}: {set(names) - fields}"
+    on = ["chunk.header=contextual", "chunk.context.model=m"]
+    base = config_hash(_plain(on), "c", "g")
+    for override in ("chunk.context.timeout_s=5", "chunk.context.concurrency=1",
+                     "chunk.context.price_input_per_mtok=3", "chunk.context.dry_run=true"):
+        assert config_hash(_plain([*on, override]), "c", "g") == base, override
+    for override in ("chunk.context.model=other", "chunk.context.max_doc_tokens=100",
+                     "chunk.context.max_tokens=20"):
+        assert config_hash(_plain([*on, override]), "c", "g") != base, override
+    # Off, the context settings count for nothing.
+    assert config_hash(_plain(["chunk.context.model=m"]), "c", "g") == config_hash(
+        _plain([]), "c", "g")
