@@ -15,11 +15,11 @@ from sweep.data.corpus import load_corpus
 from sweep.data.golden import load_golden, require_valid
 from sweep.evaluation.relevance import CorpusIndex, resolve_all
 
-GOLDEN = Path(__file__).parent / "data" / "homebrew_golden.jsonl"
+GOLDEN = Path(__file__).parents[1] / "data" / "homebrew_golden.jsonl"
 # ../shared/data from the project root, or $CHUNK_SWEEP_SHARED_DATA (a git worktree lives
 # elsewhere).
 SHARED = Path(os.environ.get("CHUNK_SWEEP_SHARED_DATA")
-              or Path(__file__).resolve().parents[1].parent / "shared" / "data")
+              or Path(__file__).resolve().parents[2].parent / "shared" / "data")
 DOCS = SHARED / "homebrew_docs" / "docs"
 
 pytestmark = [

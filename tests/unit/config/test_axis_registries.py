@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from sweep.chunking.chunkers import CHUNKERS, HEADER_TEXT, ChunkSpec, chunk_spans
+from sweep.chunking.chunkers import ALL_BOUNDARIES, CHUNKERS, HEADER_TEXT, ChunkSpec, chunk_spans
 from sweep.common.errors import SweepError
 from sweep.config.compose import compose
 from sweep.config.schema import Bm25Backend, Boundary, ChunkConfig, Family, Header
@@ -17,7 +17,8 @@ from sweep.retrieval.bm25 import BACKENDS
 
 
 @pytest.mark.parametrize(("enum", "registry"), [
-    (Boundary, CHUNKERS), (Header, HEADER_TEXT), (Family, FAMILIES), (Bm25Backend, BACKENDS),
+    (Boundary, ALL_BOUNDARIES), (Header, HEADER_TEXT), (Family, FAMILIES),
+    (Bm25Backend, BACKENDS),
 ])
 def test_schema_enum_lists_the_registry_in_order(enum, registry) -> None:
     assert [e.value for e in enum] == list(registry)
