@@ -22,6 +22,7 @@ from sweep.common.paths import PROJECT_ROOT
 from sweep.data.parsers.registry import PARSERS
 from sweep.embedding.models import FAMILIES
 from sweep.retrieval.bm25 import BACKENDS
+from sweep.retrieval.index import BUILDERS, IndexSpec
 
 
 def conf_dir() -> Path:
@@ -77,14 +78,7 @@ class RerankMethod(StrEnum):
     cross_encoder = "cross_encoder"
 
 
-class IndexKind(StrEnum):
-    exact = "exact"
-    hnsw = "hnsw"
-    ivf_flat = "ivf_flat"
-    ivf_pq = "ivf_pq"
-    scalar = "scalar"
-    binary = "binary"
-    chroma = "chroma"
+IndexKind = _axis("IndexKind", BUILDERS)
 
 
 class Quantizer(StrEnum):
@@ -215,24 +209,25 @@ class IndexConfig:
     """The vector index the dense stage searches (README, "Index"). ``exact`` is the numpy
     search and the reference every other kind is measured against (the ANN tax)."""
 
-    kind: IndexKind = IndexKind.exact
+    # The defaults are IndexSpec's (retrieval/index.py), the one home of the index defaults.
+    kind: IndexKind = IndexKind[IndexSpec.kind]
     # hnsw (FAISS IndexHNSWFlat): graph degree, build and search beam widths.
-    M: int = 32
-    ef_construction: int = 200
-    ef_search: int = 64
+    M: int = IndexSpec.M
+    ef_construction: int = IndexSpec.ef_construction
+    ef_search: int = IndexSpec.ef_search
     # ivf_flat / ivf_pq: coarse cells, cells visited per query, PQ sub-vectors (bytes/vector).
-    nlist: int = 64
-    nprobe: int = 8
-    pq_m: int = 16
+    nlist: int = IndexSpec.nlist
+    nprobe: int = IndexSpec.nprobe
+    pq_m: int = IndexSpec.pq_m
     # scalar: the stored vector's component type.
-    quantizer: Quantizer = Quantizer.int8
+    quantizer: Quantizer = Quantizer[IndexSpec.quantizer]
     # binary: sign bits searched by Hamming distance, then this many times the depth
     # rescored with the float vectors.
-    rescore: int = 4
-    seed: int = 0  # k-means seed of IVF training
+    rescore: int = IndexSpec.rescore
+    seed: int = IndexSpec.seed  # k-means seed of IVF training
     # chroma: a Chroma server (`make chroma-start`); M, ef_construction, ef_search set its HNSW.
-    host: str = "127.0.0.1"
-    port: int = 8000
+    host: str = IndexSpec.host
+    port: int = IndexSpec.port
 
 
 @dataclass
