@@ -28,28 +28,12 @@ from helpers import DEMO
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", "--window-size=1680,1050"]
 SCREENSHOT_COPY = Path("/tmp/label-screenshot.png")
 
 QUESTION = "my thermostat died after 5 weeks, do i get a refund or only a warranty repair?"
 QUOTE_1 = ("You can return most Kestrel Home products within 30 days of delivery for a full "
            "refund of the item price.")
 QUOTE_2 = "The standard warranty period is two years for devices and one year for accessories."
-
-
-def _require_browser() -> None:
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
-    if missing:
-        pytest.fail(f"{', '.join(missing)} missing: run `make browser` (apt-get install "
-                    "chromium chromium-driver)", pytrace=False)
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        pytest.fail("selenium is not installed: pip install -e '.[test]'", pytrace=False)
 
 
 @pytest.fixture
@@ -89,26 +73,6 @@ def label_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[object]:
-    _require_browser()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    os.environ.setdefault("SE_OFFLINE", "true")  # Selenium Manager must not download anything
-    options = Options()
-    options.binary_location = str(CHROMIUM)
-    for flag in [*FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]:
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(60)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 # Select `quote` inside the full document view with the Selection API, as a mouse would:

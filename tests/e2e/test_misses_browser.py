@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -13,21 +12,10 @@ from helpers import run_cli
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", "--window-size=1400,1000"]
 SCREENSHOT_COPY = Path("/tmp/misses-screenshot.png")
 
 
-def test_misses_page_in_a_browser(tmp_path: Path) -> None:
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
-    if missing:
-        pytest.fail(f"{', '.join(missing)} missing: run `make browser`", pytrace=False)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
+def test_misses_page_in_a_browser(tmp_path: Path, browser: object) -> None:
     from selenium.webdriver.common.by import By
 
     # Chunks of 512 tokens are longer than MiniLM reads (256): the demo then has truncation
@@ -42,28 +30,20 @@ def test_misses_page_in_a_browser(tmp_path: Path) -> None:
     w0 = passage["window"][0]
     evidence = passage["text"][e0 - w0:e1 - w0]
 
-    os.environ.setdefault("SE_OFFLINE", "true")
-    options = Options()
-    options.binary_location = str(CHROMIUM)
-    for flag in [*FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]:
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    try:
-        driver.get((tmp_path / "run" / "misses.html").as_uri())
-        item = driver.find_element(By.ID, f"q-{view['qid']}")
-        assert item.get_attribute("data-cause") == "truncated"
-        item.find_element(By.TAG_NAME, "summary").click()
-        marks = item.find_elements(By.CSS_SELECTOR, ".passage mark")
-        assert "".join(m.get_attribute("textContent") for m in marks) == evidence
-        labels = [e.get_attribute("data-chunk")
-                  for e in item.find_elements(By.CSS_SELECTOR, ".passage .lab")]
-        assert labels == [c["chunk_id"] for c in passage["chunks"]]
-        assert item.find_elements(By.CSS_SELECTOR, ".passage .cut"), "no truncation mark"
-        rows = item.find_elements(By.CSS_SELECTOR, "table tr")
-        assert len(rows) == 1 + len(view["hits"])
-        driver.execute_script("arguments[0].scrollIntoView()", item)
-        shot = tmp_path / "misses.png"
-        driver.save_screenshot(str(shot))
-        shutil.copy(shot, SCREENSHOT_COPY)
-    finally:
-        driver.quit()
+    driver = browser  # the page, as a person opens it from disk
+    driver.get((tmp_path / "run" / "misses.html").as_uri())
+    item = driver.find_element(By.ID, f"q-{view['qid']}")
+    assert item.get_attribute("data-cause") == "truncated"
+    item.find_element(By.TAG_NAME, "summary").click()
+    marks = item.find_elements(By.CSS_SELECTOR, ".passage mark")
+    assert "".join(m.get_attribute("textContent") for m in marks) == evidence
+    labels = [e.get_attribute("data-chunk")
+              for e in item.find_elements(By.CSS_SELECTOR, ".passage .lab")]
+    assert labels == [c["chunk_id"] for c in passage["chunks"]]
+    assert item.find_elements(By.CSS_SELECTOR, ".passage .cut"), "no truncation mark"
+    rows = item.find_elements(By.CSS_SELECTOR, "table tr")
+    assert len(rows) == 1 + len(view["hits"])
+    driver.execute_script("arguments[0].scrollIntoView()", item)
+    shot = tmp_path / "misses.png"
+    driver.save_screenshot(str(shot))
+    shutil.copy(shot, SCREENSHOT_COPY)
