@@ -122,12 +122,21 @@ def evidence_recall_at_k(
     Chunking-invariant: it asks whether the answer text reached the prompt, whatever the
     chunk boundaries, so it is the fairest single number across chunk sizes.
     """
+    _, covered, total = _top_k_coverage(ranked_spans, evidence, k)
+    return covered / total
+
+
+def _top_k_coverage(ranked_spans: Sequence[Span], evidence: Sequence[Span], k: int
+                    ) -> tuple[Sequence[Span], int, int]:
+    """``(top-k spans, evidence characters they cover, evidence characters)`` for the span
+    metrics; a bad k or an empty evidence cannot be scored and raises."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
-    covered, total = covered_chars(evidence, ranked_spans[:k])
+    top = ranked_spans[:k]
+    covered, total = covered_chars(evidence, top)
     if total == 0:
         raise ValueError("empty evidence: the question cannot be scored")
-    return covered / total
+    return top, covered, total
 
 
 def spans_length(spans: Iterable[Span]) -> int:
@@ -145,12 +154,7 @@ def span_precision_at_k(ranked_spans: Sequence[Span], evidence: Sequence[Span], 
     `evidence_recall_at_k`, the share of what the prompt carries that is evidence (Chroma's
     "precision", counted in characters as its code does).
     """
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    top = ranked_spans[:k]
-    covered, total = covered_chars(evidence, top)
-    if total == 0:
-        raise ValueError("empty evidence: the question cannot be scored")
+    top, covered, _ = _top_k_coverage(ranked_spans, evidence, k)
     read = spans_length(top)
     return covered / read if read else 0.0
 
@@ -162,12 +166,7 @@ def span_iou_at_k(ranked_spans: Sequence[Span], evidence: Sequence[Span], k: int
     `span_precision_at_k` it sums the chunk lengths (Chroma's IoU), so it never exceeds that
     precision.
     """
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    top = ranked_spans[:k]
-    covered, total = covered_chars(evidence, top)
-    if total == 0:
-        raise ValueError("empty evidence: the question cannot be scored")
+    top, covered, total = _top_k_coverage(ranked_spans, evidence, k)
     return covered / (spans_length(top) + total - covered)
 
 
