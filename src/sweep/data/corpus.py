@@ -13,7 +13,7 @@ import json
 import logging
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,9 +124,17 @@ def markdown_headings(text: str) -> list[tuple[int, int, str]]:
 def markdown_sections(text: str) -> tuple[Section, ...]:
     """Sections covering the whole text, in order; a non-blank preamble is a section too."""
     headings = markdown_headings(text)
-    sections: list[Section] = []
     if not headings:
         return (Section(0, len(text), 0, ()),) if text.strip() else ()
+    return sections_from_headings(text, headings)
+
+
+def sections_from_headings(text: str, headings: Sequence[tuple[int, int, str]]
+                           ) -> tuple[Section, ...]:
+    """Sections from ``(offset, level, title)`` headings in order: each runs to the next
+    heading, its path the titles above it; a non-blank preamble is a section too. Of two
+    headings at one offset (a PDF outline can place them so) the later one holds the text."""
+    sections: list[Section] = []
     if text[: headings[0][0]].strip():
         sections.append(Section(0, headings[0][0], 0, ()))
     stack: list[tuple[int, str]] = []
@@ -135,7 +143,8 @@ def markdown_sections(text: str) -> tuple[Section, ...]:
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, title))
-        sections.append(Section(start, end, level, tuple(t for _, t in stack)))
+        if end > start:
+            sections.append(Section(start, end, level, tuple(t for _, t in stack)))
     return tuple(sections)
 
 

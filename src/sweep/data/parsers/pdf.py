@@ -22,7 +22,7 @@ from io import BytesIO
 from typing import Any
 
 from sweep.common.errors import SweepError
-from sweep.data.corpus import Section, normalize_text
+from sweep.data.corpus import Section, normalize_text, sections_from_headings
 from sweep.data.parsers.base import Parsed
 
 log = logging.getLogger(__name__)
@@ -218,18 +218,7 @@ def _sections(text: str, headings: list[tuple[int, int, str]]) -> tuple[Section,
     """Sections from placed headings, the markdown way: each runs to the next heading."""
     if not headings:
         return (Section(0, len(text), 0, ()),)
-    out: list[Section] = []
-    if text[: headings[0][0]].strip():
-        out.append(Section(0, headings[0][0], 0, ()))
-    stack: list[tuple[int, str]] = []
-    for i, (start, level, title) in enumerate(headings):
-        end = headings[i + 1][0] if i + 1 < len(headings) else len(text)
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, title))
-        if end > start:  # two entries at one offset: the later one holds the text
-            out.append(Section(start, end, level, tuple(t for _, t in stack)))
-    return tuple(out)
+    return sections_from_headings(text, headings)
 
 
 def _structure(reader: Any, data: bytes) -> tuple[list[Heading], str]:
