@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import ROOT
 from sweep.common.errors import SweepError
 from sweep.retrieval.index import IndexSpec, build_index, overlap_at_k
 from sweep.retrieval.ranking import dense_search, tiebreak_order
 
-ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.slow
 
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from helpers import SHARED_DATA
 from sweep.data.corpus import Document, load_corpus
 from sweep.data.golden import load_golden
 from sweep.evaluation.relevance import CorpusIndex, quote_metrics, resolve_all
 
-ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared" / "data"
+SHARED = SHARED_DATA
 DEBIAN = SHARED / "debian_reference"
 PYDOCS = SHARED / "python_docs_html"
 GOLDEN = Path(__file__).parents[1] / "realdata" / "debian_reference.golden.jsonl"

@@ -6,21 +6,17 @@ is found verbatim, once, in the file it names, and that the answer is in the evi
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
+from helpers import SHARED_DATA
 from sweep.data.corpus import load_corpus
 from sweep.data.golden import load_golden, require_valid
 from sweep.evaluation.relevance import CorpusIndex, resolve_all
 
 GOLDEN = Path(__file__).parents[1] / "data" / "homebrew_golden.jsonl"
-# ../shared/data from the project root, or $CHUNK_SWEEP_SHARED_DATA (a git worktree lives
-# elsewhere).
-SHARED = Path(os.environ.get("CHUNK_SWEEP_SHARED_DATA")
-              or Path(__file__).resolve().parents[2].parent / "shared" / "data")
-DOCS = SHARED / "homebrew_docs" / "docs"
+DOCS = SHARED_DATA / "homebrew_docs" / "docs"
 
 pytestmark = [
     pytest.mark.realdata,
