@@ -82,8 +82,8 @@ bench: install ## sweep cost vs bare encoding on COVID-QA (cold, warm, static); 
 	$(PY) benchmarks/bench.py
 
 REPRO_OUT ?= /tmp/chunk-sweep-repro-chroma
-repro-chroma: install ## Chroma's chunking table, ours beside theirs -> $(REPRO_OUT)/repro_chroma.csv; needs ../shared/data
-	$(PY) benchmarks/repro_chroma.py --out $(REPRO_OUT)
+repro-chroma: install ## Chroma's chunking table, ours beside theirs -> $(REPRO_OUT)/repro_chroma.csv (INDEX=hnsw: their HNSW); needs ../shared/data
+	$(PY) benchmarks/repro_chroma.py --out $(REPRO_OUT) $(if $(INDEX),--index $(INDEX))
 
 bench-index: install ## exact vs FAISS HNSW vs IVF-PQ at 10k/100k random 384-d vectors (SIZES=...)
 	$(PY) benchmarks/bench_index.py --sizes $(or $(SIZES),10000,100000)

@@ -9,7 +9,11 @@ OUT/repro_chroma.csv (chunker, size, overlap, k, metric, ours, published, differ
 prints the table side by side. The published figures are in benchmarks/chroma_published.csv.
 
     python benchmarks/repro_chroma.py [--out DIR] [--cache DIR] [--omega-only] [--data DIR]
-                                      [--only "Recursive 200/0,TokenText 200/0"]
+                                      [--only "Recursive 200/0,TokenText 200/0"] [--index hnsw]
+
+--index hnsw searches FAISS HNSW with Chroma's settings instead of exact search: Chroma's
+collection defaults (M=16, construction_ef=100) and the search_ef=50 their evaluation sets on
+every collection (base_evaluation.py); their space is l2, which ranks unit vectors as cosine.
 
 --omega-only needs no model (Precision_Ω depends on the chunk boundaries alone: BM25 stands in
 for the ranking). Nothing here is asserted; the `within` column says whether each figure
@@ -40,7 +44,8 @@ METRIC = {"recall": "evidence_recall_at_{k}", "precision": "span_precision_at_{k
           "iou": "span_iou_at_{k}", "precision_omega": "precision_omega"}
 TARGET = {"precision_omega": 1.0, "precision": 0.5, "iou": 0.5, "recall": 2.5}
 COLUMNS = ["chunker", "size", "overlap", "k", "metric", "ours", "published", "difference",
-           "ours_std", "published_std", "ours_exact_spans", "target", "within", "n_questions"]
+           "ours_std", "published_std", "ours_exact_spans", "target", "within", "n_questions",
+           "index"]
 
 
 def load_published(path: Path = PUBLISHED) -> list[dict[str, str]]:
@@ -56,11 +61,17 @@ def pop_stats(values: list[float]) -> tuple[float, float]:
     return 100 * mean, 100 * math.sqrt(var)
 
 
+# Chroma's HNSW as their evaluation ran it (collection defaults, hnsw:search_ef=50).
+CHROMA_HNSW = ["index=hnsw", "index.M=16", "index.ef_construction=100", "index.ef_search=50"]
+
+
 def config_for(data: Path, cache: Path, boundary: str, size: int, overlap: int,
-               omega_only: bool):
+               omega_only: bool, index: str = "exact"):
     from sweep.config.compose import compose
 
     retrieval = ["retrieval=bm25"] if omega_only else ["retrieval=dense", "embedding=minilm"]
+    if index == "hnsw" and not omega_only:
+        retrieval += CHROMA_HNSW
     return compose([
         f"corpus.path={data}/corpus", f"golden.path={data}/golden.jsonl",
         "corpus.name=chroma", "golden.name=chroma", *retrieval,
@@ -94,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
                         help='rows to run, e.g. "Recursive 200/0,TokenText 200/0" (default: all)')
     parser.add_argument("--omega-only", action="store_true",
                         help="only Precision_Ω (no model; minutes less)")
+    parser.add_argument("--index", choices=("exact", "hnsw"), default="exact",
+                        help="exact search (default) or FAISS HNSW with Chroma's settings "
+                             "(M=16, ef_construction=100, ef_search=50)")
     args = parser.parse_args(argv)
 
     from sweep.common.errors import SweepError
@@ -134,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
                               "within": "not run"})
             continue
         started = time.perf_counter()
-        cfg = config_for(data, cache, boundary, size, overlap, args.omega_only)
+        cfg = config_for(data, cache, boundary, size, overlap, args.omega_only, args.index)
         try:
             result = run_config(cfg, progress=False)
         except SweepError as exc:
@@ -158,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                 "published_std": p["std"], "ours_exact_spans": f"{exact_mean:.1f}",
                 "target": f"±{TARGET[metric]}",
                 "within": "yes" if abs(round(diff, 1)) <= TARGET[metric] else "NO",
-                "n_questions": len(values)})
+                "n_questions": len(values), "index": args.index})
         print(f"{chunker} {size}/{overlap}: {len(result.chunks)} chunks, mean "
               f"{result.report['metrics']['chunk_tokens_mean']:.1f} cl100k tokens "
               f"({time.perf_counter() - started:.0f} s)", flush=True)
