@@ -330,14 +330,12 @@ class Case:
     line: tuple[str | re.Pattern[str], ...]
     also: tuple[str, ...] = ()  # anywhere in the output
     absent: tuple[str, ...] = ()  # nowhere in the output
-    max_seconds: float | None = None
 
 
 def C(id: str, setup: Callable[[Workspace], None] | None, command: str, args: Sequence[str],
       code: int, line: Sequence[str | re.Pattern[str]], also: Sequence[str] = (),
-      absent: Sequence[str] = (), max_seconds: float | None = None) -> Case:
-    return Case(id, setup, command, tuple(args), code, tuple(line), tuple(also), tuple(absent),
-                max_seconds)
+      absent: Sequence[str] = ()) -> Case:
+    return Case(id, setup, command, tuple(args), code, tuple(line), tuple(also), tuple(absent))
 
 
 V, R, M, IMP = "validate", "run", "multirun", "import"
@@ -561,11 +559,13 @@ CASES = [
     C("env-sweep-folder-under-a-file", a_regular_file, M,
       ["hydra.sweep.dir={tmp}/afile/sub", "chunk.size=128,256"], 1,
       ["error:", "cannot create the output folder", "{tmp}/afile", "hydra.sweep.dir"]),
+    # "the MLflow server" is the pre-flight connect check's wording: the job failed before
+    # MLflow's own client began its minutes of retries (a timing bound would be a flaky proxy).
     C("env-mlflow-unreachable", None, R, ["tracking=local", "tracking.uri=http://127.0.0.1:9"],
-      1, ["error:", "tracking.uri=http://127.0.0.1:9", "cannot reach"], max_seconds=20),
+      1, ["error:", "tracking.uri=http://127.0.0.1:9", "cannot reach the MLflow server"]),
     C("env-mlflow-unreachable-multirun", None, M,
       ["tracking=local", "tracking.uri=http://127.0.0.1:9", "chunk.size=128,256"], 1,
-      ["error:", "tracking.uri=http://127.0.0.1:9", "cannot reach"], max_seconds=20),
+      ["error:", "tracking.uri=http://127.0.0.1:9", "cannot reach the MLflow server"]),
     C("env-mlflow-sqlite-relative", None, R,
       ["tracking=local", "tracking.uri=sqlite:///relative.db"], 1,
       ["error:", "sqlite:///relative.db", "absolute path"]),
@@ -632,8 +632,6 @@ def _check(ws: Workspace, case: Case, res: subprocess.CompletedProcess[str],
         assert ws.sub(word) in out, f"{word!r} missing{shown}"
     for word in case.absent:
         assert ws.sub(word) not in out, f"{word!r} should not appear{shown}"
-    if case.max_seconds is not None:
-        assert elapsed < case.max_seconds, f"took {elapsed:.1f}s (> {case.max_seconds}s){shown}"
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,7 @@ COUNTS = ("documents", "questions_read", "questions_written", "spans_read", "spa
 
 
 def real_import(fmt: str, src: Path, out: Path) -> dict[str, Any]:
-    started = time.perf_counter()
     report = run_import(fmt, src, out)
-    assert time.perf_counter() - started < 30
     resolved = check_written(out)
     assert len(resolved) == report["counts"]["questions_written"]
     return report
