@@ -13,8 +13,10 @@ from sweep.config.identity import (
     ALL_SECTIONS,
     OPERATIONAL_SECTIONS,
     RESULT_SECTIONS,
+    SCOPED_KEYS,
     UNHASHED_KEYS,
     config_hash,
+    identity_payload,
 )
 from sweep.config.schema import Config
 
@@ -67,13 +69,48 @@ def test_every_result_key_changes_the_hash(plain_all_on: dict[str, Any]) -> None
     sections = (*RESULT_SECTIONS, "generation", "judge")
     checked = 0
     for section, key in _leaves(plain_all_on, sections):
-        if key in UNHASHED_KEYS.get(section, ()):
+        if key in UNHASHED_KEYS.get(section, ()) or _out_of_scope(plain_all_on, section, key):
             continue
         other = copy.deepcopy(plain_all_on)
         other[section][key] = _changed(other[section][key])
         assert config_hash(other, "c", "g") != base, f"{section}.{key} does not change config_hash"
         checked += 1
     assert checked > 40
+
+
+def _out_of_scope(plain: dict[str, Any], section: str, key: str) -> bool:
+    if section not in SCOPED_KEYS:
+        return False
+    selector, value, keys = SCOPED_KEYS[section]
+    return key in keys and str(plain[section][selector]) != value
+
+
+SERVED_ON = ["embedding=served_minilm", "rerank=served"]
+
+
+def test_every_key_of_a_served_model_is_classified() -> None:
+    plain = _plain(SERVED_ON)
+    base = config_hash(plain, "c", "g")
+    scoped = set(SCOPED_KEYS["embedding"][2])
+    assert scoped <= set(plain["embedding"])
+    for section in ("embedding", "rerank"):
+        for key in plain[section]:
+            other = copy.deepcopy(plain)
+            other[section][key] = _changed(other[section][key])
+            same = config_hash(other, "c", "g") == base
+            assert same == (key in UNHASHED_KEYS.get(section, ())), f"{section}.{key}"
+    # where the model is served from and what it costs are not its identity
+    assert {"base_url", "price_per_mtok", "api_key_env"} <= set(UNHASHED_KEYS["embedding"])
+
+
+def test_served_only_keys_stay_out_of_a_local_model_s_hash() -> None:
+    # so the new keys changed no earlier configuration's config_hash
+    plain = _plain([])
+    payload = identity_payload(plain, "c", "g")
+    assert not set(SCOPED_KEYS["embedding"][2]) & set(payload["embedding"])
+    assert config_hash(plain, "c", "g") == config_hash(
+        _plain(["embedding.model=x", "embedding.dimensions=64", "embedding.fingerprint=v2"]),
+        "c", "g")
 
 
 def test_keys_that_change_no_result_leave_the_hash(plain_all_on: dict[str, Any]) -> None:

@@ -29,14 +29,28 @@ OPERATIONAL_SECTIONS: tuple[str, ...] = ("tracking", "cache", "sweep")
 # batch sizes (vectors are cached by model and text, whatever the batch), the diagnosis-only
 # retriever, and how calls to an endpoint are made and priced.
 UNHASHED_KEYS: Mapping[str, tuple[str, ...]] = {
-    "embedding": ("batch_size",),
+    # A served model's vectors do not depend on where it is served from (base_url) or on how it
+    # is called; its identity is the model name, dimensions, prefixes, input types and the
+    # user's `fingerprint`. Local models: the device changes no vector beyond float noise.
+    "embedding": ("batch_size", "device", "base_url", "api_key_env", "max_texts_per_request",
+                  "max_tokens_per_request", "requests_per_minute", "tokens_per_minute",
+                  "concurrency", "timeout_s", "max_retries", "price_per_mtok"),
     "retrieval": ("diagnose",),
-    "rerank": ("batch_size",),
+    "rerank": ("batch_size", "base_url", "api_key_env", "timeout_s", "max_retries",
+               "concurrency", "price_per_mtok", "price_per_request"),
     "eval": ("latency_sample",),
     "generation": ("timeout_s", "max_retries", "concurrency", "price_input_per_mtok",
                    "price_output_per_mtok", "api_key_env"),
     "judge": ("timeout_s", "max_retries", "concurrency", "price_input_per_mtok",
               "price_output_per_mtok", "api_key_env"),
+}
+
+# Hashed keys that only one value of a section's selector key reads: left out of the hash
+# under any other value (so adding them changed no earlier configuration's hash).
+# section -> (selector key, selector value, keys).
+SCOPED_KEYS: Mapping[str, tuple[str, str, tuple[str, ...]]] = {
+    "embedding": ("family", "openai", ("model", "dimensions", "query_input_type",
+                                       "document_input_type", "fingerprint")),
 }
 
 ALL_SECTIONS: tuple[str, ...] = (*RESULT_SECTIONS, *GENERATION_SECTIONS, *INPUT_SECTIONS,
@@ -67,6 +81,11 @@ def identity_payload(plain: Mapping[str, Any], corpus_fp: str, golden_fp: str
     payload: dict[str, Any] = {}
     for section in active_sections(plain):
         skip = UNHASHED_KEYS.get(section, ())
+        values = plain.get(section) or {}
+        if section in SCOPED_KEYS:
+            selector, value, scoped = SCOPED_KEYS[section]
+            if str(values.get(selector)) != value:
+                skip = (*skip, *scoped)
         payload[section] = {k: v for k, v in (plain.get(section) or {}).items() if k not in skip}
     payload["corpus"] = corpus_fp
     payload["golden"] = golden_fp

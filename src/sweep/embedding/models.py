@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -28,9 +28,14 @@ from sweep.common.errors import SweepError, model_load_error
 from sweep.common.sqlite import text_key
 from sweep.embedding.cache import EmbeddingCache
 
+if TYPE_CHECKING:
+    from sweep.embedding.served import ServedSpec
+
 log = logging.getLogger(__name__)
 
-FAMILIES = ("sentence_transformers", "model2vec_distill")
+# openai: a model behind an OpenAI-compatible endpoint (sweep.embedding.served).
+FAMILIES = ("sentence_transformers", "model2vec_distill", "openai")
+DEVICES = ("auto", "cpu", "cuda", "mps")
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,24 @@ class EmbeddingSpec:
     batch_size: int = 32
     query_prefix: str = ""
     document_prefix: str = ""
+    device: str = "auto"  # local models: auto | cpu | cuda | cuda:N | mps
+    served: ServedSpec | None = None  # family=openai: the endpoint and how to call it
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` when torch sees a GPU, else ``mps`` (Apple), else ``cpu``."""
+    if device != "auto":
+        return device
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return "cuda"
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return "mps"
+    except Exception:  # pragma: no cover - torch missing or broken: the CPU still works
+        pass
+    return "cpu"
 
 
 def cache_root() -> Path:
@@ -130,7 +153,7 @@ class Embedder:
         else:
             path = resolve_model_path(spec.name)
         self.path = path
-        self.model = _load_sentence_transformer(path, spec.name)
+        self.model = _load_sentence_transformer(path, spec.name, resolve_device(spec.device))
         # Everything that changes a vector: the weights (file names, sizes, first bytes), the
         # prefixes, truncation length and normalisation.
         self.fingerprint = hashlib.sha256(
@@ -242,7 +265,7 @@ def _tiered(texts: list[str], memory: dict[bytes, V],
     return keys
 
 
-def _load_sentence_transformer(path: str, name: str) -> Any:
+def _load_sentence_transformer(path: str, name: str, device: str = "cpu") -> Any:
     _quiet_transformers()
     try:
         from sentence_transformers import SentenceTransformer
@@ -250,7 +273,7 @@ def _load_sentence_transformer(path: str, name: str) -> Any:
         raise SweepError("sentence-transformers is not installed", hint="run `make install`") \
             from exc
     try:
-        return SentenceTransformer(path, device="cpu")
+        return SentenceTransformer(path, device=device)
     except Exception as exc:
         raise model_load_error("embedding.name", name, "model", exc,
                                "the model hub is unreachable offline: use embedding=minilm, "
@@ -263,5 +286,10 @@ _EMBEDDERS: dict[EmbeddingSpec, Embedder] = {}
 def get_embedder(spec: EmbeddingSpec) -> Embedder:
     """The process-wide embedder for ``spec`` (a sweep loads each model once)."""
     if spec not in _EMBEDDERS:
-        _EMBEDDERS[spec] = Embedder(spec)
+        if spec.family == "openai":
+            from sweep.embedding.served import ServedEmbedder
+
+            _EMBEDDERS[spec] = ServedEmbedder(spec)
+        else:
+            _EMBEDDERS[spec] = Embedder(spec)
     return _EMBEDDERS[spec]

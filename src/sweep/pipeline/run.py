@@ -29,7 +29,7 @@ from sweep.common.sqlite import parts_key
 from sweep.config.compose import to_container
 from sweep.config.identity import config_hash
 from sweep.config.schema import Config
-from sweep.config.specs import embedding_spec
+from sweep.config.specs import embedding_spec, served_rerank_spec
 from sweep.data.corpus import Document, corpus_fingerprint, load_corpus
 from sweep.data.golden import (
     GoldenSet,
@@ -40,6 +40,11 @@ from sweep.data.golden import (
 )
 from sweep.embedding.cache import get_cache
 from sweep.embedding.models import Embedder, get_embedder
+from sweep.embedding.served import (
+    get_served_reranker,
+    served_usage_before,
+    served_usage_metrics,
+)
 from sweep.evaluation.evaluate import EvalSpec, evaluate
 from sweep.evaluation.metrics import covered_chars
 from sweep.evaluation.relevance import ChunkLocator, CorpusIndex, ResolvedItem, resolve_all
@@ -244,12 +249,16 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     if cfg.rerank.method.value == "cross_encoder":
         r = cfg.rerank
         reranker = get_reranker(RerankSpec(r.model, r.batch_size, r.max_length))
+    elif cfg.rerank.method.value == "cohere":
+        reranker = get_served_reranker(served_rerank_spec(cfg))
+    served = served_usage_before(reranker)
 
     embedder = chunk_vecs = query_vecs = None
     truncated = 0.0
     if uses_dense or cfg.retrieval.diagnose:
         t = time.perf_counter()
         embedder = embedder_for(cfg)
+        served.update(served_usage_before(embedder))
         encoded_before = embedder.encoded_texts
         chunk_vecs = embedder.encode(texts, progress=progress)
         query_vecs = embedder.encode(questions, query=True, progress=progress)
@@ -299,6 +308,7 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     metrics.update(index_metrics)
     metrics.update(latency)
     metrics["truncated_fraction"] = truncated
+    metrics.update(served_usage_metrics(served, embedder, reranker))
     report = {
         "status": "FINISHED",
         "config": plain,
