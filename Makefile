@@ -10,7 +10,8 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-slow test-all lint ui clean compare gate mlflow-server bench browser
+.PHONY: help install demo test test-slow test-all lint ui clean compare gate mlflow-server bench browser \
+	model-server model-server-stop
 
 help: ## show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -72,3 +73,30 @@ mlflow-server: install ## an MLflow tracking server on 127.0.0.1:5001 (SQLite ba
 
 clean: ## remove run outputs (keeps .venv and the model cache)
 	rm -rf outputs multirun mlflow.db mlartifacts
+
+# --- a real embedding + rerank server (issue 16) ------------------------------------------
+# infinity-emb in its own venv: its pins (numpy<2, click<8.2, sentence-transformers<4) clash
+# with the project's. It serves the bundled MiniLM from its local folder (/v1/embeddings) and
+# an untrained local test cross-encoder (/v1/rerank) on 127.0.0.1:7997; see servers/.
+INFINITY_VENV := .venv-infinity
+INFINITY_STAMP := $(INFINITY_VENV)/.installed-stamp
+MODEL_SERVER_DIR := .cache/model-server
+TEST_RERANKER := $(MODEL_SERVER_DIR)/test-cross-encoder
+
+$(INFINITY_STAMP): servers/infinity-requirements.txt
+	@test -x $(INFINITY_VENV)/bin/python || { echo ">> creating $(INFINITY_VENV) (about 1.5 GB once installed; torch alone ~750 MB)"; $(PYTHON) -m venv $(INFINITY_VENV); }
+	$(INFINITY_VENV)/bin/python -m pip install --upgrade --progress-bar on pip
+	@# the CPU build of torch first, as for .venv (else pip resolves a multi-GB CUDA build)
+	$(INFINITY_VENV)/bin/python -m pip install --progress-bar on torch==2.13.0
+	$(INFINITY_VENV)/bin/python -m pip install --progress-bar on -r servers/infinity-requirements.txt
+	@touch $@
+
+$(TEST_RERANKER)/config.json: | $(STAMP)
+	@# sweep.fixtures may have moved to sweep.dev.fixtures: use whichever this checkout has
+	$(PY) -m $$($(PY) -c 'import importlib.util as u; print("sweep.dev.fixtures" if u.find_spec("sweep.dev") and u.find_spec("sweep.dev.fixtures") else "sweep.fixtures")') $(TEST_RERANKER)
+
+model-server: $(INFINITY_STAMP) $(TEST_RERANKER)/config.json ## start infinity on 127.0.0.1:7997 (MiniLM + a test cross-encoder); waits for /health
+	VENV=$(CURDIR)/$(INFINITY_VENV) STATE=$(CURDIR)/$(MODEL_SERVER_DIR) RERANK_MODEL=$(CURDIR)/$(TEST_RERANKER) servers/infinity.sh start
+
+model-server-stop: ## stop the server `make model-server` started
+	STATE=$(CURDIR)/$(MODEL_SERVER_DIR) servers/infinity.sh stop

@@ -307,7 +307,9 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     metrics.update(chunk_stats(chunks))
     metrics.update(index_metrics)
     metrics.update(latency)
-    metrics["truncated_fraction"] = truncated
+    if embedder is None or embedder.max_seq_length is not None:
+        # behind an endpoint the model's max_seq_length is unknown: no figure rather than 0
+        metrics["truncated_fraction"] = truncated
     metrics.update(served_usage_metrics(served, embedder, reranker))
     report = {
         "status": "FINISHED",
