@@ -253,7 +253,7 @@ def test_served_rerank_scores_in_input_order_and_counts_usage() -> None:
             rr.scores("q", docs)
     assert scores.tolist() == [fake_score("q", d) for d in docs]
     assert srv.requests[0]["json"] == {"model": "ce", "query": "q", "documents": docs,
-                                       "top_n": 3, "return_documents": False}
+                                       "top_n": 3}
     assert str(err.value) == f"rerank: {srv.base_url}/rerank: 2 scores for 3 documents"
     # the bad answer was still a request the endpoint answered (and bills); its tokens are
     # unknown, so only the good one's count

@@ -33,6 +33,8 @@ commands:
                   sweep again as a new sweep (generation on the best few; static -> transformer)
   label           [--corpus DIR] [--golden FILE] [--port 8765] [--no-dense]: a local page
                   (127.0.0.1) to label golden questions: search, select evidence, save
+  estimate        [key=a,b ...]: texts, tokens, requests and dollars a sweep would send to
+                  served models after the embedding cache (nothing is sent)
   (none)          run one configuration; `sweep -m key=a,b ...` sweeps (Hydra multirun)
 
 Every command takes Hydra-style overrides, e.g. corpus.path=DIR golden.path=FILE.
@@ -129,6 +131,7 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "flips": _lazy("sweep.decide.table", "cmd_flips"),
     "baseline": _lazy("sweep.decide.baseline", "cmd_baseline"),
     "rerun": _lazy("sweep.decide.rerun", "cmd_rerun"),
+    "estimate": _lazy("sweep.cli.estimate", "cmd_estimate"),
     "label": _lazy("sweep.label", "cmd_label"),
 }
 

@@ -670,7 +670,8 @@ def parse_rerank(data: Any, n: int, url: str) -> np.ndarray:
 class ServedReranker:
     """A cross-encoder behind a Cohere-style ``POST {base_url}/rerank``: ``{"model", "query",
     "documents", "top_n"}`` -> ``{"results": [{"index", "relevance_score"}]}``. Scores are not
-    cached: every call is a request, counted in ``usage``."""
+    cached: every call (the scored pass and the latency sample) is a request, counted in
+    ``usage``."""
 
     spec: ServedRerankSpec
     http: HttpEndpoint = field(init=False)
@@ -687,8 +688,10 @@ class ServedReranker:
     def scores(self, query: str, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros(0, dtype=np.float64)
+        # The fields Cohere (v1, v2), Jina, vLLM, LiteLLM and infinity share; top_n = all, so
+        # every document gets a score.
         body = {"model": self.spec.model, "query": query, "documents": list(texts),
-                "top_n": len(texts), "return_documents": False}
+                "top_n": len(texts)}
         estimate = sum(_estimate_tokens([query, *texts]))
         data = self.http.post("rerank", body, estimate)
         scores = parse_rerank(data, len(texts), self.http.url("rerank"))
