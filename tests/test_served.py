@@ -329,3 +329,42 @@ def test_cli_counts_cost_fails_the_run_and_stores_no_key(tmp_path: Path) -> None
         assert PLANTED not in r.stdout + r.stderr
     assert _files_containing(tmp_path, PLANTED.encode()) == []
     assert _files_containing(tmp_path, PLANTED[-8:].encode()) == []
+
+
+def test_estimate_counts_what_the_cache_lacks_once_per_sweep(tmp_path: Path) -> None:
+    from sweep.chunking.chunkers import ChunkSpec
+    from sweep.cli.estimate import estimate, expand
+    from sweep.config.compose import compose
+    from sweep.data.golden import load_golden
+    from sweep.pipeline.run import chunks_for, load_corpus_cached
+
+    assert expand(["a=1,2", "b=x,y,z", "c=3"]) == [
+        [f"a={a}", f"b={b}", "c=3"] for a in (1, 2) for b in "xyz"]
+    common = [f"cache.dir={tmp_path}/cache", "embedding=served_minilm",
+              "embedding.max_texts_per_request=50", "embedding.price_per_mtok=1.0"]
+    cfg = compose(common)
+    docs, fp = load_corpus_cached(cfg)
+    questions = [g.question for g in load_golden(cfg.golden.path).items]
+    texts = {size: {c.embed_text for c in chunks_for(docs, fp, ChunkSpec("recursive", size, 0,
+                                                                         "none"), "minilm")}
+             for size in (128, 256)}
+    both = texts[128] | texts[256] | set(questions)
+
+    [(key, e)] = estimate([*common, "chunk.size=128,256"])["endpoints"].items()
+    assert key == "embedding http://127.0.0.1:7997/v1 all-MiniLM-L6-v2"
+    assert e["configs"] == 2 and e["texts"] == len(both)  # shared texts counted once
+    assert e["cost_usd"] == pytest.approx(e["tokens"] / 1e6)
+    assert e["requests"] == -(-len(texts[128] | set(questions)) // 50) + \
+        -(-len(texts[256] - texts[128] - set(questions)) // 50)
+
+    # put the 256-token chunks in the cache under the served model's fingerprint
+    from sweep.config.specs import embedding_spec
+    from sweep.embedding.cache import get_cache
+
+    with FaultServer(dim=384) as srv:
+        emb = ServedEmbedder(embedding_spec(compose([*common, f"embedding.base_url={srv.base_url}"])))
+        emb.cache = get_cache(tmp_path / "cache")
+        emb.encode(sorted(texts[256]), progress=False)
+    [e2] = estimate([*common, "chunk.size=128,256"])["endpoints"].values()
+    assert e2["texts"] == len(both - texts[256])
+    assert estimate(["embedding=minilm"])["endpoints"] == {}

@@ -52,7 +52,8 @@ _IGNORED_PARAM_PREFIXES = ("tracking.",)
 _LOWER_IS_BETTER = ("context_tokens_", "latency_", "time_", "index_bytes_", "index_build_",
                     "n_orphans", "truncated_fraction", "n_oversize", "retrieval_tax",
                     "ungraded_count", "n_ungraded", "n_retrieval_bug", "n_generation_bug",
-                    "n_oracle_fail", "cost_estimate_usd", "gen_", "judge_")
+                    "n_oracle_fail", "cost_estimate_usd", "gen_", "judge_", "n_requests",
+                    "served_cost_usd", "embedding_", "rerank_")
 
 
 # --- statistics (pure) ---------------------------------------------------------------------
@@ -390,7 +391,7 @@ def load_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
                    hi=v.hi, p=v.p)
     shown = [metric]
     for name in (f"recall_at_{prompt_k}", "mrr", f"evidence_recall_at_{prompt_k}",
-                 "evidence_recall_at_budget", cost, latency):
+                 "evidence_recall_at_budget", cost, latency, "n_requests", "served_cost_usd"):
         if name not in shown and name in metric_cols:
             shown.append(name)
     return SweepTable(parent, metric, swept, shown, rows, per_q, cost, latency, n_failed)
