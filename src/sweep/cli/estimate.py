@@ -8,7 +8,8 @@ sweeper); each configuration is chunked (no model runs), and the distinct texts 
 (chunks with their prefix, and the questions) that the embedding cache lacks are counted per
 endpoint and model, each text once across the whole sweep, in tokens of the chunk tokenizer
 (+2 special tokens a text). Reranking requests depend on retrieval and are counted as one per
-question per configuration, their tokens not estimated.
+question per configuration (and per question of the latency sample, plus two warm-ups),
+their tokens not estimated.
 """
 
 from __future__ import annotations
@@ -52,9 +53,12 @@ def estimate(overrides: Sequence[str]) -> dict[str, Any]:
             key = f"rerank {cfg.rerank.base_url} {cfg.rerank.model}"
             e = endpoints.setdefault(key, {"texts": 0, "tokens": 0, "requests": 0,
                                            "cost_usd": 0.0, "configs": 0})
+            # the scored pass, then the latency sample after two warm-up questions
+            timed = min(cfg.eval.latency_sample, len(questions))
+            n = len(questions) + timed + min(2, timed)
             e["configs"] += 1
-            e["requests"] += len(questions)
-            e["cost_usd"] += len(questions) * cfg.rerank.price_per_request
+            e["requests"] += n
+            e["cost_usd"] += n * cfg.rerank.price_per_request
         if cfg.embedding.family.value != "openai" or not uses_dense:
             continue
         spec = embedding_spec(cfg)
