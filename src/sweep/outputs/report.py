@@ -197,6 +197,8 @@ def format_value(value: Any) -> str:
     if isinstance(value, float):
         if not math.isfinite(value):
             return "-"
+        if value and abs(value) < 0.0005:  # e.g. $0.00033 of a served model: not "0.000"
+            return f"{value:.2g}"
         return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3f}"
     return str(value)
 
