@@ -250,7 +250,7 @@ class Embedder:
             ).astype(np.float32, copy=False)
 
         disk = self.cache
-        keys = _tiered([prefix + t for t in texts], self._cache,
+        keys = tiered([prefix + t for t in texts], self._cache,
                        disk.get_many if disk is not None else None,
                        disk.put_many if disk is not None else None, self.fingerprint, run_model)
         if not keys:
@@ -311,7 +311,7 @@ class Embedder:
 
         disk = self.cache
         try:
-            keys = _tiered([self.spec.document_prefix + t for t in texts], self._lengths,
+            keys = tiered([self.spec.document_prefix + t for t in texts], self._lengths,
                            disk.get_lengths if disk is not None else None,
                            disk.put_lengths if disk is not None else None, self.fingerprint,
                            run_tokenizer)
@@ -340,7 +340,7 @@ class Embedder:
 
         disk = self.cache
         try:
-            keys = _tiered([self.spec.document_prefix + texts[i] for i in over], self._kept,
+            keys = tiered([self.spec.document_prefix + texts[i] for i in over], self._kept,
                            (lambda m, k: disk.get_facts(m, "kept_chars", k)) if disk else None,
                            (lambda m, it: disk.put_facts(m, "kept_chars", it)) if disk else None,
                            self.fingerprint, run_offsets)
@@ -354,13 +354,14 @@ class Embedder:
 V = TypeVar("V")
 
 
-def _tiered(texts: list[str], memory: dict[bytes, V],
-            disk_get: Callable[[str, list[bytes]], dict[bytes, V]] | None,
-            disk_put: Callable[[str, list[tuple[bytes, V]]], int] | None, model: str,
-            compute: Callable[[list[str]], Sequence[V]]) -> list[bytes]:
+def tiered(texts: list[str], memory: dict[bytes, V],
+           disk_get: Callable[[str, list[bytes]], dict[bytes, V]] | None,
+           disk_put: Callable[[str, list[tuple[bytes, V]]], int] | None, model: str,
+           compute: Callable[[list[str]], Sequence[V]]) -> list[bytes]:
     """Fill ``memory`` with a value for every text (keyed by `text_key`): what it lacks from
     the disk cache, what that lacks computed, each distinct text once, and written back to
-    disk. Returns the texts' keys, in order."""
+    disk. Returns the texts' keys, in order. Public: `served.ServedEmbedder` fills its cache
+    the same way."""
     keys = [text_key(t) for t in texts]
     missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in memory}
     if missing and disk_get is not None:

@@ -39,7 +39,7 @@ import numpy as np
 from sweep.common.errors import SweepError
 from sweep.common.net import connect_error
 from sweep.common.sqlite import open_db
-from sweep.embedding.models import Embedder, EmbeddingSpec, _tiered
+from sweep.embedding.models import Embedder, EmbeddingSpec, tiered
 
 log = logging.getLogger(__name__)
 # httpx logs every request at INFO, and a Hydra job logs at INFO: one line per batch is noise.
@@ -451,8 +451,8 @@ class ServedEmbedder(Embedder):
             return list(self._send(todo, input_type, progress))
 
         # Batches are written to the disk cache as they pass their checks (in `_send`), so
-        # `_tiered` gets no disk_put.
-        keys = _tiered([prefix + t for t in texts], self._cache, disk_get, None,
+        # `tiered` gets no disk_put.
+        keys = tiered([prefix + t for t in texts], self._cache, disk_get, None,
                        self.fingerprint, send)
         if not keys:
             return np.zeros((0, self.dimension), dtype=np.float32)
