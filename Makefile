@@ -12,7 +12,8 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-slow test-all lint ui clean compare gate mlflow-server bench bench-index browser repro-chroma chroma-venv chroma-start chroma-stop
+.PHONY: help install demo test test-slow test-all lint ui clean compare gate mlflow-server bench bench-index browser repro-chroma chroma-venv chroma-start chroma-stop \
+	infinity-venv model-server model-server-stop
 
 help: ## show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -38,7 +39,7 @@ demo: install ## sweep the bundled demo corpus (experiments/chunking_grid.yaml) 
 test: install ## the fast suite: tests/unit, cli, fuzz, realdata, comparison (what CI gates on)
 	$(PY) -m pytest -m "not slow" -q
 
-test-slow: install browser chroma-venv ## the slow suite, tests/e2e (real model, real MLflow store, browser, Chroma server)
+test-slow: install browser chroma-venv infinity-venv ## the slow suite, tests/e2e (real model, real MLflow store, browser, Chroma and infinity servers)
 	$(PY) -m pytest -m slow -q
 
 # The `sweep label` browser test drives Debian's chromium; apt-get only when one is missing.
@@ -102,3 +103,36 @@ mlflow-server: install ## an MLflow tracking server on 127.0.0.1:5001 (SQLite ba
 
 clean: ## remove run outputs (keeps .venv and the model cache)
 	rm -rf outputs multirun mlflow.db mlartifacts
+
+# --- a real embedding + rerank server (issue 16) ------------------------------------------
+# infinity-emb in its own venv: its pins (numpy<2, click<8.2, sentence-transformers<4) clash
+# with the project's. It serves the bundled MiniLM from its local folder (/v1/embeddings) and
+# an untrained local test cross-encoder (/v1/rerank) on 127.0.0.1:7997; see servers/. The slow
+# test (tests/e2e/test_served_models.py) starts its own from .venv-infinity on a free port.
+INFINITY_VENV := .venv-infinity
+INFINITY_STAMP := $(INFINITY_VENV)/.installed-stamp
+MODEL_SERVER_DIR ?= .cache/model-server
+MODEL_SERVER_PORT ?= 7997
+TEST_RERANKER = $(abspath $(MODEL_SERVER_DIR))/test-cross-encoder
+
+$(INFINITY_STAMP): servers/infinity-requirements.txt
+	@test -x $(INFINITY_VENV)/bin/python || { echo ">> creating $(INFINITY_VENV) (about 1.5 GB once installed; torch alone ~750 MB)"; $(PYTHON) -m venv $(INFINITY_VENV); }
+	$(INFINITY_VENV)/bin/python -m pip install --upgrade --progress-bar on pip
+	@# the CPU build of torch first, as for .venv (else pip resolves a multi-GB CUDA build)
+	$(INFINITY_VENV)/bin/python -m pip install --progress-bar on torch==2.13.0
+	$(INFINITY_VENV)/bin/python -m pip install --progress-bar on -r servers/infinity-requirements.txt
+	@touch $@
+
+infinity-venv: $(INFINITY_STAMP) ## the venv holding the infinity-emb model server (~1.5 GB)
+
+$(TEST_RERANKER)/config.json: | $(STAMP)
+	$(PY) -m sweep.dev.fixtures $(TEST_RERANKER)
+
+# MODEL_SERVER_DIR=... puts the pid file, the log and the test cross-encoder elsewhere (.ci/run
+# uses a temporary folder, so the repository stays as the suites found it).
+model-server: $(INFINITY_STAMP) $(TEST_RERANKER)/config.json ## start infinity on 127.0.0.1:$(MODEL_SERVER_PORT) (MiniLM + a test cross-encoder); waits for /health
+	VENV=$(abspath $(INFINITY_VENV)) STATE=$(abspath $(MODEL_SERVER_DIR)) PORT=$(MODEL_SERVER_PORT) \
+		RERANK_MODEL=$(TEST_RERANKER) servers/infinity.sh start
+
+model-server-stop: ## stop the server `make model-server` started
+	STATE=$(abspath $(MODEL_SERVER_DIR)) PORT=$(MODEL_SERVER_PORT) servers/infinity.sh stop

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from sweep.config.compose import compose
 from sweep.embedding.cache import get_cache
+from sweep.embedding.served import clear_ledger, ledger_summary
 
 
 def cmd_cache(argv: Sequence[str]) -> int:
@@ -21,6 +22,7 @@ def cmd_cache(argv: Sequence[str]) -> int:
     cfg = compose(args.overrides)
     cache = get_cache(cfg.cache.dir)
     if args.action == "clear":
+        clear_ledger(cache.path)
         print(f"removed {cache.clear()} vectors (and their token lengths) from {cache.path}")
         return 0
     info = cache.info()
@@ -28,4 +30,11 @@ def cmd_cache(argv: Sequence[str]) -> int:
           f"{info['bytes_on_disk'] / 1e6:.1f} MB on disk")
     for model, stats in info["models"].items():  # type: ignore[union-attr]
         print(f"  model {model}: {stats['vectors']} vectors")
+    # what served models were paid for, and what the cache has answered since
+    for row in ledger_summary(cache.path):
+        print(f"  served {row['model']} (fingerprint {row['fingerprint']}): paid for "
+              f"{row['texts_paid']} texts, {row['tokens_paid']} tokens, "
+              f"${row['cost_usd_paid']:.4f}; the cache has answered {row['texts_from_cache']} "
+              f"texts since, saving ~{row['tokens_saved']:.0f} tokens, "
+              f"~${row['cost_usd_saved']:.4f}")
     return 0

@@ -284,6 +284,9 @@ class MlflowSweepCallback(Callback):
         if plot is not None:
             artifacts.append(plot)
         rp.print_comparison(axes, rows)
+        served = rp.served_totals(reports)
+        if rp.served_line(served):
+            print(rp.served_line(served))
         failed = [r for r in rows if r["status"] != "FINISHED"]
         if not rows:
             # e.g. remote workers that resolved a relative hydra.sweep.dir in their own cwd
@@ -294,6 +297,7 @@ class MlflowSweepCallback(Callback):
             metrics = {"n_configs": len(rows), "n_failed": len(failed) if rows else 0}
             if best is not None and isinstance(best["headline"], int | float):
                 metrics[f"best_{best['headline_metric']}"] = best["headline"]
+            metrics.update({f"total_{k}": v for k, v in served.items()})
             try:
                 tracking.finish_parent(
                     self.uri, self.parent, status="FAILED" if failed else "FINISHED",

@@ -32,6 +32,8 @@ commands:
                   MLflow run id): miss causes, evidence inside its chunk boundaries, the top k
   label           [--corpus DIR] [--golden FILE] [--port 8765] [--no-dense]: a local page
                   (127.0.0.1) to label golden questions: search, select evidence, save
+  estimate        [key=a,b ...]: texts, tokens, requests and dollars a sweep would send to
+                  served models after the embedding cache (nothing is sent)
   (none)          run one configuration; `sweep -m key=a,b ...` sweeps (Hydra multirun)
 
 Every command takes Hydra-style overrides, e.g. corpus.path=DIR golden.path=FILE.
@@ -60,6 +62,7 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "baseline": _lazy("sweep.cli.baseline", "cmd_baseline"),
     "rerun": _lazy("sweep.cli.rerun", "cmd_rerun"),
     "show": _lazy("sweep.cli.show", "cmd_show"),
+    "estimate": _lazy("sweep.cli.estimate", "cmd_estimate"),
     "label": _lazy("sweep.label", "cmd_label"),
 }
 

@@ -59,6 +59,47 @@ def check_config(cfg: Config) -> None:
 
     index_spec(cfg).validate()
     check_generation(cfg)
+    check_served(cfg)
+
+
+def check_served(cfg: Config) -> None:
+    """Settings of models behind an endpoint (family=openai, rerank.method=cohere)."""
+    e, r = cfg.embedding, cfg.rerank
+    device = e.device
+    if device not in ("auto", "cpu", "cuda", "mps") and not device.startswith("cuda:"):
+        raise SweepError(f"embedding.device={device!r} is not one of auto, cpu, cuda, cuda:N, mps")
+    sections = []
+    if e.family.value == "openai":
+        sections.append(("embedding", e))
+        if not e.model:
+            raise SweepError("embedding.model is empty: name the model the endpoint serves "
+                             "(embedding.name is only the label)")
+        for name, value in (("max_texts_per_request", e.max_texts_per_request),):
+            if value < 1:
+                raise SweepError(f"embedding.{name}={value} must be >= 1")
+        for name, value in (("dimensions", e.dimensions),
+                            ("max_tokens_per_request", e.max_tokens_per_request),
+                            ("requests_per_minute", e.requests_per_minute),
+                            ("tokens_per_minute", e.tokens_per_minute),
+                            ("price_per_mtok", e.price_per_mtok)):
+            if value < 0:
+                raise SweepError(f"embedding.{name}={value} must be >= 0 (0 = off)")
+    if r.method.value == "cohere":
+        sections.append(("rerank", r))
+        if not r.model:
+            raise SweepError("rerank.model is empty: name the model the endpoint serves")
+        if r.price_per_mtok < 0 or r.price_per_request < 0:
+            raise SweepError("rerank.price_per_mtok and rerank.price_per_request must be >= 0")
+    for section, c in sections:
+        if not c.base_url.startswith(("http://", "https://")):
+            raise SweepError(f"{section}.base_url={c.base_url!r} is not an http(s) URL",
+                             hint="e.g. http://127.0.0.1:7997/v1 (make model-server)")
+        if c.concurrency < 1:
+            raise SweepError(f"{section}.concurrency={c.concurrency} must be >= 1")
+        if c.timeout_s <= 0:
+            raise SweepError(f"{section}.timeout_s={c.timeout_s} must be > 0")
+        if c.max_retries < 0:
+            raise SweepError(f"{section}.max_retries={c.max_retries} must be >= 0")
 
 
 def check_generation(cfg: Config) -> None:

@@ -41,9 +41,16 @@ OPERATIONAL_SECTIONS: tuple[str, ...] = ("tracking", "cache", "sweep")
 # batch sizes (vectors are cached by model and text, whatever the batch), the diagnosis-only
 # retriever, and how calls to an endpoint are made and priced.
 UNHASHED_KEYS: Mapping[str, tuple[str, ...]] = {
-    "embedding": ("batch_size",),
+    # A served model's vectors do not depend on where it is served from (base_url) or on how it
+    # is called; its identity is the model name, dimensions, prefixes, input types and the
+    # user's `fingerprint`. Local models: the device changes no vector beyond float noise.
+    "embedding": ("batch_size", "device", "base_url", "api_key_env", "max_texts_per_request",
+                  "max_tokens_per_request", "requests_per_minute", "tokens_per_minute",
+                  "concurrency", "timeout_s", "max_retries", "price_per_mtok"),
     "retrieval": ("diagnose",),
-    "rerank": ("batch_size",),
+    # rerank.method=cohere: where the endpoint is and how it is called and priced, as above.
+    "rerank": ("batch_size", "base_url", "api_key_env", "timeout_s", "max_retries",
+               "concurrency", "price_per_mtok", "price_per_request"),
     "index": ("host", "port"),  # where the Chroma server runs, not what it holds
     "eval": ("latency_sample",),
     "generation": ("timeout_s", "max_retries", "concurrency", "price_input_per_mtok",
@@ -61,6 +68,9 @@ GATED_KEYS: Mapping[str, Mapping[str, tuple[str, tuple[str, ...]]]] = {
     "retrieval": {"unit": ("unit", ("parent", "window")),
                   "parent_max_tokens": ("unit", ("parent",)),
                   "window_sentences": ("unit", ("window",))},
+    # a served model's identity (embedding.family=openai; a local model's is its folder)
+    "embedding": {k: ("family", ("openai",)) for k in (
+        "model", "dimensions", "query_input_type", "document_input_type", "fingerprint")},
 }
 
 # Keys inside a nested sub-config that change no result (how an endpoint is called and priced,

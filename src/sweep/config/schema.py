@@ -76,6 +76,7 @@ class RetrievalUnit(StrEnum):
 class RerankMethod(StrEnum):
     none = "none"
     cross_encoder = "cross_encoder"
+    cohere = "cohere"  # a Cohere-style POST /rerank endpoint (sweep.embedding.served)
 
 
 IndexKind = _axis("IndexKind", BUILDERS)
@@ -172,6 +173,28 @@ class EmbeddingConfig:
     batch_size: int = 32
     query_prefix: str = ""
     document_prefix: str = ""
+    # Local models (sentence_transformers, model2vec_distill): where they run. auto = cuda, else
+    # mps, else cpu.
+    device: str = "auto"
+    # family=openai: a model behind an OpenAI-compatible endpoint (README, "Models behind an
+    # endpoint"). `model` is the name the endpoint serves; `name` stays the label in tables.
+    base_url: str = ""
+    model: str = ""
+    api_key_env: str = ""  # the NAME of the variable holding the key ("" = send none)
+    dimensions: int = 0  # >0: ask a Matryoshka model for this many dimensions
+    query_input_type: str = ""  # sent as `input_type` where the API has one (Cohere, Voyage,
+    document_input_type: str = ""  # NVIDIA NIM, LiteLLM): e.g. search_query / search_document
+    # Cache identity of the served model (the base_url is not part of it): change it when the
+    # endpoint starts serving different weights under the same name.
+    fingerprint: str = ""
+    max_texts_per_request: int = 256
+    max_tokens_per_request: int = 0  # 0 = no limit (estimated with the chunk tokenizer)
+    requests_per_minute: int = 0  # 0 = no limit
+    tokens_per_minute: int = 0
+    concurrency: int = 2
+    timeout_s: float = 60.0
+    max_retries: int = 5
+    price_per_mtok: float = 0.0  # USD per million input tokens
 
 
 @dataclass
@@ -202,6 +225,15 @@ class RerankConfig:
     pool: int = 50
     batch_size: int = 32
     max_length: int = 512
+    # method=cohere: a Cohere-style /rerank endpoint serving `model` (Cohere, Jina, Voyage, TEI,
+    # infinity).
+    base_url: str = ""
+    api_key_env: str = ""
+    timeout_s: float = 60.0
+    max_retries: int = 5
+    concurrency: int = 2
+    price_per_mtok: float = 0.0  # USD per million tokens, when the endpoint reports usage
+    price_per_request: float = 0.0  # USD per call (Cohere bills per search)
 
 
 @dataclass

@@ -12,6 +12,7 @@ from sweep.chunking.chunkers import ChunkSpec
 from sweep.chunking.semantic import SemanticParams
 from sweep.config.schema import Config
 from sweep.embedding.models import EmbeddingSpec
+from sweep.embedding.served import EndpointSpec, ServedRerankSpec, ServedSpec
 from sweep.evaluation.evaluate import EvalSpec
 from sweep.retrieval.index import IndexSpec
 from sweep.retrieval.rerank import RerankSpec
@@ -25,13 +26,27 @@ def chunk_spec(cfg: Config) -> ChunkSpec:
 
 def embedding_spec(cfg: Config) -> EmbeddingSpec:
     e = cfg.embedding
+    served = None
+    if e.family.value == "openai":
+        served = ServedSpec(
+            EndpointSpec("embedding", e.base_url, e.api_key_env, e.timeout_s, e.max_retries,
+                         e.concurrency, e.requests_per_minute, e.tokens_per_minute),
+            e.model, e.dimensions, e.query_input_type, e.document_input_type, e.fingerprint,
+            e.max_texts_per_request, e.max_tokens_per_request, e.price_per_mtok)
     return EmbeddingSpec(e.name, e.family.value, e.distill_from, e.pca_dims, e.batch_size,
-                         e.query_prefix, e.document_prefix)
+                         e.query_prefix, e.document_prefix, e.device, served)
 
 
 def rerank_spec(cfg: Config) -> RerankSpec:
     r = cfg.rerank
     return RerankSpec(r.model, r.batch_size, r.max_length)
+
+
+def served_rerank_spec(cfg: Config) -> ServedRerankSpec:
+    r = cfg.rerank
+    return ServedRerankSpec(EndpointSpec("rerank", r.base_url, r.api_key_env, r.timeout_s,
+                                         r.max_retries, r.concurrency),
+                            r.model, r.price_per_mtok, r.price_per_request)
 
 
 def eval_spec(cfg: Config) -> EvalSpec:

@@ -49,7 +49,8 @@ _LOWER_IS_BETTER = ("context_tokens_", "latency_", "time_", "index_bytes_", "ind
                     "ann_tax_", "ann_lost_",
                     "n_orphans", "truncated_fraction", "n_oversize", "retrieval_tax",
                     "ungraded_count", "n_ungraded", "n_retrieval_bug", "n_generation_bug",
-                    "n_oracle_fail", "cost_estimate_usd", "gen_", "judge_")
+                    "n_oracle_fail", "cost_estimate_usd", "gen_", "judge_", "n_requests",
+                    "served_cost_usd", "embedding_", "rerank_")
 
 
 # --- statistics (pure) ---------------------------------------------------------------------
@@ -387,10 +388,11 @@ def ranked_table(uri: str, experiment: str | None, sweep: str, metric: str | Non
     parser_swept = any(p.startswith("corpus.") and p.endswith("_parser") for p in swept)
     lost = any((rec.get("evidence_found_fraction") or 1.0) < 1.0 for rec in rows)
     evidence = ("evidence_found_fraction", "n_orphans") if parser_swept or lost else ()
-    # The ANN tax columns appear when the sweep has an approximate index.
+    # The ANN tax columns appear when the sweep has an approximate index, the requests and
+    # dollars when it has a served model.
     for name in (*evidence, f"recall_at_{prompt_k}", "mrr", f"evidence_recall_at_{prompt_k}",
-                 "evidence_recall_at_budget", cost, latency, "ann_overlap_at_10",
-                 f"ann_tax_{metric}", "ann_tax_mrr", "index_bytes_ann"):
+                 "evidence_recall_at_budget", cost, latency, "n_requests", "served_cost_usd",
+                 "ann_overlap_at_10", f"ann_tax_{metric}", "ann_tax_mrr", "index_bytes_ann"):
         if name not in shown and name in metric_cols:
             shown.append(name)
     return SweepTable(parent, metric, swept, shown, rows, {}, cost, latency, n_failed)

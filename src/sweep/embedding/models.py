@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -32,7 +32,13 @@ from sweep.common.progress import show_progress
 from sweep.common.sqlite import text_key
 from sweep.embedding.cache import EmbeddingCache
 
+if TYPE_CHECKING:
+    from sweep.embedding.served import ServedSpec
+
 log = logging.getLogger(__name__)
+
+DEVICES = ("auto", "cpu", "cuda", "mps")
+
 
 @dataclass(frozen=True)
 class EmbeddingSpec:
@@ -43,6 +49,24 @@ class EmbeddingSpec:
     batch_size: int = 32
     query_prefix: str = ""
     document_prefix: str = ""
+    device: str = "auto"  # local models: auto | cpu | cuda | cuda:N | mps
+    served: ServedSpec | None = None  # family=openai: the endpoint and how to call it
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` when torch sees a GPU, else ``mps`` (Apple), else ``cpu``."""
+    if device != "auto":
+        return device
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return "cuda"
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return "mps"
+    except Exception:  # pragma: no cover - torch missing or broken: the CPU still works
+        pass
+    return "cpu"
 
 
 def cache_root() -> Path:
@@ -108,13 +132,17 @@ def _fingerprint_path(path: str) -> str:
     return h.hexdigest()
 
 
-# The embedding.family axis: name -> the sentence-transformers folder (or hub id) a spec loads.
-# The schema's `Family` enum is built from these names; a family whose models do not load
-# with sentence-transformers also needs its own branch in `_load_sentence_transformer`.
-FAMILIES: dict[str, Callable[[EmbeddingSpec], str]] = {
+# The local families: name -> the sentence-transformers folder (or hub id) a spec loads. A
+# family whose models do not load with sentence-transformers also needs its own branch in
+# `_load_sentence_transformer`.
+LOCAL_FAMILIES: dict[str, Callable[[EmbeddingSpec], str]] = {
     "sentence_transformers": lambda spec: resolve_model_path(spec.name),
     "model2vec_distill": lambda spec: str(distilled_model_path(spec)),
 }
+# The embedding.family axis (the schema's `Family` enum is built from it): the local families,
+# then `openai`, a model behind an OpenAI-compatible /embeddings endpoint (`get_embedder` hands
+# it to sweep.embedding.served).
+FAMILIES: tuple[str, ...] = (*LOCAL_FAMILIES, "openai")
 
 
 def declared_max_seq_length(path: str, family: str) -> tuple[bool, int | None]:
@@ -151,10 +179,10 @@ class Embedder:
     """
 
     def __init__(self, spec: EmbeddingSpec) -> None:
-        model_path = FAMILIES.get(spec.family)
+        model_path = LOCAL_FAMILIES.get(spec.family)
         if model_path is None:
             raise SweepError(f"embedding.family={spec.family!r} is not one of "
-                             f"{', '.join(FAMILIES)}")
+                             f"{', '.join(LOCAL_FAMILIES)} (a local model)")
         self.spec = spec
         path = model_path(spec)
         self.path = path
@@ -179,7 +207,10 @@ class Embedder:
         self.timed_now = 0
 
     def _load(self) -> None:
-        self._model = _load_sentence_transformer(self.path, self.spec.name)
+        device = resolve_device(self.spec.device)
+        # the two-argument call on a CPU (what test doubles of the loader take)
+        self._model = (_load_sentence_transformer(self.path, self.spec.name) if device == "cpu"
+                       else _load_sentence_transformer(self.path, self.spec.name, device))
         self.loads += 1
         value = getattr(self._model, "max_seq_length", None)
         loaded = int(value) if isinstance(value, int) and value > 0 else None
@@ -219,7 +250,7 @@ class Embedder:
             ).astype(np.float32, copy=False)
 
         disk = self.cache
-        keys = _tiered([prefix + t for t in texts], self._cache,
+        keys = tiered([prefix + t for t in texts], self._cache,
                        disk.get_many if disk is not None else None,
                        disk.put_many if disk is not None else None, self.fingerprint, run_model)
         if not keys:
@@ -280,7 +311,7 @@ class Embedder:
 
         disk = self.cache
         try:
-            keys = _tiered([self.spec.document_prefix + t for t in texts], self._lengths,
+            keys = tiered([self.spec.document_prefix + t for t in texts], self._lengths,
                            disk.get_lengths if disk is not None else None,
                            disk.put_lengths if disk is not None else None, self.fingerprint,
                            run_tokenizer)
@@ -309,7 +340,7 @@ class Embedder:
 
         disk = self.cache
         try:
-            keys = _tiered([self.spec.document_prefix + texts[i] for i in over], self._kept,
+            keys = tiered([self.spec.document_prefix + texts[i] for i in over], self._kept,
                            (lambda m, k: disk.get_facts(m, "kept_chars", k)) if disk else None,
                            (lambda m, it: disk.put_facts(m, "kept_chars", it)) if disk else None,
                            self.fingerprint, run_offsets)
@@ -323,13 +354,14 @@ class Embedder:
 V = TypeVar("V")
 
 
-def _tiered(texts: list[str], memory: dict[bytes, V],
-            disk_get: Callable[[str, list[bytes]], dict[bytes, V]] | None,
-            disk_put: Callable[[str, list[tuple[bytes, V]]], int] | None, model: str,
-            compute: Callable[[list[str]], Sequence[V]]) -> list[bytes]:
+def tiered(texts: list[str], memory: dict[bytes, V],
+           disk_get: Callable[[str, list[bytes]], dict[bytes, V]] | None,
+           disk_put: Callable[[str, list[tuple[bytes, V]]], int] | None, model: str,
+           compute: Callable[[list[str]], Sequence[V]]) -> list[bytes]:
     """Fill ``memory`` with a value for every text (keyed by `text_key`): what it lacks from
     the disk cache, what that lacks computed, each distinct text once, and written back to
-    disk. Returns the texts' keys, in order."""
+    disk. Returns the texts' keys, in order. Public: `served.ServedEmbedder` fills its cache
+    the same way."""
     keys = [text_key(t) for t in texts]
     missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in memory}
     if missing and disk_get is not None:
@@ -345,7 +377,7 @@ def _tiered(texts: list[str], memory: dict[bytes, V],
     return keys
 
 
-def _load_sentence_transformer(path: str, name: str) -> Any:
+def _load_sentence_transformer(path: str, name: str, device: str = "cpu") -> Any:
     quiet_transformers()
     try:
         from sentence_transformers import SentenceTransformer
@@ -353,7 +385,7 @@ def _load_sentence_transformer(path: str, name: str) -> Any:
         raise SweepError("sentence-transformers is not installed", hint="run `make install`") \
             from exc
     try:
-        return SentenceTransformer(path, device="cpu")
+        return SentenceTransformer(path, device=device)
     except Exception as exc:
         raise model_load_error("embedding.name", name, "model", exc,
                                "the model hub is unreachable offline: use embedding=minilm, "
@@ -366,5 +398,10 @@ _EMBEDDERS: dict[EmbeddingSpec, Embedder] = {}
 def get_embedder(spec: EmbeddingSpec) -> Embedder:
     """The process-wide embedder for ``spec`` (a sweep loads each model once)."""
     if spec not in _EMBEDDERS:
-        _EMBEDDERS[spec] = Embedder(spec)
+        if spec.family == "openai":
+            from sweep.embedding.served import ServedEmbedder
+
+            _EMBEDDERS[spec] = ServedEmbedder(spec)
+        else:
+            _EMBEDDERS[spec] = Embedder(spec)
     return _EMBEDDERS[spec]

@@ -34,10 +34,17 @@ TABLE_METRICS = [
     "recall_at_5", "mrr", "ndcg_at_5", "evidence_recall_at_5", "evidence_recall_at_budget",
     "context_tokens_at_5", "latency_end_to_end_p50_ms", "n_chunks", "n_orphans",
     "answer_accuracy_oracle", "answer_accuracy_live", "retrieval_tax",
+    "n_requests", "served_cost_usd",
     # Only in sweeps with an approximate index (exact search reports none of them).
     "ann_overlap_at_10", "ann_tax_recall_at_5", "ann_tax_mrr", "index_build_ann_s",
     "index_bytes_ann",
 ]
+# What a configuration sent to the endpoints of served models (sweep.embedding.served): it
+# depends on what the cache already held, not on the configuration, so it is no result.
+SERVED_PREFIXES = ("embedding_", "rerank_")
+SERVED_TOTALS = ("n_requests", "served_cost_usd", "embedding_tokens", "embedding_cost_usd",
+                 "embedding_texts_sent", "embedding_cache_hits", "rerank_tokens",
+                 "rerank_cost_usd")
 
 
 def result_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
@@ -45,8 +52,36 @@ def result_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
     machine (latencies, build times) and of the cache (texts encoded this time), which differ
     from run to run by nature."""
     return {k: v for k, v in metrics.items()
-            if not k.startswith(("latency_", "time_")) and not k.endswith("_s")
-            and k != "n_texts_encoded"}
+            if not k.startswith(("latency_", "time_", *SERVED_PREFIXES)) and not k.endswith("_s")
+            and k not in ("n_texts_encoded", "n_requests", "served_cost_usd")}
+
+
+def served_totals(reports: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """The sweep's spend on served models: each of `SERVED_TOTALS` summed over the jobs that
+    report it (empty when no job used a served model). A resumed job adds nothing: it sent
+    nothing this time."""
+    out: dict[str, float] = {}
+    for rep in reports:
+        if rep.get("resumed_from_run"):
+            continue
+        for name in SERVED_TOTALS:
+            value = (rep.get("metrics") or {}).get(name)
+            if isinstance(value, int | float):
+                out[name] = out.get(name, 0.0) + float(value)
+    return out
+
+
+def served_line(totals: dict[str, float]) -> str | None:
+    """One line for the end of a sweep: what the served models cost, and what the cache saved."""
+    if not totals:
+        return None
+    line = (f"served models: {totals.get('n_requests', 0):.0f} requests, "
+            f"{totals.get('embedding_tokens', 0) + totals.get('rerank_tokens', 0):.0f} tokens, "
+            f"${totals.get('served_cost_usd', 0):.4f}")
+    if "embedding_cache_hits" in totals:
+        line += (f"; embeddings: {totals.get('embedding_texts_sent', 0):.0f} texts sent, "
+                 f"{totals['embedding_cache_hits']:.0f} from the cache")
+    return line
 
 
 def _json_safe(value: Any) -> Any:
@@ -162,6 +197,8 @@ def format_value(value: Any) -> str:
     if isinstance(value, float):
         if not math.isfinite(value):
             return "-"
+        if value and abs(value) < 0.0005:  # e.g. $0.00033 of a served model: not "0.000"
+            return f"{value:.2g}"
         return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3f}"
     return str(value)
 

@@ -42,6 +42,7 @@ from sweep.config.specs import (
     index_spec,
     rerank_spec,
     semantic_params,
+    served_rerank_spec,
 )
 from sweep.data.corpus import Document, corpus_fingerprint, load_corpus
 from sweep.data.golden import (
@@ -54,6 +55,12 @@ from sweep.data.golden import (
 from sweep.data.parsers import ParseRecord
 from sweep.embedding.cache import get_cache
 from sweep.embedding.models import Embedder, get_embedder
+from sweep.embedding.served import (
+    ServedReranker,
+    get_served_reranker,
+    served_usage_before,
+    served_usage_metrics,
+)
 from sweep.evaluation.evaluate import EvalSpec, evaluate
 from sweep.evaluation.metrics import covered_chars
 from sweep.evaluation.misses import diagnose_misses, miss_views, truncation_cuts
@@ -390,13 +397,15 @@ def build_indexes(cfg: Config, chunks: list[Chunk], questions: list[str],
     return out
 
 
-def load_reranker(cfg: Config) -> CrossEncoderReranker | None:
+def load_reranker(cfg: Config) -> CrossEncoderReranker | ServedReranker | None:
     """What can fail on bad input (stop words file, reranker model), loaded before the
     expensive embedding step."""
     if cfg.retrieval.method.value in ("bm25", "hybrid") or cfg.retrieval.diagnose:
         stopwords_for(cfg.retrieval.bm25_stopwords)
     if cfg.rerank.method.value == "cross_encoder":
         return get_reranker(rerank_spec(cfg))
+    if cfg.rerank.method.value == "cohere":
+        return get_served_reranker(served_rerank_spec(cfg))
     return None
 
 
@@ -440,6 +449,12 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     """Evaluate one configuration. Raises `SweepError` for bad input."""
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
+    # A served model's usage before this configuration (the process-wide embedder serves every
+    # job of a sweep): what this job sent is the difference. Taken before chunking, so the
+    # requests of a semantic cut with the swept model count too. Building a served embedder
+    # loads nothing.
+    served_embedder = embedder_for(cfg) if cfg.embedding.family.value == "openai" else None
+    served = served_usage_before(served_embedder)
     with stage_timer(timings, "load_s"):
         plain = to_container(cfg)
         docs, corpus_fp = load_corpus_cached(cfg)
@@ -466,6 +481,7 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     method = cfg.retrieval.method.value
     questions = [r.item.question for r in resolved]
     reranker = load_reranker(cfg)
+    served.update(served_usage_before(reranker))
     ix = build_indexes(cfg, chunks, questions, timings, progress=progress)
     with stage_timer(timings, "search_s"):
         search = make_search(chunks, method, cfg, ix.chunk_vecs, ix.bm25, reranker)
@@ -514,7 +530,10 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     metrics.update(ix.metrics)
     metrics.update(quote_metrics(resolved))
     metrics.update(latency)
-    metrics["truncated_fraction"] = ix.truncated
+    if ix.embedder is None or ix.embedder.max_seq_length is not None:
+        # behind an endpoint the model's max_seq_length is unknown: no figure rather than 0
+        metrics["truncated_fraction"] = ix.truncated
+    metrics.update(served_usage_metrics(served, served_embedder, reranker))
     report = {
         "status": "FINISHED",
         "config": plain,

@@ -16,6 +16,7 @@ from sweep.config.identity import (
     RESULT_SECTIONS,
     UNHASHED_KEYS,
     config_hash,
+    identity_payload,
 )
 from sweep.config.schema import Config
 
@@ -197,3 +198,41 @@ def test_how_contexts_are_fetched_is_not_hashed_what_they_are_is() -> None:
     # Off, the context settings count for nothing.
     assert config_hash(_plain(["chunk.context.model=m"]), "c", "g") == config_hash(
         _plain([]), "c", "g")
+
+
+SERVED_ON = ["embedding=served_minilm", "rerank=served"]
+SERVED_IDENTITY = ("model", "dimensions", "query_input_type", "document_input_type",
+                   "fingerprint")
+
+
+def test_every_key_of_a_served_model_is_classified() -> None:
+    # With the served configs selected every key of both sections is live: each one either
+    # changes the hash (the model's identity) or is listed as unhashed (how it is called).
+    plain = _plain(SERVED_ON)
+    base = config_hash(plain, "c", "g")
+    assert set(SERVED_IDENTITY) <= set(plain["embedding"])
+    assert {k for k, g in GATED_KEYS["embedding"].items() if g == ("family", ("openai",))} == \
+        set(SERVED_IDENTITY)
+    for section in ("embedding", "rerank"):
+        for key in plain[section]:
+            other = copy.deepcopy(plain)
+            other[section][key] = _changed(other[section][key])
+            same = config_hash(other, "c", "g") == base
+            assert same == (key in UNHASHED_KEYS.get(section, ())), f"{section}.{key}"
+    # where the model is served from, what it costs and whose key it uses are not its identity
+    assert {"base_url", "price_per_mtok", "api_key_env"} <= set(UNHASHED_KEYS["embedding"])
+    assert {"base_url", "price_per_request", "api_key_env"} <= set(UNHASHED_KEYS["rerank"])
+
+
+def test_served_only_keys_stay_out_of_a_local_model_s_hash() -> None:
+    # so adding them changed no earlier configuration's config_hash
+    plain = _plain([])
+    payload = identity_payload(plain, "c", "g")
+    assert not set(SERVED_IDENTITY) & set(payload["embedding"])
+    assert config_hash(plain, "c", "g") == config_hash(
+        _plain(["embedding.model=x", "embedding.dimensions=64", "embedding.fingerprint=v2",
+                "embedding.device=cpu", "embedding.base_url=http://h/v1"]), "c", "g")
+    # the same model name served under another fingerprint is another configuration
+    served = _plain(["embedding=served_minilm"])
+    assert config_hash(served, "c", "g") != config_hash(
+        _plain(["embedding=served_minilm", "embedding.fingerprint=v2"]), "c", "g")

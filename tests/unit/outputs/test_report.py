@@ -69,3 +69,6 @@ def test_comparison_rows_best_first_and_failed_last() -> None:
 def test_format_value() -> None:
     assert [format_value(v) for v in (None, math.nan, 0.12345, 123.6, 7, "x")] == [
         "-", "-", "0.123", "124", "7", "x"]
+    # a tiny non-zero figure (a served model's dollars) keeps two significant digits
+    assert [format_value(v) for v in (0.00033484, -0.0001, 0.0, 0.0005)] == [
+        "0.00033", "-0.0001", "0.000", "0.001"]

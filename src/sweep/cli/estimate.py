@@ -1,0 +1,113 @@
+"""``sweep estimate``: what a sweep would send to served models, after the cache, before any
+of it is spent.
+
+    sweep estimate embedding=minilm,served_minilm chunk.size=128,256 [key=value ...]
+
+The overrides are expanded like ``python -m sweep -m`` does (comma lists, ranges: Hydra's basic
+sweeper); each configuration is chunked (no model runs), and the distinct texts it would embed
+(chunks with their prefix, and the questions) that the embedding cache lacks are counted per
+endpoint and model, each text once across the whole sweep, in tokens of the chunk tokenizer
+(+2 special tokens a text). Reranking requests depend on retrieval and are counted as one per
+question per configuration (and per question of the latency sample, plus two warm-ups),
+their tokens not estimated.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+
+def expand(overrides: Sequence[str]) -> list[list[str]]:
+    """Every job's overrides, as Hydra's basic sweeper would launch them."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(list(overrides))
+    batches = BasicSweeper.split_arguments(parsed, None)
+    return [list(job) for batch in batches for job in batch]
+
+
+def estimate(overrides: Sequence[str]) -> dict[str, Any]:
+    from sweep.chunking.chunkers import ChunkSpec
+    from sweep.chunking.tokenizers import load_chunk_tokenizer
+    from sweep.common.sqlite import text_key
+    from sweep.config.checks import check_config
+    from sweep.config.compose import compose
+    from sweep.config.specs import embedding_spec
+    from sweep.embedding.cache import get_cache
+    from sweep.embedding.served import served_fingerprint
+    from sweep.pipeline.run import chunks_for, load_corpus_cached, load_golden_cached
+
+    tok = load_chunk_tokenizer("minilm")
+    endpoints: dict[str, dict[str, Any]] = {}
+    seen: dict[str, set[bytes]] = {}
+    jobs = expand(overrides)
+    for job in jobs:
+        cfg = compose(job)
+        check_config(cfg)
+        uses_dense = cfg.retrieval.method.value in ("dense", "hybrid") or cfg.retrieval.diagnose
+        questions = [g.question for g in load_golden_cached(cfg.golden.path).items]
+        if cfg.rerank.method.value == "cohere":
+            key = f"rerank {cfg.rerank.base_url} {cfg.rerank.model}"
+            e = endpoints.setdefault(key, {"texts": 0, "tokens": 0, "requests": 0,
+                                           "cost_usd": 0.0, "configs": 0})
+            # the scored pass, then the latency sample after two warm-up questions
+            timed = min(cfg.eval.latency_sample, len(questions))
+            n = len(questions) + timed + min(2, timed)
+            e["configs"] += 1
+            e["requests"] += n
+            e["cost_usd"] += n * cfg.rerank.price_per_request
+        if cfg.embedding.family.value != "openai" or not uses_dense:
+            continue
+        spec = embedding_spec(cfg)
+        assert spec.served is not None
+        fp = served_fingerprint(spec, spec.served)
+        docs, corpus_fp = load_corpus_cached(cfg)
+        chunks = chunks_for(docs, corpus_fp, ChunkSpec(cfg.chunk.boundary.value, cfg.chunk.size,
+                                                       cfg.chunk.overlap, cfg.chunk.header.value),
+                            cfg.chunk.tokenizer)
+        texts = [spec.document_prefix + c.embed_text for c in chunks]
+        texts += [spec.query_prefix + q for q in questions]
+        todo = {text_key(t): t for t in texts}
+        mine = seen.setdefault(fp, set())
+        todo = {k: t for k, t in todo.items() if k not in mine}
+        mine.update(todo)
+        if cfg.cache.enabled and todo:
+            cached = get_cache(cfg.cache.dir).get_many(fp, list(todo))
+            todo = {k: t for k, t in todo.items() if k not in cached}
+        n_tokens = sum(len(tok.token_starts(t)) + 2 for t in todo.values())
+        served = spec.served
+        key = f"embedding {served.endpoint.base_url} {served.model}"
+        e = endpoints.setdefault(key, {"texts": 0, "tokens": 0, "requests": 0, "cost_usd": 0.0,
+                                       "configs": 0})
+        e["configs"] += 1
+        e["texts"] += len(todo)
+        e["tokens"] += n_tokens
+        e["requests"] += -(-len(todo) // served.max_texts_per_request)
+        e["cost_usd"] += n_tokens * served.price_per_mtok / 1e6
+    return {"configurations": len(jobs), "endpoints": endpoints}
+
+
+def cmd_estimate(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="sweep estimate",
+        description="Texts, tokens, requests and dollars a sweep would send to served models, "
+        "after the embedding cache; nothing is sent.")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("overrides", nargs="*", help="the sweep's overrides (key=a,b ...)")
+    args = parser.parse_args(argv)
+    result = estimate(args.overrides)
+    if args.json:
+        import json
+
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"{result['configurations']} configurations")
+    if not result["endpoints"]:
+        print("  no served model: nothing would be sent")
+    for key, e in result["endpoints"].items():
+        print(f"  {key}: {e['configs']} configurations, {e['texts']} texts not in the cache, "
+              f"~{e['tokens']} tokens, ~{e['requests']} requests, ~${e['cost_usd']:.4f}")
+    return 0
