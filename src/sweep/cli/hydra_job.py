@@ -91,6 +91,7 @@ def job(cfg: DictConfig) -> float:
         typed: Config = OmegaConf.to_object(cfg)  # type: ignore[assignment]
         check_config(typed)
         if typed.tracking.enabled:
+            tracking.set_store_wait(typed.tracking.store_wait_s)
             tracking.preflight(typed.tracking.uri)
             resumed = _resume(typed, plain, job_dir)
             if resumed is not None:
@@ -259,6 +260,7 @@ class MlflowSweepCallback(Callback):
         sweep_dir = str(config.hydra.sweep.dir)
         overrides = list(config.hydra.overrides.task)
         self.uri = str(config.tracking.uri)
+        tracking.set_store_wait(float(config.tracking.get("store_wait_s", tracking.STORE_WAIT_S)))
         try:
             _, self.parent = tracking.start_parent(
                 self.uri, str(config.tracking.experiment),

@@ -27,11 +27,22 @@ log = logging.getLogger(__name__)
 
 PARENT_ENV = "CHUNK_SWEEP_PARENT_RUN_ID"
 _MAX_PARAM = 6000
+# How long one statement on a SQLite store waits for another writer (`tracking.store_wait_s`;
+# SQLite's own default, 5 s, fails while a second sweep logs its artifacts).
+STORE_WAIT_S = 60.0
+
+
+def set_store_wait(seconds: float) -> None:
+    global STORE_WAIT_S
+    STORE_WAIT_S = max(0.0, float(seconds))
 
 
 def _quiet() -> None:
-    for name in ("alembic", "mlflow.store.db.utils", "mlflow.tracking", "mlflow.store"):
+    for name in ("alembic", "mlflow.tracking", "mlflow.store"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    # It logs every database error with its traceback before raising it; the error reaches
+    # the user as one line (`_guard`, `client_for`).
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
 
@@ -39,6 +50,24 @@ def sqlite_path(uri: str) -> Path | None:
     if not uri.startswith("sqlite:///"):
         return None
     return Path(uri[len("sqlite:///") :])
+
+
+def _client_uri(uri: str) -> str:
+    """The URI MLflow opens: a SQLite store with a busy timeout, so that a statement waits
+    (SQLite retries the lock) up to `STORE_WAIT_S` for another writer instead of 5 s."""
+    if sqlite_path(uri) is None or "?" in uri:
+        return uri
+    return f"{uri}?timeout={STORE_WAIT_S:g}"
+
+
+def _locked(exc: BaseException) -> bool:
+    return "database is locked" in str(exc)
+
+
+def _locked_error(uri: str) -> SweepError:
+    return SweepError(f"tracking.uri={uri}: the MLflow store {sqlite_path(uri) or uri} is held by "
+                      f"another writer (waited {STORE_WAIT_S:g} s)",
+                      hint="let the other process finish, or raise tracking.store_wait_s")
 
 
 def check_reachable(uri: str, timeout: float = 5.0) -> None:
@@ -78,6 +107,7 @@ def client_for(uri: str) -> Any:
     db = sqlite_path(uri)
     if db is None:
         return MlflowClient(tracking_uri=uri)
+    client_uri = _client_uri(uri)
     # MLflow creates and migrates a SQLite store when the first client opens it; two sweeps
     # starting at once on a new file would both run the migration and break the store
     # (`table _alembic_tmp_experiments already exists`). One process at a time, under a lock
@@ -86,12 +116,14 @@ def client_for(uri: str) -> Any:
 
     try:
         with FileLock(str(db) + ".lock", timeout=120):
-            client = MlflowClient(tracking_uri=uri)
+            client = MlflowClient(tracking_uri=client_uri)
             client.search_experiments(max_results=1)  # opens (creates, migrates) the store now
     except Timeout:
         raise SweepError(f"tracking.uri={uri}: another process has held {db}.lock for 120 s",
                          hint="wait for the other sweep, or use another tracking.uri") from None
     except Exception as exc:
+        if _locked(exc):
+            raise _locked_error(uri) from None
         raise SweepError(f"tracking.uri={uri}: cannot open the MLflow store "
                          f"({type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]})",
                          hint="reports are still written to the job folder; fix the URI or "
@@ -130,6 +162,8 @@ def ensure_experiment(client: Any, uri: str, name: str) -> str:
     except SweepError:
         raise
     except Exception as exc:
+        if _locked(exc):
+            raise _locked_error(uri) from None
         raise SweepError(
             f"tracking.uri={uri}: cannot reach the MLflow store ({type(exc).__name__}: "
             f"{str(exc).splitlines()[0][:160] if str(exc) else ''})",
@@ -189,6 +223,8 @@ def _guard(what: str, uri: str) -> Any:
         def __exit__(self, et: Any, exc: BaseException | None, tb: Any) -> bool:
             if exc is None or isinstance(exc, SweepError):
                 return False
+            if _locked(exc):
+                raise _locked_error(uri) from None
             raise SweepError(
                 f"tracking.uri={uri}: {what} failed ({type(exc).__name__}: "
                 f"{(str(exc).splitlines() or [''])[0][:160]})",
@@ -358,7 +394,7 @@ def sweep_runs(uri: str, parent: Mapping[str, Any]) -> Any:
 
 def _sweep_runs(uri: str, parent: Mapping[str, Any], mlflow: Any) -> Any:
     with _read_guard(uri):
-        mlflow.set_tracking_uri(uri)
+        mlflow.set_tracking_uri(_client_uri(uri))
         df = mlflow.search_runs(
             experiment_ids=[parent["experiment_id"]],
             filter_string=f"tags.`mlflow.parentRunId` = '{parent['run_id']}'",
