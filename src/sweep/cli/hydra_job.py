@@ -8,6 +8,7 @@ recorded (report + FAILED child run) and the sweep goes on, then exits 1 at the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -101,21 +102,24 @@ def job(cfg: DictConfig) -> float:
         return _fail(plain, job_dir, exc, multirun)
 
     rep = result.report
-    # Retrieval results are on disk before generation starts: a crash there loses nothing.
-    paths = [rp.write_report(job_dir, rep), rp.write_per_question(job_dir, result.rows),
-             rp.write_config(job_dir, plain)]
-    paths += write_views(job_dir, result.views, run_name(plain),
-                         {k: v for k, v in rep["metrics"].items() if k.startswith("n_miss")})
     gen_error: SweepError | None = None
-    if typed.generation.method.value != "none":
-        try:
-            run_generation_for(typed, result, progress=not multirun)
-        except SweepError as exc:
-            gen_error = exc
-            rep["status"] = "FAILED"
-            rep["error"] = f"{exc} (the retrieval metrics of this configuration are kept)"
-        rp.write_report(job_dir, rep)
-        rp.write_per_question(job_dir, result.rows)
+    try:
+        # Retrieval results are on disk before generation starts: a crash there loses nothing.
+        paths = [rp.write_report(job_dir, rep), rp.write_per_question(job_dir, result.rows),
+                 rp.write_config(job_dir, plain)]
+        paths += write_views(job_dir, result.views, run_name(plain),
+                             {k: v for k, v in rep["metrics"].items() if k.startswith("n_miss")})
+        if typed.generation.method.value != "none":
+            try:
+                run_generation_for(typed, result, progress=not multirun)
+            except SweepError as exc:
+                gen_error = exc
+                rep["status"] = "FAILED"
+                rep["error"] = f"{exc} (the retrieval metrics of this configuration are kept)"
+            rp.write_report(job_dir, rep)
+            rp.write_per_question(job_dir, result.rows)
+    except OSError as exc:  # a full disk, a read-only or vanished job folder
+        return _fail(plain, job_dir, write_error(job_dir, exc), multirun)
     _print_summary(rep, job_dir, multirun)
     if cfg.tracking.enabled:
         try:
@@ -137,12 +141,20 @@ def job(cfg: DictConfig) -> float:
 
 def _resume(cfg: Config, plain: dict[str, Any], job_dir: Path) -> float | None:
     """Skip a configuration the store already has as FINISHED (same config_hash): an
-    interrupted sweep re-run with the same overrides loses nothing and repeats nothing."""
-    if cfg.sweep.force:
-        return None
+    interrupted sweep re-run with the same overrides loses nothing and repeats nothing.
+
+    A run of this configuration left RUNNING by a killed process is closed KILLED first (and
+    tagged), so that the store never holds FINISHED and RUNNING for one configuration."""
     _, corpus_fp = load_corpus_cached(cfg)
     golden_fp = load_golden_cached(cfg.golden.path).fingerprint
     chash = config_hash(plain, corpus_fp, golden_fp)
+    stale = tracking.close_stale(cfg.tracking.uri, cfg.tracking.experiment, "config", chash)
+    if stale:
+        log.warning("closed %d run(s) of this configuration left RUNNING by a process that "
+                    "ended (%s): KILLED, tagged %s", len(stale), ", ".join(stale),
+                    tracking.STALE_TAG)
+    if cfg.sweep.force:
+        return None
     run_id = tracking.find_finished(cfg.tracking.uri, cfg.tracking.experiment, chash)
     if run_id is None:
         return None
@@ -163,10 +175,21 @@ def _resume(cfg: Config, plain: dict[str, Any], job_dir: Path) -> float | None:
     return float(rep["headline"]["value"])
 
 
+def write_error(folder: Path | None, exc: OSError) -> SweepError:
+    """One line for a folder that cannot be written (``folder``: the job folder, whose
+    temporary file names would only confuse; else the path the error names)."""
+    where = folder if folder is not None else (exc.filename or "the output folder")
+    return SweepError(f"cannot write {where}: {exc.strerror or exc}",
+                      hint="free space on that filesystem, or set hydra.sweep.dir / "
+                      "hydra.run.dir elsewhere")
+
+
 def _fail(plain: dict[str, Any], job_dir: Path, exc: BaseException, multirun: bool) -> float:
     message = _error_line(exc)
     rep = {"status": "FAILED", "error": message, "config": plain}
-    rp.write_report(job_dir, rep)
+    # When the folder is what failed, the FAILED run in MLflow carries the reason.
+    with contextlib.suppress(OSError):
+        rp.write_report(job_dir, rep)
     if plain and plain.get("tracking", {}).get("enabled"):
         try:
             tracking.log_job(
@@ -242,6 +265,25 @@ def close_interrupted() -> str:
             "are kept, and the same command resumes the rest")
 
 
+def close_failed(exc: OSError) -> str:
+    """Hydra could not write the sweep or a job folder (``multirun.yaml``, ``.hydra/``, a job
+    folder) and the sweep ends there: the parent run closed FAILED with the reason; returns
+    the line to print."""
+    global ACTIVE_PARENT
+    reason = str(write_error(None, exc))
+    if ACTIVE_PARENT is None:
+        return f"error: {reason}"
+    uri, parent = ACTIVE_PARENT
+    ACTIVE_PARENT = None
+    try:
+        tracking.set_tags(uri, parent, {"error": reason})
+        tracking.kill_run(uri, parent, status="FAILED")
+    except SweepError as tracking_exc:
+        return f"error: {reason} (and could not close parent run {parent}: {tracking_exc})"
+    return (f"error: {reason}; the sweep stopped, parent run {parent} closed FAILED (the "
+            "configurations that finished are kept; the same command resumes the rest)")
+
+
 class MlflowSweepCallback(Callback):
     """One MLflow parent run per multirun, and the comparison table at its end."""
 
@@ -272,6 +314,10 @@ class MlflowSweepCallback(Callback):
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(1)
         os.environ[tracking.PARENT_ENV] = self.parent
+        try:  # sweeps of this experiment killed before their end (SIGKILL)
+            tracking.close_stale(self.uri, str(config.tracking.experiment), "sweep")
+        except SweepError as exc:
+            log.warning("%s", exc)
         global ACTIVE_PARENT
         ACTIVE_PARENT = (self.uri, self.parent)
 

@@ -11,6 +11,7 @@ import logging
 import math
 import os
 import re
+import socket
 import subprocess
 import time
 from collections.abc import Iterable, Mapping
@@ -26,6 +27,9 @@ from sweep.common.secret import is_secret_key, url_has_userinfo
 log = logging.getLogger(__name__)
 
 PARENT_ENV = "CHUNK_SWEEP_PARENT_RUN_ID"
+# A run left RUNNING by a process that is gone (SIGKILL while it was logged), closed KILLED on
+# resume; `sweep compare` and the other readers leave such runs out.
+STALE_TAG = "chunk_sweep.stale"
 _MAX_PARAM = 6000
 # How long one statement on a SQLite store waits for another writer (`tracking.store_wait_s`;
 # SQLite's own default, 5 s, fails while a second sweep logs its artifacts).
@@ -234,6 +238,58 @@ def _guard(what: str, uri: str) -> Any:
     return _Ctx()
 
 
+def _owner() -> dict[str, str]:
+    """Which process writes a run: how a later process tells a run being logged right now
+    from one whose writer was killed."""
+    return {"chunk_sweep.host": socket.gethostname(), "chunk_sweep.pid": str(os.getpid())}
+
+
+def _writer_gone(tags: Mapping[str, str]) -> bool:
+    """The run's writer was a process on this host that no longer exists. A run from another
+    host (or without the tags) is never taken for stale: its writer may still be at work."""
+    if tags.get("chunk_sweep.host") != socket.gethostname():
+        return False
+    try:
+        pid = int(tags.get("chunk_sweep.pid", ""))
+    except ValueError:
+        return False
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, someone else's
+        return False
+    return False
+
+
+def close_stale(uri: str, experiment: str, role: str, config_hash: str | None = None
+                ) -> list[str]:
+    """Close as KILLED (tagged `STALE_TAG`) the RUNNING runs of ``role`` (``config``: only
+    those with ``config_hash``; ``sweep``: parent runs) whose writer process is gone; returns
+    their ids."""
+    client = client_for(uri)
+    with _guard("closing runs left RUNNING", uri):
+        exp = client.get_experiment_by_name(experiment)
+        if exp is None:
+            return []
+        where = f"tags.`chunk_sweep.role` = '{role}' and attributes.status = 'RUNNING'"
+        if config_hash is not None:
+            where += f" and tags.config_hash = '{config_hash}'"
+        closed = []
+        for run in client.search_runs([exp.experiment_id], filter_string=where,
+                                      max_results=1000):
+            if _writer_gone(run.data.tags):
+                client.set_tag(run.info.run_id, STALE_TAG,
+                               f"true (process {run.data.tags['chunk_sweep.pid']} on "
+                               f"{run.data.tags['chunk_sweep.host']} ended while this run "
+                               "was RUNNING)")
+                client.set_terminated(run.info.run_id, status="KILLED")
+                closed.append(run.info.run_id)
+    return closed
+
+
 def start_parent(uri: str, experiment: str, run_name: str, params: Mapping[str, str],
                  tags: Mapping[str, str]) -> tuple[str, str]:
     """Create the sweep's parent run; returns (experiment_id, run_id)."""
@@ -242,7 +298,7 @@ def start_parent(uri: str, experiment: str, run_name: str, params: Mapping[str, 
     with _guard("starting the parent run", uri):
         run = client.create_run(exp_id, run_name=run_name,
                                 tags={"chunk_sweep.role": "sweep", "git_sha": git_sha(),
-                                      **tags})
+                                      **_owner(), **tags})
         _log_batch(client, run.info.run_id, params=params)
     return exp_id, run.info.run_id
 
@@ -258,10 +314,10 @@ def finish_parent(uri: str, run_id: str, *, status: str, metrics: Mapping[str, f
         client.set_terminated(run_id, status=status)
 
 
-def kill_run(uri: str, run_id: str) -> None:
+def kill_run(uri: str, run_id: str, status: str = "KILLED") -> None:
     client = client_for(uri)
     with _guard("closing the run", uri):
-        client.set_terminated(run_id, status="KILLED")
+        client.set_terminated(run_id, status=status)
 
 
 def log_job(uri: str, experiment: str, *, run_name: str, plain_config: Mapping[str, Any],
@@ -283,6 +339,7 @@ def log_job(uri: str, experiment: str, *, run_name: str, plain_config: Mapping[s
         "golden_fingerprint": fingerprints.get("golden", ""),
         "model_fingerprint": fingerprints.get("model", ""),
         "git_sha": git_sha(),
+        **_owner(),
     }
     if parent_run_id:
         tags["mlflow.parentRunId"] = parent_run_id
@@ -412,6 +469,9 @@ def _sweep_runs(uri: str, parent: Mapping[str, Any], mlflow: Any) -> Any:
             import pandas as pd
 
             df = pd.concat([df, more], ignore_index=True)
+    stale = f"tags.{STALE_TAG}"
+    if stale in df.columns:  # runs whose writer was killed: the resumed sweep re-ran them
+        df = df[df[stale].isna()].reset_index(drop=True)
     return df
 
 
