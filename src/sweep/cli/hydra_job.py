@@ -290,6 +290,7 @@ class MlflowSweepCallback(Callback):
     def __init__(self) -> None:
         self.parent: str | None = None
         self.uri: str | None = None
+        self.experiment_id: str | None = None
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         _check_output_dir(str(config.hydra.run.dir))
@@ -304,7 +305,7 @@ class MlflowSweepCallback(Callback):
         self.uri = str(config.tracking.uri)
         tracking.set_store_wait(float(config.tracking.get("store_wait_s", tracking.STORE_WAIT_S)))
         try:
-            _, self.parent = tracking.start_parent(
+            self.experiment_id, self.parent = tracking.start_parent(
                 self.uri, str(config.tracking.experiment),
                 run_name=f"sweep {Path(sweep_dir).parent.name} {Path(sweep_dir).name}",
                 params={"overrides": " ".join(overrides)[:6000]},
@@ -342,18 +343,29 @@ class MlflowSweepCallback(Callback):
             metrics = {"n_configs": len(rows), "n_failed": len(failed) if rows else 0}
             if best is not None and isinstance(best["headline"], int | float):
                 metrics[f"best_{best['headline_metric']}"] = best["headline"]
+            # The parent's description in the UI: the table, so the sweep reads there
+            # without choosing columns by hand.
+            headline = next((r["headline_metric"] for r in rows if r.get("headline_metric")),
+                            "headline")
+            note = (f"**chunk-sweep**: {len(rows)} configurations, best {headline} first "
+                    f"(headline = {headline}); sweep folder `{sweep_dir.resolve()}`\n\n")
+            note += rp.comparison_markdown(axes, rows, max_chars=7000 - len(note))
             try:
                 tracking.finish_parent(
                     self.uri, self.parent, status="FAILED" if failed else "FINISHED",
                     metrics=metrics,
                     tags={"best_config": ", ".join(f"{a}={best[a]}" for a in axes) if best
-                          else ""},
+                          else "", tracking.NOTE_TAG: note},
                     artifacts=artifacts)
             except SweepError as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 sys.exit(1)
             finally:
                 os.environ.pop(tracking.PARENT_ENV, None)
+            link = tracking.ui_link(self.uri, self.experiment_id or "0")
+            if link:
+                how = " (after `make ui`)" if tracking.sqlite_path(self.uri) else ""
+                print(f"MLflow runs of this sweep: {link}{how}")
         if not rows:
             print(f"error: {failed[0]['error']}", file=sys.stderr)
             sys.exit(1)

@@ -144,6 +144,32 @@ def _artifact_location(uri: str, name: str) -> str | None:
     return (db.parent / "mlartifacts" / slug).as_uri()
 
 
+# A sweep is model training, not a GenAI app: MLflow versions that read this experiment tag
+# open its runs, not the traces overview. (3.17 ignores it while its global GenAI / model
+# training switch is shown; `ui_link` carries the choice in the URL for those.)
+EXPERIMENT_KIND = "mlflow.experimentKind"
+MODEL_DEVELOPMENT = "custom_model_development"
+NOTE_TAG = "mlflow.note.content"  # the run's description in the UI (markdown)
+UI_PORT = 5000  # `make ui`
+
+
+def ui_link(uri: str, experiment_id: str, port: int = UI_PORT) -> str | None:
+    """The MLflow UI page with the runs table of an experiment, in model-training mode.
+
+    MLflow 3.17's UI picks GenAI vs model training from the ``workflowType`` query parameter,
+    else from the browser's stored choice, which defaults to GenAI (its landing page is then
+    the traces overview). A SQLite store is seen through `make ui` (``mlflow ui`` on
+    ``port``); an http(s) store is its own UI.
+    """
+    if sqlite_path(uri) is not None:
+        base = f"http://127.0.0.1:{port}"
+    elif uri.startswith(("http://", "https://")):
+        base = uri.rstrip("/")
+    else:
+        return None
+    return f"{base}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+
+
 def ensure_experiment(client: Any, uri: str, name: str) -> str:
     """Get or create the experiment; a file lock stops parallel jobs from racing to create it."""
     from filelock import FileLock
@@ -158,8 +184,12 @@ def ensure_experiment(client: Any, uri: str, name: str) -> str:
             if exp is not None:
                 if exp.lifecycle_stage == "deleted":
                     client.restore_experiment(exp.experiment_id)
+                if exp.tags.get(EXPERIMENT_KIND) != MODEL_DEVELOPMENT:
+                    client.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND,
+                                              MODEL_DEVELOPMENT)
                 return exp.experiment_id
-            return client.create_experiment(name, artifact_location=_artifact_location(uri, name))
+            return client.create_experiment(name, artifact_location=_artifact_location(uri, name),
+                                            tags={EXPERIMENT_KIND: MODEL_DEVELOPMENT})
         finally:
             if lock:
                 lock.release()
