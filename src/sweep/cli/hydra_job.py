@@ -9,6 +9,7 @@ recorded (report + FAILED child run) and the sweep goes on, then exits 1 at the 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import math
@@ -265,12 +266,19 @@ def close_interrupted() -> str:
             "are kept, and the same command resumes the rest")
 
 
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES,
+                 errno.EPERM}
+
+
 def close_failed(exc: OSError) -> str:
     """Hydra could not write the sweep or a job folder (``multirun.yaml``, ``.hydra/``, a job
     folder) and the sweep ends there: the parent run closed FAILED with the reason; returns
     the line to print."""
     global ACTIVE_PARENT
-    reason = str(write_error(None, exc))
+    if exc.errno in _WRITE_ERRNOS:
+        reason = str(write_error(None, exc))
+    else:  # e.g. a file a job could not read: say what the system said, not "cannot write"
+        reason = f"{exc.filename or 'a file'}: {exc.strerror or exc}"
     if ACTIVE_PARENT is None:
         return f"error: {reason}"
     uri, parent = ACTIVE_PARENT
