@@ -36,15 +36,22 @@ def store(template: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     tracking.set_store_wait(saved)
 
 
-def _hold(db: Path, seconds: float) -> threading.Thread:
-    """Another writer: a plain sqlite3 connection holding an exclusive lock for ``seconds``."""
+def _hold(db: Path, seconds: float, release: threading.Event | None = None,
+          releasing: threading.Event | None = None) -> threading.Thread:
+    """Another writer: a plain sqlite3 connection holding an exclusive lock for ``seconds``
+    (or until ``release`` is set); ``releasing`` is set just before it commits."""
     held = threading.Event()
 
     def run() -> None:
         conn = sqlite3.connect(str(db), isolation_level=None)
         conn.execute("BEGIN EXCLUSIVE")
         held.set()
-        time.sleep(seconds)
+        if release is None:
+            time.sleep(seconds)
+        else:
+            release.wait(seconds)
+        if releasing is not None:
+            releasing.set()
         conn.execute("COMMIT")
         conn.close()
 
@@ -57,11 +64,10 @@ def _hold(db: Path, seconds: float) -> threading.Thread:
 def test_waits_for_a_writer_that_finishes_within_the_wait(store: tuple[str, Path]) -> None:
     uri, db = store
     tracking.set_store_wait(30)
-    _hold(db, 6.5)  # longer than SQLite's default busy timeout of 5 s
-    started = time.monotonic()
+    releasing = threading.Event()
+    _hold(db, 6.5, releasing=releasing)  # longer than SQLite's default busy timeout of 5 s
     exp_id, run_id = tracking.start_parent(uri, "e", "r", {"overrides": "x"}, {})
-    waited = time.monotonic() - started
-    assert waited >= 6.0
+    assert releasing.is_set()  # it got through only once the other writer let go
     from mlflow import MlflowClient
 
     run = MlflowClient(tracking_uri=uri).get_run(run_id)
@@ -73,12 +79,14 @@ def test_a_writer_that_holds_on_gives_one_line_naming_the_store(
         capsys: pytest.CaptureFixture[str]) -> None:
     uri, db = store
     tracking.set_store_wait(1)
-    holder = _hold(db, 4)  # within SQLite's default 5 s: only the setting makes this fail
-    started = time.monotonic()
-    with caplog.at_level(logging.DEBUG), pytest.raises(SweepError) as err:
-        tracking.start_parent(uri, "e", "r", {}, {})
-    assert time.monotonic() - started < 3.5  # bounded by the setting
-    holder.join()
+    release = threading.Event()
+    holder = _hold(db, 120, release)  # held until the attempt has given up
+    try:
+        with caplog.at_level(logging.DEBUG), pytest.raises(SweepError) as err:
+            tracking.start_parent(uri, "e", "r", {}, {})
+    finally:
+        release.set()
+        holder.join()
     message = str(err.value)
     assert f"the MLflow store {db} is held by another writer (waited 1 s)" in message
     assert "tracking.store_wait_s" in message and "\n" not in message
