@@ -38,8 +38,9 @@ def _own_write_errors() -> None:
     """Hydra writes the sweep and job folders (``multirun.yaml``, ``.hydra/``) before a job
     runs; on a full or read-only filesystem its OSError ends the sweep with a traceback and
     the parent run left RUNNING. Instead: one line, the parent closed FAILED. Hydra has no
-    hook around its launcher, hence the wrapper around the function its entry point calls."""
-    import hydra._internal.utils as hydra_utils
+    hook around its launcher, hence the wrapper around the function its entry point calls
+    (Hydra's internal module, as `_refuse_secrets` uses; hydra-core is pinned to 1.3)."""
+    from hydra._internal import utils as hydra_utils
 
     original = hydra_utils.run_and_report
     if getattr(original, "chunk_sweep", False):
