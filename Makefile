@@ -93,8 +93,8 @@ lint: install ## ruff, then the import contracts (pyproject.toml [tool.importlin
 	$(PY) -m ruff check src tests
 	$(VENV)/bin/lint-imports
 
-ui: install ## open the MLflow UI on the local store (http://127.0.0.1:5000, PORT=... to change)
-	$(PY) -m mlflow ui --backend-store-uri $${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/mlflow.db} --port $(PORT)
+ui: install ## the MLflow UI on the local store (port 5000, PORT=... to change); prints the link to the latest sweep's runs
+	$(PY) -m sweep.cli ui --port $(PORT)
 
 MLFLOW_PORT ?= 5001
 mlflow-server: install ## an MLflow tracking server on 127.0.0.1:5001 (SQLite backend) for parallel jobs

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+from typing import Any
 
 import hydra
 
@@ -32,7 +34,45 @@ def _refuse_secrets(argv: list[str]) -> None:
         sys.exit(1)
 
 
+def _own_write_errors() -> None:
+    """Hydra writes the sweep and job folders (``multirun.yaml``, ``.hydra/``) before a job
+    runs; on a full or read-only filesystem its OSError ends the sweep with a traceback and
+    the parent run left RUNNING. Instead: one line, the parent closed FAILED. Hydra has no
+    hook around its launcher, hence the wrapper around the function its entry point calls
+    (Hydra's internal module, as `_refuse_secrets` uses; hydra-core is pinned to 1.3)."""
+    from hydra._internal import utils as hydra_utils
+
+    original = hydra_utils.run_and_report
+    if getattr(original, "chunk_sweep", False):
+        return
+
+    def run_and_report(func: Any) -> Any:
+        def guarded() -> Any:
+            try:
+                return func()
+            except (OSError, ValueError) as exc:
+                # logging.config wraps the OSError of a log file it cannot open
+                cause = exc if isinstance(exc, OSError) else exc.__cause__
+                if not isinstance(cause, OSError):
+                    raise
+                from sweep.cli.hydra_job import close_failed
+
+                line = close_failed(cause)
+                if os.environ.get("HYDRA_FULL_ERROR") == "1":
+                    raise
+                print(line, file=sys.stderr)
+                sys.exit(1)
+
+        return original(guarded)
+
+    run_and_report.chunk_sweep = True  # type: ignore[attr-defined]
+    hydra_utils.run_and_report = run_and_report
+
+
 def main() -> None:
+    # A log handler that cannot write (a full disk) drops the line instead of printing a
+    # traceback per record (the standard library's switch for production use).
+    logging.raiseExceptions = False
     register()
     try:
         config_path = str(conf_dir())
@@ -40,6 +80,7 @@ def main() -> None:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)
     _refuse_secrets(sys.argv[1:])
+    _own_write_errors()
     try:
         hydra.main(version_base="1.3", config_path=config_path, config_name="config")(job)()
     except KeyboardInterrupt:

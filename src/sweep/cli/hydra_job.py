@@ -8,6 +8,8 @@ recorded (report + FAILED child run) and the sweep goes on, then exits 1 at the 
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import logging
 import math
@@ -91,6 +93,7 @@ def job(cfg: DictConfig) -> float:
         typed: Config = OmegaConf.to_object(cfg)  # type: ignore[assignment]
         check_config(typed)
         if typed.tracking.enabled:
+            tracking.set_store_wait(typed.tracking.store_wait_s)
             tracking.preflight(typed.tracking.uri)
             resumed = _resume(typed, plain, job_dir)
             if resumed is not None:
@@ -100,21 +103,24 @@ def job(cfg: DictConfig) -> float:
         return _fail(plain, job_dir, exc, multirun)
 
     rep = result.report
-    # Retrieval results are on disk before generation starts: a crash there loses nothing.
-    paths = [rp.write_report(job_dir, rep), rp.write_per_question(job_dir, result.rows),
-             rp.write_config(job_dir, plain)]
-    paths += write_views(job_dir, result.views, run_name(plain),
-                         {k: v for k, v in rep["metrics"].items() if k.startswith("n_miss")})
     gen_error: SweepError | None = None
-    if typed.generation.method.value != "none":
-        try:
-            run_generation_for(typed, result, progress=not multirun)
-        except SweepError as exc:
-            gen_error = exc
-            rep["status"] = "FAILED"
-            rep["error"] = f"{exc} (the retrieval metrics of this configuration are kept)"
-        rp.write_report(job_dir, rep)
-        rp.write_per_question(job_dir, result.rows)
+    try:
+        # Retrieval results are on disk before generation starts: a crash there loses nothing.
+        paths = [rp.write_report(job_dir, rep), rp.write_per_question(job_dir, result.rows),
+                 rp.write_config(job_dir, plain)]
+        paths += write_views(job_dir, result.views, run_name(plain),
+                             {k: v for k, v in rep["metrics"].items() if k.startswith("n_miss")})
+        if typed.generation.method.value != "none":
+            try:
+                run_generation_for(typed, result, progress=not multirun)
+            except SweepError as exc:
+                gen_error = exc
+                rep["status"] = "FAILED"
+                rep["error"] = f"{exc} (the retrieval metrics of this configuration are kept)"
+            rp.write_report(job_dir, rep)
+            rp.write_per_question(job_dir, result.rows)
+    except OSError as exc:  # a full disk, a read-only or vanished job folder
+        return _fail(plain, job_dir, write_error(job_dir, exc), multirun)
     _print_summary(rep, job_dir, multirun)
     if cfg.tracking.enabled:
         try:
@@ -136,12 +142,20 @@ def job(cfg: DictConfig) -> float:
 
 def _resume(cfg: Config, plain: dict[str, Any], job_dir: Path) -> float | None:
     """Skip a configuration the store already has as FINISHED (same config_hash): an
-    interrupted sweep re-run with the same overrides loses nothing and repeats nothing."""
-    if cfg.sweep.force:
-        return None
+    interrupted sweep re-run with the same overrides loses nothing and repeats nothing.
+
+    A run of this configuration left RUNNING by a killed process is closed KILLED first (and
+    tagged), so that the store never holds FINISHED and RUNNING for one configuration."""
     _, corpus_fp = load_corpus_cached(cfg)
     golden_fp = load_golden_cached(cfg.golden.path).fingerprint
     chash = config_hash(plain, corpus_fp, golden_fp)
+    stale = tracking.close_stale(cfg.tracking.uri, cfg.tracking.experiment, "config", chash)
+    if stale:
+        log.warning("closed %d run(s) of this configuration left RUNNING by a process that "
+                    "ended (%s): KILLED, tagged %s", len(stale), ", ".join(stale),
+                    tracking.STALE_TAG)
+    if cfg.sweep.force:
+        return None
     run_id = tracking.find_finished(cfg.tracking.uri, cfg.tracking.experiment, chash)
     if run_id is None:
         return None
@@ -162,10 +176,21 @@ def _resume(cfg: Config, plain: dict[str, Any], job_dir: Path) -> float | None:
     return float(rep["headline"]["value"])
 
 
+def write_error(folder: Path | None, exc: OSError) -> SweepError:
+    """One line for a folder that cannot be written (``folder``: the job folder, whose
+    temporary file names would only confuse; else the path the error names)."""
+    where = folder if folder is not None else (exc.filename or "the output folder")
+    return SweepError(f"cannot write {where}: {exc.strerror or exc}",
+                      hint="free space on that filesystem, or set hydra.sweep.dir / "
+                      "hydra.run.dir elsewhere")
+
+
 def _fail(plain: dict[str, Any], job_dir: Path, exc: BaseException, multirun: bool) -> float:
     message = _error_line(exc)
     rep = {"status": "FAILED", "error": message, "config": plain}
-    rp.write_report(job_dir, rep)
+    # When the folder is what failed, the FAILED run in MLflow carries the reason.
+    with contextlib.suppress(OSError):
+        rp.write_report(job_dir, rep)
     if plain and plain.get("tracking", {}).get("enabled"):
         try:
             tracking.log_job(
@@ -241,12 +266,39 @@ def close_interrupted() -> str:
             "are kept, and the same command resumes the rest")
 
 
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES,
+                 errno.EPERM}
+
+
+def close_failed(exc: OSError) -> str:
+    """Hydra could not write the sweep or a job folder (``multirun.yaml``, ``.hydra/``, a job
+    folder) and the sweep ends there: the parent run closed FAILED with the reason; returns
+    the line to print."""
+    global ACTIVE_PARENT
+    if exc.errno in _WRITE_ERRNOS:
+        reason = str(write_error(None, exc))
+    else:  # e.g. a file a job could not read: say what the system said, not "cannot write"
+        reason = f"{exc.filename or 'a file'}: {exc.strerror or exc}"
+    if ACTIVE_PARENT is None:
+        return f"error: {reason}"
+    uri, parent = ACTIVE_PARENT
+    ACTIVE_PARENT = None
+    try:
+        tracking.set_tags(uri, parent, {"error": reason})
+        tracking.kill_run(uri, parent, status="FAILED")
+    except SweepError as tracking_exc:
+        return f"error: {reason} (and could not close parent run {parent}: {tracking_exc})"
+    return (f"error: {reason}; the sweep stopped, parent run {parent} closed FAILED (the "
+            "configurations that finished are kept; the same command resumes the rest)")
+
+
 class MlflowSweepCallback(Callback):
     """One MLflow parent run per multirun, and the comparison table at its end."""
 
     def __init__(self) -> None:
         self.parent: str | None = None
         self.uri: str | None = None
+        self.experiment_id: str | None = None
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         _check_output_dir(str(config.hydra.run.dir))
@@ -259,8 +311,9 @@ class MlflowSweepCallback(Callback):
         sweep_dir = str(config.hydra.sweep.dir)
         overrides = list(config.hydra.overrides.task)
         self.uri = str(config.tracking.uri)
+        tracking.set_store_wait(float(config.tracking.get("store_wait_s", tracking.STORE_WAIT_S)))
         try:
-            _, self.parent = tracking.start_parent(
+            self.experiment_id, self.parent = tracking.start_parent(
                 self.uri, str(config.tracking.experiment),
                 run_name=f"sweep {Path(sweep_dir).parent.name} {Path(sweep_dir).name}",
                 params={"overrides": " ".join(overrides)[:6000]},
@@ -270,6 +323,10 @@ class MlflowSweepCallback(Callback):
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(1)
         os.environ[tracking.PARENT_ENV] = self.parent
+        try:  # sweeps of this experiment killed before their end (SIGKILL)
+            tracking.close_stale(self.uri, str(config.tracking.experiment), "sweep")
+        except SweepError as exc:
+            log.warning("%s", exc)
         global ACTIVE_PARENT
         ACTIVE_PARENT = (self.uri, self.parent)
 
@@ -298,18 +355,29 @@ class MlflowSweepCallback(Callback):
             if best is not None and isinstance(best["headline"], int | float):
                 metrics[f"best_{best['headline_metric']}"] = best["headline"]
             metrics.update({f"total_{k}": v for k, v in served.items()})
+            # The parent's description in the UI: the table, so the sweep reads there
+            # without choosing columns by hand.
+            headline = next((r["headline_metric"] for r in rows if r.get("headline_metric")),
+                            "headline")
+            note = (f"**chunk-sweep**: {len(rows)} configurations, best {headline} first "
+                    f"(headline = {headline}); sweep folder `{sweep_dir.resolve()}`\n\n")
+            note += rp.comparison_markdown(axes, rows, max_chars=7000 - len(note))
             try:
                 tracking.finish_parent(
                     self.uri, self.parent, status="FAILED" if failed else "FINISHED",
                     metrics=metrics,
                     tags={"best_config": ", ".join(f"{a}={best[a]}" for a in axes) if best
-                          else ""},
+                          else "", tracking.NOTE_TAG: note},
                     artifacts=artifacts)
             except SweepError as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 sys.exit(1)
             finally:
                 os.environ.pop(tracking.PARENT_ENV, None)
+            link = tracking.ui_link(self.uri, self.experiment_id or "0")
+            if link:
+                how = " (after `make ui`)" if tracking.sqlite_path(self.uri) else ""
+                print(f"MLflow runs of this sweep: {link}{how}")
         if not rows:
             print(f"error: {failed[0]['error']}", file=sys.stderr)
             sys.exit(1)

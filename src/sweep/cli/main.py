@@ -30,6 +30,8 @@ commands:
                   sweep again as a new sweep (generation on the best few; static -> transformer)
   show            RUN [--qid QID] [--vs RUN]: why questions were missed (a job folder or an
                   MLflow run id): miss causes, evidence inside its chunk boundaries, the top k
+  ui              [--port 5000] [--experiment NAME]: the MLflow UI on the store, and the link
+                  to the latest sweep's runs table
   label           [--corpus DIR] [--golden FILE] [--port 8765] [--no-dense]: a local page
                   (127.0.0.1) to label golden questions: search, select evidence, save
   estimate        [key=a,b ...]: texts, tokens, requests and dollars a sweep would send to
@@ -64,6 +66,7 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "show": _lazy("sweep.cli.show", "cmd_show"),
     "estimate": _lazy("sweep.cli.estimate", "cmd_estimate"),
     "label": _lazy("sweep.label", "cmd_label"),
+    "ui": _lazy("sweep.cli.ui", "cmd_ui"),
 }
 
 

@@ -316,6 +316,9 @@ class TrackingConfig:
     enabled: bool = True
     uri: str = "sqlite:///${cwd:}/mlflow.db"
     experiment: str = "chunk-sweep-${golden.name}"
+    # Seconds a statement on a SQLite store waits while another process writes to it
+    # (SQLite's busy timeout) before the job says, in one line, that the store is held.
+    store_wait_s: float = 60.0
 
 
 @dataclass

@@ -216,14 +216,27 @@ def write_comparison(sweep_dir: Path, axes: Sequence[str], rows: Sequence[dict[s
         writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in columns})
     csv_path = Path(sweep_dir) / "comparison.csv"
     atomic_write(csv_path, buf.getvalue())
+    md_path = Path(sweep_dir) / "comparison.md"
+    atomic_write(md_path, comparison_markdown(axes, rows))
+    return [csv_path, md_path]
+
+
+def comparison_markdown(axes: Sequence[str], rows: Sequence[dict[str, Any]],
+                        max_chars: int | None = None) -> str:
+    """The comparison as a markdown table, best first; with ``max_chars``, whole rows up to
+    that length and a line saying how many were left out (an MLflow tag holds 8000)."""
     shown = [*axes, "headline", *TABLE_METRICS, "misses"]
     lines = ["| rank | " + " | ".join(shown) + " |", "|" + "---|" * (len(shown) + 1)]
     for i, row in enumerate(rows, start=1):
         cells = [format_value(row.get(c)) for c in shown]
         lines.append(f"| {i} | " + " | ".join(cells) + " |")
-    md_path = Path(sweep_dir) / "comparison.md"
-    atomic_write(md_path, "\n".join(lines) + "\n")
-    return [csv_path, md_path]
+    if max_chars is not None:
+        kept = 2
+        while kept < len(lines) and sum(len(x) + 1 for x in lines[: kept + 1]) + 80 <= max_chars:
+            kept += 1
+        if kept < len(lines):
+            lines = [*lines[:kept], "", f"... {len(lines) - kept} more rows in comparison.md"]
+    return "\n".join(lines) + "\n"
 
 
 def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> None:

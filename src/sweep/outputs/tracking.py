@@ -11,6 +11,7 @@ import logging
 import math
 import os
 import re
+import socket
 import subprocess
 import time
 from collections.abc import Iterable, Mapping
@@ -26,12 +27,26 @@ from sweep.common.secret import is_secret_key, url_has_userinfo
 log = logging.getLogger(__name__)
 
 PARENT_ENV = "CHUNK_SWEEP_PARENT_RUN_ID"
+# A run left RUNNING by a process that is gone (SIGKILL while it was logged), closed KILLED on
+# resume; `sweep compare` and the other readers leave such runs out.
+STALE_TAG = "chunk_sweep.stale"
 _MAX_PARAM = 6000
+# How long one statement on a SQLite store waits for another writer (`tracking.store_wait_s`;
+# SQLite's own default, 5 s, fails while a second sweep logs its artifacts).
+STORE_WAIT_S = 60.0
+
+
+def set_store_wait(seconds: float) -> None:
+    global STORE_WAIT_S
+    STORE_WAIT_S = max(0.0, float(seconds))
 
 
 def _quiet() -> None:
-    for name in ("alembic", "mlflow.store.db.utils", "mlflow.tracking", "mlflow.store"):
+    for name in ("alembic", "mlflow.tracking", "mlflow.store"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    # It logs every database error with its traceback before raising it; the error reaches
+    # the user as one line (`_guard`, `client_for`).
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
 
@@ -39,6 +54,24 @@ def sqlite_path(uri: str) -> Path | None:
     if not uri.startswith("sqlite:///"):
         return None
     return Path(uri[len("sqlite:///") :])
+
+
+def _client_uri(uri: str) -> str:
+    """The URI MLflow opens: a SQLite store with a busy timeout, so that a statement waits
+    (SQLite retries the lock) up to `STORE_WAIT_S` for another writer instead of 5 s."""
+    if sqlite_path(uri) is None or "?" in uri:
+        return uri
+    return f"{uri}?timeout={STORE_WAIT_S:g}"
+
+
+def _locked(exc: BaseException) -> bool:
+    return "database is locked" in str(exc)
+
+
+def _locked_error(uri: str) -> SweepError:
+    return SweepError(f"tracking.uri={uri}: the MLflow store {sqlite_path(uri) or uri} is held by "
+                      f"another writer (waited {STORE_WAIT_S:g} s)",
+                      hint="let the other process finish, or raise tracking.store_wait_s")
 
 
 def check_reachable(uri: str, timeout: float = 5.0) -> None:
@@ -78,6 +111,7 @@ def client_for(uri: str) -> Any:
     db = sqlite_path(uri)
     if db is None:
         return MlflowClient(tracking_uri=uri)
+    client_uri = _client_uri(uri)
     # MLflow creates and migrates a SQLite store when the first client opens it; two sweeps
     # starting at once on a new file would both run the migration and break the store
     # (`table _alembic_tmp_experiments already exists`). One process at a time, under a lock
@@ -86,12 +120,14 @@ def client_for(uri: str) -> Any:
 
     try:
         with FileLock(str(db) + ".lock", timeout=120):
-            client = MlflowClient(tracking_uri=uri)
+            client = MlflowClient(tracking_uri=client_uri)
             client.search_experiments(max_results=1)  # opens (creates, migrates) the store now
     except Timeout:
         raise SweepError(f"tracking.uri={uri}: another process has held {db}.lock for 120 s",
                          hint="wait for the other sweep, or use another tracking.uri") from None
     except Exception as exc:
+        if _locked(exc):
+            raise _locked_error(uri) from None
         raise SweepError(f"tracking.uri={uri}: cannot open the MLflow store "
                          f"({type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]})",
                          hint="reports are still written to the job folder; fix the URI or "
@@ -108,6 +144,32 @@ def _artifact_location(uri: str, name: str) -> str | None:
     return (db.parent / "mlartifacts" / slug).as_uri()
 
 
+# A sweep is model training, not a GenAI app: MLflow versions that read this experiment tag
+# open its runs, not the traces overview. (3.17 ignores it while its global GenAI / model
+# training switch is shown; `ui_link` carries the choice in the URL for those.)
+EXPERIMENT_KIND = "mlflow.experimentKind"
+MODEL_DEVELOPMENT = "custom_model_development"
+NOTE_TAG = "mlflow.note.content"  # the run's description in the UI (markdown)
+UI_PORT = 5000  # `make ui`
+
+
+def ui_link(uri: str, experiment_id: str, port: int = UI_PORT) -> str | None:
+    """The MLflow UI page with the runs table of an experiment, in model-training mode.
+
+    MLflow 3.17's UI picks GenAI vs model training from the ``workflowType`` query parameter,
+    else from the browser's stored choice, which defaults to GenAI (its landing page is then
+    the traces overview). A SQLite store is seen through `make ui` (``mlflow ui`` on
+    ``port``); an http(s) store is its own UI.
+    """
+    if sqlite_path(uri) is not None:
+        base = f"http://127.0.0.1:{port}"
+    elif uri.startswith(("http://", "https://")):
+        base = uri.rstrip("/")
+    else:
+        return None
+    return f"{base}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+
+
 def ensure_experiment(client: Any, uri: str, name: str) -> str:
     """Get or create the experiment; a file lock stops parallel jobs from racing to create it."""
     from filelock import FileLock
@@ -122,14 +184,20 @@ def ensure_experiment(client: Any, uri: str, name: str) -> str:
             if exp is not None:
                 if exp.lifecycle_stage == "deleted":
                     client.restore_experiment(exp.experiment_id)
+                if exp.tags.get(EXPERIMENT_KIND) != MODEL_DEVELOPMENT:
+                    client.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND,
+                                              MODEL_DEVELOPMENT)
                 return exp.experiment_id
-            return client.create_experiment(name, artifact_location=_artifact_location(uri, name))
+            return client.create_experiment(name, artifact_location=_artifact_location(uri, name),
+                                            tags={EXPERIMENT_KIND: MODEL_DEVELOPMENT})
         finally:
             if lock:
                 lock.release()
     except SweepError:
         raise
     except Exception as exc:
+        if _locked(exc):
+            raise _locked_error(uri) from None
         raise SweepError(
             f"tracking.uri={uri}: cannot reach the MLflow store ({type(exc).__name__}: "
             f"{str(exc).splitlines()[0][:160] if str(exc) else ''})",
@@ -189,6 +257,8 @@ def _guard(what: str, uri: str) -> Any:
         def __exit__(self, et: Any, exc: BaseException | None, tb: Any) -> bool:
             if exc is None or isinstance(exc, SweepError):
                 return False
+            if _locked(exc):
+                raise _locked_error(uri) from None
             raise SweepError(
                 f"tracking.uri={uri}: {what} failed ({type(exc).__name__}: "
                 f"{(str(exc).splitlines() or [''])[0][:160]})",
@@ -196,6 +266,58 @@ def _guard(what: str, uri: str) -> Any:
             ) from None
 
     return _Ctx()
+
+
+def _owner() -> dict[str, str]:
+    """Which process writes a run: how a later process tells a run being logged right now
+    from one whose writer was killed."""
+    return {"chunk_sweep.host": socket.gethostname(), "chunk_sweep.pid": str(os.getpid())}
+
+
+def _writer_gone(tags: Mapping[str, str]) -> bool:
+    """The run's writer was a process on this host that no longer exists. A run from another
+    host (or without the tags) is never taken for stale: its writer may still be at work."""
+    if tags.get("chunk_sweep.host") != socket.gethostname():
+        return False
+    try:
+        pid = int(tags.get("chunk_sweep.pid", ""))
+    except ValueError:
+        return False
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, someone else's
+        return False
+    return False
+
+
+def close_stale(uri: str, experiment: str, role: str, config_hash: str | None = None
+                ) -> list[str]:
+    """Close as KILLED (tagged `STALE_TAG`) the RUNNING runs of ``role`` (``config``: only
+    those with ``config_hash``; ``sweep``: parent runs) whose writer process is gone; returns
+    their ids."""
+    client = client_for(uri)
+    with _guard("closing runs left RUNNING", uri):
+        exp = client.get_experiment_by_name(experiment)
+        if exp is None:
+            return []
+        where = f"tags.`chunk_sweep.role` = '{role}' and attributes.status = 'RUNNING'"
+        if config_hash is not None:
+            where += f" and tags.config_hash = '{config_hash}'"
+        closed = []
+        for run in client.search_runs([exp.experiment_id], filter_string=where,
+                                      max_results=1000):
+            if _writer_gone(run.data.tags):
+                client.set_tag(run.info.run_id, STALE_TAG,
+                               f"true (process {run.data.tags['chunk_sweep.pid']} on "
+                               f"{run.data.tags['chunk_sweep.host']} ended while this run "
+                               "was RUNNING)")
+                client.set_terminated(run.info.run_id, status="KILLED")
+                closed.append(run.info.run_id)
+    return closed
 
 
 def start_parent(uri: str, experiment: str, run_name: str, params: Mapping[str, str],
@@ -206,7 +328,7 @@ def start_parent(uri: str, experiment: str, run_name: str, params: Mapping[str, 
     with _guard("starting the parent run", uri):
         run = client.create_run(exp_id, run_name=run_name,
                                 tags={"chunk_sweep.role": "sweep", "git_sha": git_sha(),
-                                      **tags})
+                                      **_owner(), **tags})
         _log_batch(client, run.info.run_id, params=params)
     return exp_id, run.info.run_id
 
@@ -222,10 +344,10 @@ def finish_parent(uri: str, run_id: str, *, status: str, metrics: Mapping[str, f
         client.set_terminated(run_id, status=status)
 
 
-def kill_run(uri: str, run_id: str) -> None:
+def kill_run(uri: str, run_id: str, status: str = "KILLED") -> None:
     client = client_for(uri)
     with _guard("closing the run", uri):
-        client.set_terminated(run_id, status="KILLED")
+        client.set_terminated(run_id, status=status)
 
 
 def log_job(uri: str, experiment: str, *, run_name: str, plain_config: Mapping[str, Any],
@@ -247,6 +369,7 @@ def log_job(uri: str, experiment: str, *, run_name: str, plain_config: Mapping[s
         "golden_fingerprint": fingerprints.get("golden", ""),
         "model_fingerprint": fingerprints.get("model", ""),
         "git_sha": git_sha(),
+        **_owner(),
     }
     if parent_run_id:
         tags["mlflow.parentRunId"] = parent_run_id
@@ -358,7 +481,7 @@ def sweep_runs(uri: str, parent: Mapping[str, Any]) -> Any:
 
 def _sweep_runs(uri: str, parent: Mapping[str, Any], mlflow: Any) -> Any:
     with _read_guard(uri):
-        mlflow.set_tracking_uri(uri)
+        mlflow.set_tracking_uri(_client_uri(uri))
         df = mlflow.search_runs(
             experiment_ids=[parent["experiment_id"]],
             filter_string=f"tags.`mlflow.parentRunId` = '{parent['run_id']}'",
@@ -376,6 +499,9 @@ def _sweep_runs(uri: str, parent: Mapping[str, Any], mlflow: Any) -> Any:
             import pandas as pd
 
             df = pd.concat([df, more], ignore_index=True)
+    stale = f"tags.{STALE_TAG}"
+    if stale in df.columns:  # runs whose writer was killed: the resumed sweep re-ran them
+        df = df[df[stale].isna()].reset_index(drop=True)
     return df
 
 

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from sweep.outputs.report import (
+    comparison_markdown,
     comparison_rows,
     differing_keys,
     format_value,
@@ -72,3 +73,17 @@ def test_format_value() -> None:
     # a tiny non-zero figure (a served model's dollars) keeps two significant digits
     assert [format_value(v) for v in (0.00033484, -0.0001, 0.0, 0.0005)] == [
         "0.00033", "-0.0001", "0.000", "0.001"]
+
+
+def test_comparison_markdown_keeps_whole_rows_within_the_limit() -> None:
+    reports = [_report(100 + i, "fixed" if i % 2 else "heading", i / 100) for i in range(40)]
+    axes, rows = comparison_rows(reports)
+    full = comparison_markdown(axes, rows)
+    lines = full.splitlines()
+    assert lines[0].startswith("| rank | chunk.boundary | chunk.size | headline |")
+    assert len(lines) == 2 + 40 and lines[2].startswith("| 1 | fixed | 139 | 0.390 |")
+    short = comparison_markdown(axes, rows, max_chars=1000)
+    assert len(short) <= 1000
+    kept = [x for x in short.splitlines() if x.startswith("|")]
+    assert kept == lines[: len(kept)] and 2 < len(kept) < 42  # whole rows, best first
+    assert short.splitlines()[-1] == f"... {42 - len(kept)} more rows in comparison.md"

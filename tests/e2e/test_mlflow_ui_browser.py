@@ -1,0 +1,111 @@
+"""The link a sweep and `make ui` (`sweep ui`) print opens MLflow's runs table with the sweep's
+parent run, not MLflow 3's GenAI overview; the parent carries the comparison as its
+description (issue 14, item 18). A real sweep, the real `mlflow ui`, headless chromium."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from helpers import DEMO, run_cli
+
+pytestmark = pytest.mark.slow
+
+# Where a copy of the screenshot goes (docs/mlflow-runs.png is made from it by hand).
+SCREENSHOT_COPY = Path(os.environ.get("CHUNK_SWEEP_UI_SCREENSHOT", "/tmp/mlflow-runs.png"))
+LINK = re.compile(r"MLflow runs of (?:this|the latest) sweep[^:]*: (http://\S+)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_printed_link_opens_the_runs_table_with_the_parent(tmp_path: Path,
+                                                           browser: object) -> None:
+    from mlflow import MlflowClient
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    db = tmp_path / "mlflow.db"
+    uri = f"sqlite:///{db}"
+    res = run_cli("-m", "sweep", "-m", "chunk.size=128,256", "chunk.boundary=fixed,heading",
+                  "retrieval=bm25", f"corpus.path={DEMO / 'corpus'}",
+                  f"golden.path={DEMO / 'golden.jsonl'}", f"tracking.uri={uri}",
+                  f"cache.dir={tmp_path}/cache", f"hydra.sweep.dir={tmp_path}/sweeps/demo",
+                  cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    client = MlflowClient(tracking_uri=uri)
+    parent = next(r for r in client.search_runs(
+        [e.experiment_id for e in client.search_experiments()])
+        if r.data.tags.get("chunk_sweep.role") == "sweep")
+    exp_id = parent.info.experiment_id
+    printed = LINK.search(res.stdout)
+    assert printed, res.stdout[-2000:]
+    assert printed.group(1) == (f"http://127.0.0.1:5000/#/experiments/{exp_id}/runs"
+                                "?workflowType=machine_learning")
+    assert client.get_experiment(exp_id).tags["mlflow.experimentKind"] == \
+        "custom_model_development"
+    note = parent.data.tags["mlflow.note.content"]
+    table = [line for line in note.splitlines() if line.startswith("|")]
+    assert table[0].startswith("| rank | chunk.size | chunk.boundary |") or \
+        table[0].startswith("| rank | chunk.boundary | chunk.size |")
+    assert len(table) == 2 + 4  # header, rule, one row per configuration
+
+    port = _free_port()
+    ui = subprocess.Popen([sys.executable, "-m", "sweep.cli", "ui", "--port", str(port),
+                           "--tracking-uri", uri], cwd=tmp_path,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    try:
+        assert ui.stdout is not None
+        first = ui.stdout.readline()
+        link = LINK.search(first)
+        assert link, first
+        assert link.group(1) == printed.group(1).replace(":5000/", f":{port}/")
+        for _ in range(240):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
+                break
+            except OSError:
+                time.sleep(1)
+
+        driver = browser  # a fresh profile: MLflow's stored mode is its default, GenAI
+        driver.get(link.group(1))
+        name = parent.info.run_name
+        wait = WebDriverWait(driver, 120)
+        wait.until(ec.presence_of_element_located(
+            (By.XPATH, f"//*[normalize-space(text())='{name}']")))
+        assert "/runs" in driver.current_url and "workflowType=machine_learning" in \
+            driver.current_url
+        body = driver.find_element(By.TAG_NAME, "body").text
+        assert "Run Name" in body and "Usage" not in body  # the runs table, not the overview
+        for close in driver.find_elements(By.CSS_SELECTOR,
+                                          "[data-component-id='mlflow.assistant.chat_panel.close']"):
+            close.click()  # the assistant panel would hide half the table
+        driver.find_element(By.CSS_SELECTOR,
+                            "button[data-component-id*='runnamecellrenderer']").click()
+        children = [c.info.run_name for c in client.search_runs(
+            [exp_id], filter_string=f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")]
+        assert len(children) == 4
+        for child in children:  # the parent expanded: its four configurations
+            wait.until(ec.presence_of_element_located(
+                (By.XPATH, f"//*[normalize-space(text())='{child}']")))
+        shot = tmp_path / "mlflow-runs.png"
+        driver.save_screenshot(str(shot))
+        assert shot.stat().st_size > 10_000
+        shutil.copy(shot, SCREENSHOT_COPY)
+    finally:
+        os.killpg(ui.pid, 15)  # mlflow ui and its uvicorn workers
+        ui.wait(30)
