@@ -40,6 +40,9 @@ def main() -> None:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)
     _refuse_secrets(sys.argv[1:])
+    from sweep.config.compose import compose_jobs_once
+
+    compose_jobs_once()
     try:
         hydra.main(version_base="1.3", config_path=config_path, config_name="config")(job)()
     except KeyboardInterrupt:

@@ -436,12 +436,15 @@ def latency_origin(sample: int, embedder: Embedder | None, before: tuple[int, in
                                           "embedding times cached from this machine")
 
 
-def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
-    """Evaluate one configuration. Raises `SweepError` for bad input."""
+def run_config(cfg: Config, *, progress: bool = True,
+               plain: dict[str, Any] | None = None) -> JobResult:
+    """Evaluate one configuration. Raises `SweepError` for bad input. ``plain`` is ``cfg`` as
+    plain data (`to_container`) when the caller has it already: the Hydra job does, and
+    converting the typed config again costs a structured OmegaConf copy."""
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     with stage_timer(timings, "load_s"):
-        plain = to_container(cfg)
+        plain = to_container(cfg) if plain is None else plain
         docs, corpus_fp = load_corpus_cached(cfg)
         golden = load_golden_cached(cfg.golden.path)
         resolved = resolve_golden(golden, docs, corpus_fp)
