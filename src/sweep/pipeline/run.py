@@ -432,6 +432,9 @@ def latency_origin(sample: int, embedder: Embedder | None, before: tuple[int, in
     cached = embedder.timed_from_cache - before[1]
     if cached and not now:
         return "search measured; query embedding times cached (measured earlier on this machine)"
+    if not cached and not now:  # every question's time is in memory from an earlier job
+        return ("search measured; query embedding times reused from an earlier configuration "
+                "of this process")
     return "measured" if not cached else (f"measured; {cached} of {cached + now} query "
                                           "embedding times cached from this machine")
 
