@@ -105,6 +105,8 @@ def small(out: Path) -> None:
     warm = timed([*base, f"hydra.sweep.dir={out}/small-warm"], out)
     warm0 = timed([*base, "eval.latency_sample=0", f"hydra.sweep.dir={out}/small-warm0"], out)
     help_s = min(timed(["-m", "sweep.cli", "help"], out) for _ in range(3))
+    # `python -m sweep --help`: Hydra's help, which composes the configuration to list it.
+    hydra_help_s = min(timed(["-m", "sweep", "--help"], out) for _ in range(2))
     gate = ["-m", "sweep.cli", "baseline", "check", f"cache.dir={cache}-gate"]
     timed(gate, ROOT)  # fills the gate's cache
     gate_s = min(timed(gate, ROOT) for _ in range(2))
@@ -114,6 +116,8 @@ def small(out: Path) -> None:
     print(f"small_warm_stages_s: {job_seconds(out / 'small-warm')}")
     print(f"help_s={help_s:.2f} gate_warm_s={gate_s:.2f} "
           f"gate_vs_help={gate_s / help_s:.1f}  (target <= 2)")
+    print(f"hydra_help_s={hydra_help_s:.2f} (python -m sweep --help) "
+          f"gate_vs_hydra_help={gate_s / hydra_help_s:.2f}")
 
 
 def main() -> None:

@@ -98,7 +98,8 @@ def job(cfg: DictConfig) -> float:
             resumed = _resume(typed, plain, job_dir)
             if resumed is not None:
                 return resumed
-        result = run_config(typed)
+        # `plain` is what to_container(typed) gives (the job's config has no hydra key).
+        result = run_config(typed, plain=plain)
     except (SweepError, OmegaConfBaseException) as exc:
         return _fail(plain, job_dir, exc, multirun)
 

@@ -84,6 +84,49 @@ def compose(overrides: Sequence[str]) -> Any:
 
 
 
+_COMPOSE_ONCE = "_chunk_sweep_compose_once"
+
+
+def compose_jobs_once() -> None:
+    """Compose each job of a multirun once instead of twice.
+
+    Hydra's sweeper composes every job's configuration to check the batch before launching
+    any (`Sweeper.validate_batch_is_legal`), then the launcher composes it again to run it
+    (`ConfigLoaderImpl.load_sweep_config`, same master config, same overrides, same result).
+    Composition is most of a warm job's fixed cost. Here the check keeps what it composed and
+    the launcher takes it, each once; a job the check did not compose (another launcher's
+    worker process, a sweeper that does not validate) is composed as before. Idempotent.
+    """
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra.plugins.sweeper import Sweeper
+
+    if getattr(ConfigLoaderImpl.load_sweep_config, _COMPOSE_ONCE, False):
+        return
+    compose_job = ConfigLoaderImpl.load_sweep_config
+    # (loader, master config, overrides) -> the configs the check composed, not yet launched
+    checked: dict[tuple[int, int, tuple[str, ...]], list[tuple[Any, Any, Any]]] = {}
+
+    def load_sweep_config(self: Any, master_config: Any, sweep_overrides: list[str]) -> Any:
+        key = (id(self), id(master_config), tuple(sweep_overrides))
+        for entry in checked.get(key, []):
+            if entry[0] is self and entry[1] is master_config:  # ids can be reused
+                checked[key].remove(entry)
+                return entry[2]
+        return compose_job(self, master_config, sweep_overrides)
+
+    def validate_batch_is_legal(self: Any, batch: Any) -> None:
+        loader = (self.hydra_context.config_loader
+                  if getattr(self, "hydra_context", None) is not None else self.config_loader)
+        for overrides in batch:
+            cfg = compose_job(loader, self.config, list(overrides))
+            checked.setdefault((id(loader), id(self.config), tuple(overrides)), []).append(
+                (loader, self.config, cfg))
+
+    setattr(load_sweep_config, _COMPOSE_ONCE, True)
+    ConfigLoaderImpl.load_sweep_config = load_sweep_config  # type: ignore[method-assign]
+    Sweeper.validate_batch_is_legal = validate_batch_is_legal  # type: ignore[method-assign]
+
+
 def refuse_secrets_in(cfg: Any) -> None:
     """A one-line `SweepError` when a composed config holds a secret-looking key or a URL
     with credentials (from any section, an experiment file or a ``+`` override)."""
@@ -143,16 +186,20 @@ def preflight_secrets(overrides: Sequence[str], config_name: str = "config") -> 
             prefix = o.input_line.split("=", 1)[0]
             variants += [[*plain, f"{prefix}={v}"] for v in values]
     register()
-    for variant in variants:
-        try:
-            with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3",
-                                       job_name="sweep"):
+    try:  # one Hydra set-up for every variant (it scans the search path and the schema)
+        context = initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3",
+                                        job_name="sweep")
+    except Exception:  # left to Hydra, which reports it
+        return
+    with context:
+        for variant in variants:
+            try:
                 cfg = hydra_compose(config_name=config_name, overrides=variant)
-        except yaml.YAMLError as exc:  # Hydra itself would print the whole YAML traceback
-            raise SweepError(yaml_error_line(exc)) from None
-        except Exception:
-            continue
-        refuse_secrets_in(cfg)
+            except yaml.YAMLError as exc:  # Hydra itself would print the whole YAML traceback
+                raise SweepError(yaml_error_line(exc)) from None
+            except Exception:
+                continue
+            refuse_secrets_in(cfg)
 
 
 def check_duplicate_overrides(overrides: Sequence[str]) -> list[str]:

@@ -7,6 +7,7 @@ next.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -102,8 +103,25 @@ def preflight(uri: str) -> None:
                              hint="point tracking.uri elsewhere or set tracking.enabled=false")
 
 
+# One client per store and process, and each experiment id looked up once: opening a SQLite
+# store checks its schema with alembic (about 0.3 s), and a sweep's jobs each call several of
+# the functions below. (MLflow itself keeps one database engine per URI for the process.)
+_CLIENTS: dict[str, Any] = {}
+_EXPERIMENTS: dict[tuple[str, str], str] = {}
+_RUN_EXPERIMENTS: dict[tuple[str, str], str] = {}
+
+
 def client_for(uri: str) -> Any:
-    """An `MlflowClient` for ``uri``; a one-line `SweepError` when the store is unusable."""
+    """An `MlflowClient` for ``uri`` (one per store and process); a one-line `SweepError` when
+    the store is unusable."""
+    if uri in _CLIENTS:
+        check_reachable(uri)
+        return _CLIENTS[uri]
+    _CLIENTS[uri] = _open_client(uri)
+    return _CLIENTS[uri]
+
+
+def _open_client(uri: str) -> Any:
     _quiet()
     from mlflow import MlflowClient
 
@@ -171,7 +189,15 @@ def ui_link(uri: str, experiment_id: str, port: int = UI_PORT) -> str | None:
 
 
 def ensure_experiment(client: Any, uri: str, name: str) -> str:
-    """Get or create the experiment; a file lock stops parallel jobs from racing to create it."""
+    """Get or create the experiment (looked up once per store and process); a file lock stops
+    parallel jobs from racing to create it."""
+    key = (uri, name)
+    if key not in _EXPERIMENTS:
+        _EXPERIMENTS[key] = _get_or_create_experiment(client, uri, name)
+    return _EXPERIMENTS[key]
+
+
+def _get_or_create_experiment(client: Any, uri: str, name: str) -> str:
     from filelock import FileLock
 
     db = sqlite_path(uri)
@@ -206,7 +232,10 @@ def ensure_experiment(client: Any, uri: str, name: str) -> str:
         ) from None
 
 
+@functools.cache
 def git_sha() -> str:
+    """The commit this process runs (``+dirty`` with uncommitted changes): asked of git once per
+    process, as the code it runs was read when it started."""
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
                              text=True, timeout=10, check=True).stdout.strip()
@@ -359,8 +388,11 @@ def log_job(uri: str, experiment: str, *, run_name: str, plain_config: Mapping[s
     exp_id = ensure_experiment(client, uri, experiment)
     if parent_run_id:
         # A child must live in its parent's experiment for the UI to nest it.
-        with _guard("looking up the parent run", uri):
-            exp_id = client.get_run(parent_run_id).info.experiment_id
+        key = (uri, parent_run_id)
+        if key not in _RUN_EXPERIMENTS:  # a run never changes experiment
+            with _guard("looking up the parent run", uri):
+                _RUN_EXPERIMENTS[key] = client.get_run(parent_run_id).info.experiment_id
+        exp_id = _RUN_EXPERIMENTS[key]
     fingerprints = report.get("fingerprints") or {}
     tags = {
         "chunk_sweep.role": "config",

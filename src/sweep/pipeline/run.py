@@ -441,12 +441,18 @@ def latency_origin(sample: int, embedder: Embedder | None, before: tuple[int, in
     cached = embedder.timed_from_cache - before[1]
     if cached and not now:
         return "search measured; query embedding times cached (measured earlier on this machine)"
+    if not cached and not now:  # every question's time is in memory from an earlier job
+        return ("search measured; query embedding times reused from an earlier configuration "
+                "of this process")
     return "measured" if not cached else (f"measured; {cached} of {cached + now} query "
                                           "embedding times cached from this machine")
 
 
-def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
-    """Evaluate one configuration. Raises `SweepError` for bad input."""
+def run_config(cfg: Config, *, progress: bool = True,
+               plain: dict[str, Any] | None = None) -> JobResult:
+    """Evaluate one configuration. Raises `SweepError` for bad input. ``plain`` is ``cfg`` as
+    plain data (`to_container`) when the caller has it already: the Hydra job does, and
+    converting the typed config again costs a structured OmegaConf copy."""
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     # A served model's usage before this configuration (the process-wide embedder serves every
@@ -456,7 +462,7 @@ def run_config(cfg: Config, *, progress: bool = True) -> JobResult:
     served_embedder = embedder_for(cfg) if cfg.embedding.family.value == "openai" else None
     served = served_usage_before(served_embedder)
     with stage_timer(timings, "load_s"):
-        plain = to_container(cfg)
+        plain = to_container(cfg) if plain is None else plain
         docs, corpus_fp = load_corpus_cached(cfg)
         golden = load_golden_cached(cfg.golden.path)
         resolved = resolve_golden(golden, docs, corpus_fp)

@@ -24,6 +24,11 @@ def test_warm_job_never_loads_the_model(tmp_path: Path, monkeypatch: pytest.Monk
     cold = pipeline.run_config(compose([*base, "eval.latency_sample=5"]), progress=False)
     assert cold.report["metrics"]["n_texts_encoded"] > 0
     assert cold.report["latency_source"] == "measured"
+    # A second configuration in the same process times no query again, and says so.
+    other = pipeline.run_config(compose([*base, "eval.latency_sample=5", "chunk.size=128"]),
+                                progress=False)
+    assert other.report["latency_source"].endswith("reused from an earlier configuration of "
+                                                   "this process")
 
     def refuse(*_: object) -> None:
         raise AssertionError("the embedding model was loaded on a warm cache")

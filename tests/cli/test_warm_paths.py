@@ -1,0 +1,73 @@
+"""What a warm run pays for (issue 21), asserted on structure, never on time: a multirun
+composes each job's configuration once, and the CI gate on a warm cache imports neither torch,
+sentence-transformers nor MLflow."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from helpers import run_cli
+
+# Counts Hydra's compositions by their overrides, then runs the real entry point.
+COUNT_COMPOSITIONS = textwrap.dedent("""
+    import atexit, json, sys
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+
+    calls = []
+    original = ConfigLoaderImpl.load_configuration
+
+    def counted(self, config_name, overrides, run_mode, from_shell=True,
+                validate_sweep_overrides=True):
+        calls.append(list(overrides))
+        return original(self, config_name, overrides, run_mode, from_shell,
+                        validate_sweep_overrides)
+
+    ConfigLoaderImpl.load_configuration = counted
+    atexit.register(lambda: print("COMPOSED " + json.dumps(calls)))
+    sys.argv = ["sweep", *sys.argv[1:]]
+    from sweep.__main__ import main
+    main()
+""")
+
+
+def test_a_multirun_composes_each_job_once(tmp_path: Path) -> None:
+    res = run_cli("-c", COUNT_COMPOSITIONS, "-m", "chunk.size=128,256", "retrieval=bm25",
+                  "tracking.enabled=false", f"cache.dir={tmp_path}/cache",
+                  f"hydra.sweep.dir={tmp_path}/sweep", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("COMPOSED "))
+    calls = json.loads(line.removeprefix("COMPOSED "))
+    for size in (128, 256):
+        # Hydra's sweeper composes each job to check the batch, its launcher again to run it.
+        assert sum(f"chunk.size={size}" in c for c in calls) == 1, calls
+    reports = {json.loads(p.read_text())["config"]["chunk"]["size"]
+               for p in (tmp_path / "sweep").glob("*/report.json")}
+    assert reports == {128, 256}
+
+
+# Runs the real command, then names the heavy modules the process imported.
+HEAVY_MODULES = textwrap.dedent("""
+    import atexit, json, sys
+    heavy = ("torch", "sentence_transformers", "transformers", "mlflow", "matplotlib",
+             "pandas")
+    atexit.register(lambda: print("IMPORTED " + json.dumps(
+        sorted(m for m in heavy if m in sys.modules))))
+    sys.argv = ["sweep", *sys.argv[1:]]
+    from sweep.cli.main import main
+    main()
+""")
+
+
+def test_the_gate_on_a_warm_cache_imports_no_model_and_no_mlflow(tmp_path: Path) -> None:
+    gate = ["baseline", "check", f"cache.dir={tmp_path}/cache"]
+    cold = run_cli("-c", HEAVY_MODULES, *gate, cwd=tmp_path)
+    assert cold.returncode == 0, cold.stderr[-2000:]
+    # Cold, the default configuration's dense retrieval has to load the model.
+    assert "torch" in cold.stdout.splitlines()[-1]
+    warm = run_cli("-c", HEAVY_MODULES, *gate, cwd=tmp_path)
+    assert warm.returncode == 0, warm.stderr[-2000:]
+    assert warm.stdout.splitlines()[-1] == "IMPORTED []"
+    # The same verdict and figures as the cold run.
+    assert warm.stdout.splitlines()[:-1] == cold.stdout.splitlines()[:-1]
