@@ -9,11 +9,13 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from helpers import ROOT
+from sweep.label.server import LabelHandler, LabelServer
 from sweep.label.store import GoldenFile
 
 # One writer process: appends N new items (qids PREFIX000...), or edits q001 N times, each
@@ -71,3 +73,71 @@ def test_two_processes_writing_one_golden_file_lose_nothing(tmp_path: Path) -> N
     for prefix in "ab":
         mine = [q for q in qids if q and q.startswith(prefix)]
         assert mine == [f"{prefix}{i:03d}" for i in range(n)]
+
+
+class _QuickTimeout(LabelHandler):
+    timeout = 1  # 30 s in use: a stalled client is given up on quickly here
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabelServer]:
+    """The demo corpus and a copy of its golden set behind a server with a 1 s timeout."""
+    import shutil
+
+    from helpers import DEMO
+    from sweep.label.app import LabelSettings, build_app
+
+    tmp_path = tmp_path_factory.mktemp("stall")
+    shutil.copytree(DEMO / "corpus", tmp_path / "corpus")
+    shutil.copy(DEMO / "golden.jsonl", tmp_path / "golden.jsonl")
+    shutil.copy(DEMO / "golden.reference.yaml", tmp_path / "golden.reference.yaml")
+    app = build_app(LabelSettings(corpus=str(tmp_path / "corpus"),
+                                  golden=str(tmp_path / "golden.jsonl")), say=lambda _: None)
+    srv = LabelServer(0, app)
+    srv.RequestHandlerClass = _QuickTimeout
+    srv.start_background()
+    try:
+        yield srv
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def _stalled_post(srv: LabelServer, path: str, *, token: str) -> bytes:
+    """Headers announcing a 400-byte JSON body, 40 bytes of it, then silence: the answer
+    (read until the server closes the connection)."""
+    body = json.dumps({"question": "how long is the refund window", "evidence": []})
+    head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n"
+            f"Origin: http://127.0.0.1:{srv.port}\r\nX-Label-Token: {token}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 400\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
+        s.sendall(head.encode() + body.encode()[:40])
+        started = time.monotonic()
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+        assert time.monotonic() - started < 8
+    return answer
+
+
+@pytest.mark.parametrize("path", ["/api/items", "/api/items/q001", "/api/check"])
+@pytest.mark.parametrize("own_token", [True, False])
+def test_a_stalled_request_body_gets_408_and_writes_nothing(
+        server: LabelServer, capfd: pytest.CaptureFixture[str], path: str, own_token: bool
+) -> None:
+    golden = Path(server.app.store.path)  # type: ignore[union-attr]
+    before = golden.read_bytes()
+    token = server.app.token if own_token else "wrong"  # type: ignore[union-attr]
+    answer = _stalled_post(server, path, token=token)
+    status_line = answer.split(b"\r\n", 1)[0]
+    # A write without the page's token is refused before its body matters.
+    expected = b" 408 Request Timeout" if own_token else b" 403 Forbidden"
+    assert status_line.endswith(expected), answer[:300]
+    assert b"golden file" not in answer  # not "could not write the golden file"
+    assert golden.read_bytes() == before
+    assert "Traceback" not in capfd.readouterr().err
+    # The server still answers the next client.
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(f"GET /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+                  "Connection: close\r\n\r\n".encode())
+        assert s.recv(100).split(b"\r\n", 1)[0].endswith(b" 204 No Content")
