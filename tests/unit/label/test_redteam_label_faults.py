@@ -141,3 +141,21 @@ def test_a_stalled_request_body_gets_408_and_writes_nothing(
         s.sendall(f"GET /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
                   "Connection: close\r\n\r\n".encode())
         assert s.recv(100).split(b"\r\n", 1)[0].endswith(b" 204 No Content")
+
+
+def test_a_body_that_ends_early_gets_400_and_writes_nothing(server: LabelServer) -> None:
+    golden = Path(server.app.store.path)  # type: ignore[union-attr]
+    before = golden.read_bytes()
+    head = (f"POST /api/items HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+            f"Origin: http://127.0.0.1:{server.port}\r\n"
+            f"X-Label-Token: {server.app.token}\r\n"  # type: ignore[union-attr]
+            "Content-Type: application/json\r\nContent-Length: 400\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(head.encode() + b'{"question": "how long')
+        s.shutdown(socket.SHUT_WR)  # the client is done: 22 of the 400 bytes announced
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    assert answer.split(b"\r\n", 1)[0].endswith(b" 400 Bad Request")
+    assert b"ended after 22 of 400 bytes" in answer
+    assert golden.read_bytes() == before
