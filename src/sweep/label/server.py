@@ -47,6 +47,10 @@ class BodyTimeout(Exception):
     """The client announced a body and stopped sending it: answered 408, nothing written."""
 
 
+class ClientGone(Exception):
+    """The client reset the connection while sending its body: nothing written or answered."""
+
+
 class LabelServer(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -155,6 +159,8 @@ class LabelHandler(BaseHTTPRequestHandler):
             return self.rfile.read(length) if length > 0 else b""
         except TimeoutError:
             raise BodyTimeout from None
+        except ConnectionError:  # the client reset the connection: no one to answer
+            raise ClientGone from None
 
     def _body(self) -> Any:
         try:
@@ -182,7 +188,7 @@ class LabelHandler(BaseHTTPRequestHandler):
                 # Drain what was sent, so the client reads our answer instead of a reset.
                 try:
                     self._read(min(int(self.headers.get("Content-Length") or 0), MAX_BODY))
-                except (ValueError, BodyTimeout):
+                except (ValueError, BodyTimeout, ClientGone):
                     self.close_connection = True  # the rest of the body is never read
             self._error(HTTPStatus.FORBIDDEN, f"forbidden: {reason}")
             return False
@@ -292,6 +298,8 @@ class LabelHandler(BaseHTTPRequestHandler):
                     self._error(HTTPStatus.NOT_FOUND, "not found")
             else:
                 self._error(HTTPStatus.NOT_FOUND, "not found")
+        except ClientGone:
+            self.close_connection = True
         except BodyTimeout:
             # Nothing was parsed, so nothing was written; the connection cannot be reused
             # (the rest of the body may still arrive), so it is closed after the answer.

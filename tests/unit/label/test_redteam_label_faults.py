@@ -159,3 +159,25 @@ def test_a_body_that_ends_early_gets_400_and_writes_nothing(server: LabelServer)
     assert answer.split(b"\r\n", 1)[0].endswith(b" 400 Bad Request")
     assert b"ended after 22 of 400 bytes" in answer
     assert golden.read_bytes() == before
+
+
+def test_a_client_that_resets_mid_body_is_not_an_error(server: LabelServer,
+                                                        capfd: pytest.CaptureFixture[str],
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    import struct
+
+    golden = Path(server.app.store.path)  # type: ignore[union-attr]
+    before = golden.read_bytes()
+    head = (f"POST /api/items HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+            f"Origin: http://127.0.0.1:{server.port}\r\n"
+            f"X-Label-Token: {server.app.token}\r\n"  # type: ignore[union-attr]
+            "Content-Type: application/json\r\nContent-Length: 400\r\n\r\n")
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    s.sendall(head.encode() + b'{"question": "how long')
+    time.sleep(0.2)  # the server is now waiting for the rest of the body
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()  # linger 0: a reset, not an orderly close
+    time.sleep(1.5)  # past the server's 1 s timeout, so its thread has finished either way
+    assert golden.read_bytes() == before
+    assert "Traceback" not in capfd.readouterr().err
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
