@@ -165,7 +165,7 @@ def peak_rss_mb(args: list[str], cwd: Path) -> tuple[float, float]:
 
 def big_file(out: Path) -> None:
     """Memory on one big file (issue 14, item 3): `sweep validate` and a BM25 run on one
-    52 MB markdown file; before piecewise tokenisation they peaked at 8.4 and 8.6 GB."""
+    52 MB markdown file; before piecewise tokenisation they peaked at 8,179 and 8,389 MB."""
     if not HOMEBREW.is_dir():
         print("big_file: skipped (../shared/data/homebrew_docs missing)")
         return
