@@ -5,9 +5,11 @@ Imports COVID-QA from ../shared/data, runs a 12-configuration sweep (3 sizes x 2
 SentenceTransformer.encode of exactly the unique texts that sweep needed, runs the sweep again
 on the warm cache (sweep.force=true, so nothing is skipped), once more with rank-bm25 instead of
 bm25s, then the same sweep with the static model. The last lines are the figures, with the job
-time of both warm sweeps by stage; nothing here is asserted.
+time of both warm sweeps by stage; nothing here is asserted. Before them: the small-corpus lines
+(Homebrew docs) and the peak memory of `sweep validate` and a BM25 run on one 52 MB file.
 
-    python benchmarks/bench.py [--sizes 128,256,512] [--out .cache/bench]
+    python benchmarks/bench.py [--sizes 128,256,512] [--out .cache/bench] [--small-only]
+                               [--big-only]
 """
 
 from __future__ import annotations
@@ -120,13 +122,83 @@ def small(out: Path) -> None:
           f"gate_vs_hydra_help={gate_s / hydra_help_s:.2f}")
 
 
+BIG_MB = 52
+
+
+def make_big_file(folder: Path, mb: int = BIG_MB) -> tuple[Path, Path]:
+    """One markdown file of ``mb`` MB (the Homebrew docs repeated) with three unique sentences
+    at its start, middle and end, a golden set quoting them, and a reference chunking (so
+    `sweep validate` chunks the file too). Returns (corpus folder, golden file)."""
+    corpus = folder / "corpus"
+    corpus.mkdir(parents=True)
+    docs = "\n\n".join(p.read_text(encoding="utf-8") for p in sorted(HOMEBREW.rglob("*.md")))
+    size = mb * 1_000_000
+    body = (docs + "\n\n") * (size // (len(docs) + 2) + 1)
+    markers = [f"The zebra marker number {w}." for w in
+               ("one lives in the first part", "two lives near the middle",
+                "three lives at the end")]
+    mid = body.index("\n\n", size // 2)
+    text = (body[:1000] + f"\n\n{markers[0]}\n\n" + body[1000:mid]
+            + f"\n\n{markers[1]}\n\n" + body[mid:size] + f"\n\n{markers[2]}\n")
+    (corpus / "big.md").write_text(text, encoding="utf-8")
+    golden = folder / "golden.jsonl"
+    golden.write_text("".join(
+        json.dumps({"qid": f"q{i}", "question": f"where does zebra marker {i + 1} live?",
+                    "evidence": [{"path": "big.md", "quote": m}]}) + "\n"
+        for i, m in enumerate(markers)), encoding="utf-8")
+    (folder / "golden.reference.yaml").write_text(
+        "chunk:\n  boundary: heading\n  size: 256\n  overlap: 0\n  tokenizer: minilm\n")
+    return corpus, golden
+
+
+def peak_rss_mb(args: list[str], cwd: Path) -> tuple[float, float]:
+    """Peak RSS (MB) and wall seconds of one child process, from its own rusage (wait4)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, *args], cwd=cwd,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    err = proc.stderr.read()  # drained while it runs, so a chatty child never blocks
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"bench: {' '.join(args[:4])} failed:\n{err.decode()[-2000:]}")
+    return usage.ru_maxrss / 1024, wall  # Linux reports kilobytes
+
+
+def big_file(out: Path) -> None:
+    """Memory on one big file (issue 14, item 3): `sweep validate` and a BM25 run on one
+    52 MB markdown file; before piecewise tokenisation they peaked at 8,179 and 8,389 MB."""
+    if not HOMEBREW.is_dir():
+        print("big_file: skipped (../shared/data/homebrew_docs missing)")
+        return
+    corpus, golden = make_big_file(out / "big")
+    common = [f"corpus.path={corpus}", f"golden.path={golden}", f"cache.dir={out}/big-cache"]
+    validate_mb, validate_s = peak_rss_mb(["-m", "sweep.cli", "validate", *common], out)
+    bm25_mb, bm25_s = peak_rss_mb(["-m", "sweep", "retrieval=bm25", "eval.latency_sample=0",
+                                   f"tracking.uri=sqlite:///{out}/big-mlflow.db",
+                                   f"hydra.run.dir={out}/big-run", *common], out)
+    print(f"big_file_validate_peak_rss_mb={validate_mb:.0f} big_file_bm25_peak_rss_mb="
+          f"{bm25_mb:.0f}  (one {BIG_MB} MB markdown file; target <= 1500) "
+          f"validate_s={validate_s:.0f} bm25_s={bm25_s:.0f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="128,256,512")
     parser.add_argument("--out", default=str(ROOT / ".cache" / "bench"))
     parser.add_argument("--small-only", action="store_true",
                         help="only the small-corpus lines (Homebrew docs, the gate, --help)")
+    parser.add_argument("--big-only", action="store_true",
+                        help=f"only the big-file line (peak RSS on one {BIG_MB} MB markdown file)")
     args = parser.parse_args()
+    if args.big_only:
+        out = Path(args.out).resolve()
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        big_file(out)
+        return
     if not COVID.is_file():
         sys.exit(f"bench: COVID-QA not found at {COVID} (../shared/data is needed)")
     out = Path(args.out).resolve()
@@ -135,6 +207,7 @@ def main() -> None:
     small(out)
     if args.small_only:
         return
+    big_file(out)
     subprocess.run([sys.executable, "-m", "sweep.cli", "import", "squad", str(COVID), "--out",
                     str(out / "covid")], check=True, stdout=subprocess.DEVNULL)
 

@@ -6,6 +6,7 @@ import base64
 import gzip
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -14,6 +15,48 @@ from typing import Protocol
 import numpy as np
 
 from sweep.common.errors import SweepError
+
+# A long document is tokenised this many characters at a time (cut where a piece boundary cannot
+# change a token, see `piece_bounds`): one call with offsets on a 52 MB file held ~10 GB of
+# per-token objects at once (issue 14, item 3); a piece's are freed before the next is read.
+PIECE_CHARS = 1 << 20
+# A single space between two non-space characters. Every tokenizer here splits text into words
+# before merging sub-words and attaches such a space to the word after it (WordPiece drops it,
+# byte-level BPE and cl100k make it the word's first byte, Metaspace its "▁"), and none of their
+# pre-tokens holds a space after a non-space character, so tokenising text[:p] and text[p:]
+# apart gives exactly the tokens of text, shifted by p.
+_SAFE_CUT = re.compile(r"(?<=\S) (?=\S)")
+
+
+def piece_bounds(text: str, piece_chars: int | None = None) -> list[tuple[int, int]]:
+    """``[start, end)`` pieces tiling ``text``, each cut at the first safe point (a space
+    between two non-space characters) at or after ``piece_chars`` (default `PIECE_CHARS`)
+    characters; text without such a point stays one piece."""
+    piece_chars = piece_chars or PIECE_CHARS
+    bounds: list[tuple[int, int]] = []
+    start, n = 0, len(text)
+    while n - start > piece_chars:
+        m = _SAFE_CUT.search(text, start + piece_chars)
+        if m is None:
+            break
+        bounds.append((start, m.start()))
+        start = m.start()
+    bounds.append((start, n))
+    return bounds
+
+
+def piecewise_starts(text: str, starts_of: Callable[[str], np.ndarray],
+                     piece_chars: int | None = None) -> np.ndarray:
+    """``starts_of(text)``, computed piece by piece (`piece_bounds`) and shifted back."""
+    parts = [starts_of(text[a:b]) + a for a, b in piece_bounds(text, piece_chars)]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+# Text that exercises every way a piece boundary could change tokens: punctuation, digits,
+# contractions, runs of spaces and newlines, accents, CJK, a long word. A tokenizer whose
+# piecewise starts on it differ from its one-call starts is tokenised in one call.
+_PROBE = ("Hello world. It's  a test\n\n  of 1234567 tokens, ok?\tÜber-naïve wörds 東京 "
+          "here (quoted) x=y+z; supercalifragilisticexpialidocious end. \n  A  B  C last")
 
 
 class ChunkTokenizer(Protocol):
@@ -46,11 +89,22 @@ class HFTokenizer:
         self._tok.no_truncation()
         self._tok.no_padding()
 
-    def token_starts(self, text: str) -> np.ndarray:
+        # Piecewise is exact for the pre-tokenizers `_SAFE_CUT` describes; one that is not
+        # (no pre-tokenizer, a normalizer that strips leading spaces...) shows on the probe,
+        # cut at every safe point (pieces of one character end at the next one).
+        self._piecewise = np.array_equal(piecewise_starts(_PROBE, self._one_call, 1),
+                                         self._one_call(_PROBE))
+
+    def _one_call(self, text: str) -> np.ndarray:
         enc = self._tok.encode(text, add_special_tokens=False)
         starts = np.fromiter((s for s, e in enc.offsets if e > s), dtype=np.int64)
         # Sub-word pieces of one word can share a start after normalisation; keep order.
         return np.sort(starts, kind="stable")
+
+    def token_starts(self, text: str) -> np.ndarray:
+        if not self._piecewise:
+            return self._one_call(text)
+        return piecewise_starts(text, self._one_call)
 
 
 # cl100k_base, OpenAI's encoding for text-embedding-3-* and GPT-4: the pre-tokenizer pattern, the
@@ -98,13 +152,16 @@ class TiktokenTokenizer:
     def encode(self, text: str) -> list[int]:
         return self.encoding.encode_ordinary(text)
 
-    def count(self, text: str) -> int:
-        return len(self.encoding.encode_ordinary(text))
-
-    def token_starts(self, text: str) -> np.ndarray:
+    def _one_call(self, text: str) -> np.ndarray:
         ids = self.encoding.encode_ordinary(text)
         _, offsets = self.encoding.decode_with_offsets(ids)
         return np.asarray(offsets, dtype=np.int64)
+
+    def token_starts(self, text: str) -> np.ndarray:
+        return piecewise_starts(text, self._one_call)
+
+    def count(self, text: str) -> int:
+        return sum(len(self.encoding.encode_ordinary(text[a:b])) for a, b in piece_bounds(text))
 
 
 def cl100k_tokenizer() -> TiktokenTokenizer:

@@ -16,7 +16,14 @@ from typing import Any
 
 from sweep.cli.args import selection_args
 from sweep.common.errors import SweepError
-from sweep.decide.rerun import agreement, axes_key, experiment_files, rerun_command, run_configs
+from sweep.decide.rerun import (
+    agreement,
+    axes_key,
+    experiment_files,
+    input_change,
+    rerun_command,
+    run_configs,
+)
 from sweep.decide.table import default_sections, default_uri, load_table, lower_is_better
 from sweep.outputs.report import format_value
 
@@ -71,6 +78,10 @@ def _report_agreement(coarse: Any, chosen: Sequence[Mapping[str, Any]], fine: An
     new = {axes_key(r["params"], swept): r for r in fine.rows}
     values = {k: float(new[k][fine.metric]) for k in old
               if k in new and new[k].get(fine.metric) is not None}
+    # A corpus or golden set edited since the first sweep makes the comparison meaningless.
+    changed = input_change(chosen, [new[k] for k in old if k in new])
+    if changed:
+        print(changed, file=sys.stderr)
     print(f"\nranking before -> after ({fine.metric}):")
     for i, k in enumerate(old, start=1):
         r = new.get(k)

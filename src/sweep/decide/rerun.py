@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from sweep.common.errors import SweepError
+from sweep.config.identity import INPUT_SECTIONS
 from sweep.decide.table import winner_name, winner_sections, winner_yaml
 from sweep.outputs import tracking
 
@@ -111,3 +112,27 @@ def axes_key(params: Mapping[str, Any], swept: Sequence[str]) -> str:
     """A configuration named by its values on the sweep's axes (matches runs across sweeps)."""
     return ", ".join(f"{p}={params.get(p)}" for p in swept)
 
+
+
+_INPUT_NAMES = {"corpus": "corpus", "golden": "golden set"}
+
+
+def input_change(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]
+                 ) -> str | None:
+    """One line naming each input (corpus, golden set) whose content fingerprint differs
+    between the re-run configurations before and after, or None when they scored the same
+    inputs (or a side has no fingerprints: runs logged before they were tagged)."""
+    def fingerprints(rows: Sequence[Mapping[str, Any]], name: str) -> set[str]:
+        return {fp for r in rows if (fp := (r.get("inputs") or {}).get(name))}
+
+    changes = []
+    for name in INPUT_SECTIONS:
+        old, new = fingerprints(before, name), fingerprints(after, name)
+        if old and new and old != new:
+            changes.append(f"{_INPUT_NAMES.get(name, name)} "
+                           f"{','.join(sorted(f[:12] for f in old))} -> "
+                           f"{','.join(sorted(f[:12] for f in new))}")
+    if not changes:
+        return None
+    return ("warning: the re-run scored different inputs than the sweep it re-ranks ("
+            + "; ".join(changes) + "): before and after are not comparable")

@@ -26,7 +26,7 @@ import yaml
 from sweep.common.errors import SweepError
 from sweep.common.files import atomic_write
 from sweep.common.paths import PROJECT_ROOT
-from sweep.config.identity import RESULT_SECTIONS
+from sweep.config.identity import INPUT_SECTIONS, RESULT_SECTIONS
 from sweep.outputs import tracking
 from sweep.outputs.report import (
     differing_keys,
@@ -354,6 +354,9 @@ def finished_records(uri: str, parent: Mapping[str, Any]) -> tuple[list[dict[str
         rec: dict[str, Any] = {"run_id": r["run_id"],
                                "params": {c[len("params."):]: r[c] for c in param_cols
                                           if isinstance(r[c], str)}}
+        # The content fingerprints of the corpus and golden set the run scored (its tags).
+        rec["inputs"] = {name: fp for name in INPUT_SECTIONS
+                         if isinstance(fp := r.get(f"tags.{name}_fingerprint"), str) and fp}
         for m in metric_cols:
             v = r[f"metrics.{m}"]
             rec[m] = None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)

@@ -306,8 +306,12 @@ class Embedder:
             tokenizer = getattr(self.model, "tokenizer", None)
             if tokenizer is None or not callable(tokenizer):
                 raise _NoTokenizer
-            ids = tokenizer(todo, add_special_tokens=True, truncation=False)["input_ids"]
-            return [len(x) for x in ids]
+            lengths: list[int] = []
+            for i in range(0, len(todo), TOKENIZE_BATCH):
+                ids = tokenizer(todo[i:i + TOKENIZE_BATCH], add_special_tokens=True,
+                                truncation=False)["input_ids"]
+                lengths.extend(len(x) for x in ids)
+            return lengths
 
         disk = self.cache
         try:
@@ -333,10 +337,14 @@ class Embedder:
             return out
 
         def run_offsets(todo: list[str]) -> list[float]:
-            enc = self.model.tokenizer(todo, add_special_tokens=True, truncation=True,
-                                       max_length=limit, return_offsets_mapping=True)
-            return [float(max((int(e) for _, e in offsets), default=0))
-                    for offsets in enc["offset_mapping"]]
+            kept: list[float] = []
+            for i in range(0, len(todo), TOKENIZE_BATCH):
+                enc = self.model.tokenizer(todo[i:i + TOKENIZE_BATCH], add_special_tokens=True,
+                                           truncation=True, max_length=limit,
+                                           return_offsets_mapping=True)
+                kept.extend(float(max((int(e) for _, e in offsets), default=0))
+                            for offsets in enc["offset_mapping"])
+            return kept
 
         disk = self.cache
         try:
@@ -352,6 +360,9 @@ class Embedder:
 
 
 V = TypeVar("V")
+# Texts per tokenizer call in the truncation check: one call over the 69k chunks of a 52 MB
+# document held every encoding (ids, offsets, tokens) at once, gigabytes (issue 14, item 3).
+TOKENIZE_BATCH = 2048
 
 
 def tiered(texts: list[str], memory: dict[bytes, V],

@@ -43,6 +43,14 @@ DEFAULT_PORT = 8765
 MAX_BODY = 1_000_000
 
 
+class BodyTimeout(Exception):
+    """The client announced a body and stopped sending it: answered 408, nothing written."""
+
+
+class ClientGone(Exception):
+    """The client reset the connection while sending its body: nothing written or answered."""
+
+
 class LabelServer(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -101,9 +109,12 @@ class LabelHandler(BaseHTTPRequestHandler):
                          f"default-src 'none'; script-src {src}; style-src {src}; "
                          "img-src 'self' data:; connect-src 'self'; base-uri 'none'; "
                          "form-action 'self'; frame-ancestors 'none'")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        try:
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client left before its answer: not our error
 
     def _json(self, status: int, data: Any) -> None:
         self._send(status, json.dumps(data).encode("utf-8"), "application/json; charset=utf-8")
@@ -141,6 +152,16 @@ class LabelHandler(BaseHTTPRequestHandler):
                 return "the body must be application/json"
         return None
 
+    def _read(self, length: int) -> bytes:
+        """``length`` bytes of the body (fewer if the client closed); `BodyTimeout` when the
+        client stops sending for `timeout` seconds."""
+        try:
+            return self.rfile.read(length) if length > 0 else b""
+        except TimeoutError:
+            raise BodyTimeout from None
+        except ConnectionError:  # the client reset the connection: no one to answer
+            raise ClientGone from None
+
     def _body(self) -> Any:
         try:
             length = int(self.headers.get("Content-Length") or 0)
@@ -148,7 +169,10 @@ class LabelHandler(BaseHTTPRequestHandler):
             raise SweepError("bad Content-Length") from None
         if length > MAX_BODY:
             raise SweepError(f"request body larger than {MAX_BODY} bytes")
-        raw = self.rfile.read(length) if length > 0 else b""
+        raw = self._read(length)
+        if len(raw) < length:
+            raise SweepError(f"the request body ended after {len(raw)} of {length} bytes; "
+                             "nothing was saved")
         try:
             return json.loads(raw.decode("utf-8") or "null")
         except (UnicodeDecodeError, json.JSONDecodeError):
@@ -163,10 +187,9 @@ class LabelHandler(BaseHTTPRequestHandler):
             if writing:
                 # Drain what was sent, so the client reads our answer instead of a reset.
                 try:
-                    length = min(int(self.headers.get("Content-Length") or 0), MAX_BODY)
-                    self.rfile.read(length)
-                except ValueError:
-                    pass
+                    self._read(min(int(self.headers.get("Content-Length") or 0), MAX_BODY))
+                except (ValueError, BodyTimeout, ClientGone):
+                    self.close_connection = True  # the rest of the body is never read
             self._error(HTTPStatus.FORBIDDEN, f"forbidden: {reason}")
             return False
         return True
@@ -275,6 +298,15 @@ class LabelHandler(BaseHTTPRequestHandler):
                     self._error(HTTPStatus.NOT_FOUND, "not found")
             else:
                 self._error(HTTPStatus.NOT_FOUND, "not found")
+        except ClientGone:
+            self.close_connection = True
+        except BodyTimeout:
+            # Nothing was parsed, so nothing was written; the connection cannot be reused
+            # (the rest of the body may still arrive), so it is closed after the answer.
+            self.close_connection = True
+            self._error(HTTPStatus.REQUEST_TIMEOUT,
+                        f"the request body did not arrive within {self.timeout} s; "
+                        "nothing was saved")
         except StaleError as exc:
             self._error(HTTPStatus.CONFLICT, str(exc))
         except SweepError as exc:

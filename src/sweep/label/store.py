@@ -9,6 +9,11 @@ Two guarantees, because a golden set is hours of hand work:
   folder, ``fsync``s it, and ``os.replace``s it over the old one (then ``fsync``s the
   folder). A crash at any point leaves either the old file or the new one, never a mix.
 
+Every write (append, edit, delete) holds a lock on ``.<name>.lock`` beside the real file, taken
+by every process (`filelock`), and reads the file again under it: two ``sweep label`` pages on
+one golden file, or a page and a script using this class, never drop each other's lines (an
+edit that read the file before another process appended and then replaced it would).
+
 Every other line is kept byte for byte, malformed ones included: the page must not "clean
 up" what it does not understand. Edits name the line they change by its qid and a digest of
 its text as the page saw it, so a line changed on disk in the meantime is not overwritten.
@@ -22,13 +27,20 @@ import os
 import re
 import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock, Timeout
+
 from sweep.common.errors import SweepError
 from sweep.common.files import atomic_write, fsync_dir
 from sweep.data.golden import KNOWN_FIELDS, parse_golden_lines
+
+# Seconds a write waits for another process's write to the same file before giving up.
+LOCK_TIMEOUT_S = 30
 
 # Field order of a written line: the seed format first, as in data/demo/golden.jsonl.
 FIELD_ORDER = ("qid", "question", "relevant_chunk_ids", "answer_must_mention",
@@ -93,6 +105,9 @@ class GoldenFile:
         self.path = Path(os.path.realpath(path))
         self.shown_path = Path(path)
         self._lock = threading.Lock()
+        # On the real path, so two processes reaching the file through different links share it.
+        self._file_lock = FileLock(str(self.path.with_name(f".{self.path.name}.lock")),
+                                   timeout=LOCK_TIMEOUT_S)
         if self.path.is_dir():
             raise SweepError(f"golden.path is a folder, not a JSONL file: {path}")
         if not self.path.parent.is_dir():
@@ -152,6 +167,20 @@ class GoldenFile:
 
     # ------------------------------------------------------------------ writing
 
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Held around every write: this process's threads, then every other process."""
+        with self._lock:
+            try:
+                self._file_lock.acquire()
+            except Timeout:
+                raise SweepError(f"{self.shown_path}: another process has been writing it for "
+                                 f"{LOCK_TIMEOUT_S} s; nothing was saved, try again") from None
+            try:
+                yield
+            finally:
+                self._file_lock.release()
+
     def _check(self, obj: dict[str, Any]) -> str:
         """The line for ``obj``, or a `SweepError` with the first problem the parser finds."""
         unknown = sorted(set(obj) - KNOWN_FIELDS)
@@ -168,7 +197,7 @@ class GoldenFile:
     def append(self, obj: dict[str, Any]) -> Entry:
         """Add one item at the end; its qid must be new."""
         line = self._check(obj)
-        with self._lock:
+        with self._writing():
             if str(obj["qid"]) in self.qids():
                 raise SweepError(f"qid {obj['qid']!r} is already in {self.shown_path}")
             append_bytes(self.path, line.encode("utf-8") + b"\n")
@@ -201,7 +230,7 @@ class GoldenFile:
     def replace(self, qid: str, digest: str, obj: dict[str, Any]) -> Entry:
         """Rewrite the line of ``qid`` (as seen with ``digest``) with ``obj``."""
         line = self._check(obj)
-        with self._lock:
+        with self._writing():
             entries = self.entries()
             target = self._find(entries, qid, digest)
             new_qid = str(obj["qid"])
@@ -215,6 +244,6 @@ class GoldenFile:
 
     def delete(self, qid: str, digest: str) -> None:
         """Remove the line of ``qid`` (as seen with ``digest``)."""
-        with self._lock:
+        with self._writing():
             target = self._find(self.entries(), qid, digest)
             self._rewrite(target, None)

@@ -154,7 +154,9 @@ def test_crash_before_the_rename_leaves_the_old_file_intact(
             gf.delete("q002", digest)
     monkeypatch.undo()
     assert golden_file.read_bytes() == before
-    assert sorted(p.name for p in golden_file.parent.iterdir()) == ["golden.jsonl"]  # no temp
+    # No temp file left; the empty lock file every writer shares stays (see store.py).
+    assert sorted(p.name for p in golden_file.parent.iterdir()) == [".golden.jsonl.lock",
+                                                                     "golden.jsonl"]
 
 
 def test_edit_of_a_line_changed_on_disk_is_refused(golden_file: Path) -> None:
