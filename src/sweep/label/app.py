@@ -22,7 +22,7 @@ import yaml
 
 from sweep.chunking.chunkers import Chunk, ChunkSpec
 from sweep.common.errors import SweepError
-from sweep.data.corpus import Document, corpus_fingerprint, load_corpus
+from sweep.data.corpus import DEFAULT_MAX_FILE_MB, Document, corpus_fingerprint, load_corpus
 from sweep.data.golden import load_golden, load_reference, reference_path
 from sweep.data.validate import NumberIndex, check_golden
 from sweep.evaluation.relevance import CorpusIndex, resolve_item
@@ -44,6 +44,7 @@ class LabelSettings:
     golden: str
     extensions: Sequence[str] = (".md", ".markdown", ".txt")
     on_error: str = "raise"
+    max_file_mb: float = DEFAULT_MAX_FILE_MB  # corpus.max_file_mb: refused as in a run
     # Format -> parser, as the sweep reads the corpus: a quote saved from the page is then
     # exact in a sweep with the same parser.
     parsers: Mapping[str, str] = field(default_factory=dict)
@@ -518,7 +519,7 @@ def build_app(settings: LabelSettings, *, dense_spec: Any = None, cache_dir: str
     t0 = time.perf_counter()
     docs = load_corpus(settings.corpus, extensions=settings.extensions,
                        on_error=settings.on_error, parsers=settings.parsers,
-                       cache_dir=settings.cache_dir)
+                       cache_dir=settings.cache_dir, max_file_mb=settings.max_file_mb)
     store = GoldenFile(settings.golden)
     ref_file = reference_path(store.path)
     if ref_file.exists():

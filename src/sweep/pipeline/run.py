@@ -124,7 +124,8 @@ def clear_memo() -> None:
 
 def _corpus_key(cfg: Config) -> tuple:
     return (str(Path(cfg.corpus.path).resolve()), cfg.corpus.on_error,
-            tuple(cfg.corpus.extensions), tuple(sorted(corpus_parsers(cfg).items())))
+            tuple(cfg.corpus.extensions), tuple(sorted(corpus_parsers(cfg).items())),
+            cfg.corpus.max_file_mb)
 
 
 def load_corpus_cached(cfg: Config) -> tuple[list[Document], str]:
@@ -136,7 +137,7 @@ def load_corpus_cached(cfg: Config) -> tuple[list[Document], str]:
         docs = load_corpus(cfg.corpus.path, extensions=cfg.corpus.extensions,
                            on_error=cfg.corpus.on_error, parsers=corpus_parsers(cfg),
                            cache_dir=cfg.cache.dir if cfg.cache.enabled else None,
-                           parse_log=records)
+                           parse_log=records, max_file_mb=cfg.corpus.max_file_mb)
         if records:
             parsed = [r for r in records if not r.cached]
             log.info("parsed %d of %d files in %.1f s (%d from the parse cache)", len(parsed),
