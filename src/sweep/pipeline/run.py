@@ -419,7 +419,9 @@ def miss_analysis(resolved: list[ResolvedItem], rows: list[dict[str, Any]], chun
     spans = [r.spans for r in resolved]
     counts = diagnose_misses(rows, spans, chunks, prompt_k, cuts, embedder is not None)
     texts = {d.doc_id: d.text for d in docs}
-    views = miss_views(rows, spans, chunks, texts, rankings, diagnostics, prompt_k, cuts)
+    pages = {d.doc_id: d.pages for d in docs if d.pages}
+    views = miss_views(rows, spans, chunks, texts, rankings, diagnostics, prompt_k, cuts,
+                       pages=pages)
     return MissAnalysis(counts, views)
 
 
@@ -555,8 +557,9 @@ def row_lists(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def add_pages(rows: list[dict[str, Any]], resolved: list[ResolvedItem],
               rankings: list[Ranking], chunks: list[Chunk], docs: list[Document]) -> None:
-    """For PDFs, the page of each question's first evidence span and of its top chunk, so
-    per_question.csv can say "page 41"."""
+    """For PDFs, the page of each question's first evidence span, of its top chunk and of
+    its first relevant chunk (the one ``first_relevant_rank`` counts), so per_question.csv
+    can say "page 41"."""
     by_id = {d.doc_id: d for d in docs if d.pages}
     if not by_id:
         return
@@ -566,6 +569,11 @@ def add_pages(rows: list[dict[str, Any]], resolved: list[ResolvedItem],
         if ranking.indices and chunks[ranking.indices[0]].doc_id in by_id:
             top = chunks[ranking.indices[0]]
             row["top_chunk_page"] = by_id[top.doc_id].page_at(top.start)
+        relevant = set(str(row.get("relevant_ids") or "").split())
+        first = next((chunks[i] for i in ranking.indices if chunks[i].chunk_id in relevant),
+                     None)
+        if first is not None and first.doc_id in by_id:
+            row["first_relevant_page"] = by_id[first.doc_id].page_at(first.start)
 
 
 def gen_items(result: JobResult, prompt_k: int, docs: list[Document], limit: int = 0
