@@ -38,6 +38,16 @@ MAX_MENTIONS = 50
 MAX_TEXT = 10_000  # characters of a question, a note or a mention
 
 
+def page_label(doc: Document, start: int, end: int) -> str:
+    """"page 41" or "pages 41-42" for a span of a PDF document ("" for other formats): the
+    page map comes from the parser (`Document.pages`), as in per_question.csv."""
+    first = doc.page_at(start)
+    if first is None:
+        return ""
+    last = doc.page_at(max(start, end - 1)) or first
+    return f"page {first}" if last == first else f"pages {first}\u2013{last}"
+
+
 @dataclass
 class LabelSettings:
     corpus: str
@@ -91,6 +101,7 @@ class ItemRow:
     warnings: list[str]
     rank: str
     rank_title: str
+    pages: tuple[str, ...] = ()  # "book.pdf page 41" for each evidence span on a PDF
 
 
 def _num(value: Any) -> float | None:
@@ -338,6 +349,7 @@ class LabelApp:
         return {"doc_id": span.doc.doc_id, "path": span.doc.source, "title": span.doc.title,
                 "start": span.start, "end": span.end, "quote": span.quote,
                 "heading_path": list(section.heading_path) if section else [],
+                "page": page_label(span.doc, span.start, span.end),
                 "chunk_ids": self.chunk_ids_for([span]),
                 "occurrences": len(occurrences(self.docs, span.quote))}
 
@@ -385,6 +397,8 @@ class LabelApp:
         return {"qid": entry.qid, "lineno": entry.lineno, "digest": entry.digest,
                 "line": entry.raw.decode("utf-8"), "file": str(self.store.shown_path),
                 "next_qid": self.store.next_qid(),
+                "pages": [f"{s.doc.source} {page_label(s.doc, s.start, s.end)}"
+                          for s in spans if s.doc.pages],
                 "warnings": [w.message for w in warnings]}
 
     def _entry(self, qid: str, digest: str) -> Entry:
@@ -483,7 +497,10 @@ class LabelApp:
             else:
                 resolves, text = "no", "orphan: nothing places its answer"
             rank, title = self._rank_cell(entry, ranks)
-            rows.append(ItemRow(entry, resolves, text, errors, warnings, rank, title))
+            pages = tuple(f"{self.by_id[d].source} {page_label(self.by_id[d], a, b)}"
+                          for d, a, b in (r.spans if r is not None else ())
+                          if d in self.by_id and self.by_id[d].pages)
+            rows.append(ItemRow(entry, resolves, text, errors, warnings, rank, title, pages))
         return rows, []
 
     def _covering(self, spans: Sequence[tuple[str, int, int]]) -> list[str]:
