@@ -213,6 +213,14 @@ def truncated_docx(ws: Workspace) -> None:
     ws.add_doc("cut.docx", data[: len(data) // 2])
 
 
+def huge_pdf(ws: Workspace) -> None:
+    """A 200 MB PDF, sparse on disk (a PDF header, then a hole): the size limit must refuse
+    it from its size alone, so the test costs no disk and no parse."""
+    path = ws.add_doc("scans/big.pdf", make_pdf(PDF_PAGES))
+    with path.open("r+b") as f:
+        f.truncate(200_000_000)
+
+
 def html_named_pdf(ws: Workspace) -> None:
     ws.add_doc("fake.pdf", "<!DOCTYPE html><html><body><p>Not a PDF.</p></body></html>")
 
@@ -392,6 +400,18 @@ CASES = [
       ["error:", "{corpus}/cut.pdf", "truncated or corrupt PDF"]),
     C("pdf-truncated-skip", truncated_pdf, V, ["corpus.on_error=skip"], 0,
       ["skipped", "{corpus}/cut.pdf", "truncated"], also=["OK:", "against 2 documents"]),
+    C("pdf-over-size-limit", huge_pdf, V, [], 1,
+      ["error:", "{corpus}/scans/big.pdf", "200 MB (200,000,000 bytes)",
+       "corpus.max_file_mb=100"], max_seconds=60),
+    C("pdf-over-size-limit-run", huge_pdf, R, [], 1,
+      ["error:", "{corpus}/scans/big.pdf", "200 MB", "corpus.max_file_mb=100"], max_seconds=60),
+    C("pdf-over-size-limit-custom", huge_pdf, V, ["corpus.max_file_mb=150"], 1,
+      ["error:", "{corpus}/scans/big.pdf", "corpus.max_file_mb=150"]),
+    C("pdf-over-size-limit-skip", huge_pdf, V, ["corpus.on_error=skip"], 0,
+      ["skipped", "{corpus}/scans/big.pdf", "200 MB", "corpus.max_file_mb=100"],
+      also=["OK:", "against 2 documents"], max_seconds=60),
+    C("corpus-max-file-mb-negative", None, V, ["corpus.max_file_mb=-1"], 1,
+      ["corpus.max_file_mb=-1", ">= 0"]),
     C("docx-truncated", truncated_docx, V, [], 1,
       ["error:", "{corpus}/cut.docx", "truncated or corrupt Word document"]),
     C("docx-truncated-markitdown", truncated_docx, V, ["corpus.docx_parser=markitdown"], 1,

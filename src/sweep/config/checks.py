@@ -25,6 +25,9 @@ def check_config(cfg: Config) -> None:
                              f"{cfg.chunk.boundary.value} takes no overlap (set chunk.overlap=0)")
     if cfg.corpus.on_error not in ("raise", "skip"):
         raise SweepError(f"corpus.on_error={cfg.corpus.on_error!r} is not one of raise, skip")
+    if not cfg.corpus.max_file_mb >= 0:  # also refuses NaN
+        raise SweepError(f"corpus.max_file_mb={cfg.corpus.max_file_mb} must be >= 0 "
+                         "(0 = no limit)")
     if not cfg.eval.k or any(k < 1 for k in cfg.eval.k):
         raise SweepError(f"eval.k={list(cfg.eval.k)} must be a non-empty list of integers >= 1")
     if cfg.eval.prompt_k < 1:

@@ -30,7 +30,8 @@ INPUT_SECTIONS: tuple[str, ...] = ("corpus", "golden")
 INPUT_KEYS: Mapping[str, Mapping[str, str]] = {
     "corpus": {"name": "label", "path": "fingerprint", "on_error": "fingerprint",
                "extensions": "fingerprint", "pdf_parser": "fingerprint",
-               "html_parser": "fingerprint", "docx_parser": "fingerprint"},
+               "html_parser": "fingerprint", "docx_parser": "fingerprint",
+               "max_file_mb": "fingerprint"},
     "golden": {"name": "label", "path": "fingerprint"},
 }
 

@@ -112,6 +112,9 @@ class CorpusConfig:
     pdf_parser: PdfParser = PdfParser.pdfplumber
     html_parser: HtmlParser = HtmlParser.trafilatura
     docx_parser: DocxParser = DocxParser.python_docx
+    # Files larger than this (megabytes of 10^6 bytes; 0 = no limit) are refused before they
+    # are read, or skipped with on_error=skip: a 200 MB PDF is a scan or a dump, not help text.
+    max_file_mb: float = 100.0
 
 
 @dataclass

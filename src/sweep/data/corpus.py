@@ -24,6 +24,10 @@ log = logging.getLogger(__name__)
 DEFAULT_EXTENSIONS = (".md", ".markdown", ".txt", ".pdf", ".html", ".htm", ".docx")
 # A file this large is almost always a mistake (a log, a dump) and would dominate the sweep.
 HUGE_FILE_BYTES = 50_000_000
+# Files over this size are refused before they are read (corpus.max_file_mb): a 200 MB PDF
+# would be read whole into memory and parsed for many minutes, for a document that is almost
+# certainly a scan or a dump, not help text.
+DEFAULT_MAX_FILE_MB = 100.0
 
 
 @dataclass(frozen=True)
@@ -214,6 +218,7 @@ def load_corpus(
     parsers: Mapping[str, str] | None = None,
     cache_dir: str | Path | None = None,
     parse_log: list | None = None,
+    max_file_mb: float = DEFAULT_MAX_FILE_MB,
 ) -> list[Document]:
     """Every file under ``root`` (recursively) with one of ``extensions``, sorted by path.
 
@@ -221,7 +226,9 @@ def load_corpus(
     for their format (``{"pdf": "pypdf"}``; the default otherwise), through the parse cache in
     ``cache_dir`` when given; one `ParseRecord` per such file is appended to ``parse_log``.
     ``on_error="skip"`` turns unreadable, undecodable or unparsable files into warnings; empty
-    files are always skipped with a warning (they can hold no evidence).
+    files are always skipped with a warning (they can hold no evidence). A file over
+    ``max_file_mb`` megabytes (10^6 bytes; 0 = no limit) is refused, or skipped with
+    ``on_error="skip"``, from its size alone: it is never read.
     """
     from sweep.data.parsers import FORMATS, ParseCache, get_parser, parse_file, sniff
 
@@ -251,6 +258,11 @@ def load_corpus(
         fmt = FORMATS.get(path.suffix.lower())
         try:
             size = path.stat().st_size
+            if max_file_mb and size > max_file_mb * 1e6:
+                raise SweepError(f"{path}: {size / 1e6:,.0f} MB ({size:,} bytes) is over the "
+                                 f"size limit corpus.max_file_mb={max_file_mb:g}",
+                                 hint="raise corpus.max_file_mb, remove the file, or set "
+                                 "corpus.on_error=skip")
             if size > HUGE_FILE_BYTES:
                 log.warning("%s: %.0f MB is unusually large for a corpus document", path, size / 1e6)
             data = path.read_bytes()

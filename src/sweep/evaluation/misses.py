@@ -25,6 +25,7 @@ ranked list, so the same inputs always give the same cause.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -152,15 +153,23 @@ def miss_views(rows: Sequence[Mapping[str, Any]], spans_by_row: Sequence[Sequenc
                chunks: Sequence[Chunk], texts: Mapping[str, str],
                rankings: Sequence[Any], diagnostics: Mapping[str, Sequence[Any]],
                prompt_k: int, cuts: Mapping[str, int], context: int = 240,
-               top: int | None = None) -> list[dict[str, Any]]:
+               top: int | None = None, pages: Mapping[str, Sequence[int]] | None = None
+               ) -> list[dict[str, Any]]:
     """Plain data for the per-question view: the question, its cause, the top list with who
     found each chunk, and each evidence passage with the chunk boundaries around it.
 
     ``texts`` maps doc_id to document text; ``rankings`` are the final rankings (chunk indices
     and scores); ``diagnostics`` the dense and BM25 lists of the same questions. Only a window
     of ``context`` characters around each evidence span is kept, so the view of a large corpus
-    stays small.
+    stays small. ``pages`` maps the doc_id of a PDF to the offset where each page starts:
+    its hits and passages then name their page ("page" is None elsewhere).
     """
+    pages = pages or {}
+
+    def page(doc_id: str, offset: int) -> int | None:
+        starts = pages.get(doc_id)
+        return max(1, bisect_right(starts, offset)) if starts else None
+
     top = top or prompt_k
     by_doc: dict[str, list[Chunk]] = {}
     for c in chunks:
@@ -183,6 +192,7 @@ def miss_views(rows: Sequence[Mapping[str, Any]], spans_by_row: Sequence[Sequenc
             hits.append({"rank": rank, "chunk_id": c.chunk_id, "score": float(score),
                          "found_by": "+".join(by), "relevant": c.chunk_id in relevant,
                          "n_tokens": c.n_tokens, "heading": " > ".join(c.heading_path),
+                         "page": page(c.doc_id, c.start),
                          **{f"{name}_rank": rk.get(i) for name, rk in ranks.items()}})
         passages = []
         for doc_id, s, e in spans:
@@ -197,7 +207,8 @@ def miss_views(rows: Sequence[Mapping[str, Any]], spans_by_row: Sequence[Sequenc
                              "header": c.embed_text[: len(c.embed_text) - len(c.text)].strip(),
                              "relevant": c.chunk_id in relevant,
                              "cut": cuts.get(c.chunk_id)})
-            passages.append({"doc_id": doc_id, "window": [w0, w1], "evidence": [s, e],
+            passages.append({"doc_id": doc_id, "page": page(doc_id, s),
+                             "window": [w0, w1], "evidence": [s, e],
                              "text": text[w0:w1], "chunks": segs})
         views.append({
             "qid": row.get("qid"), "question": row.get("question"),

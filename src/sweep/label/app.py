@@ -22,7 +22,7 @@ import yaml
 
 from sweep.chunking.chunkers import Chunk, ChunkSpec
 from sweep.common.errors import SweepError
-from sweep.data.corpus import Document, corpus_fingerprint, load_corpus
+from sweep.data.corpus import DEFAULT_MAX_FILE_MB, Document, corpus_fingerprint, load_corpus
 from sweep.data.golden import load_golden, load_reference, reference_path
 from sweep.data.validate import NumberIndex, check_golden
 from sweep.evaluation.relevance import CorpusIndex, resolve_item
@@ -38,12 +38,23 @@ MAX_MENTIONS = 50
 MAX_TEXT = 10_000  # characters of a question, a note or a mention
 
 
+def page_label(doc: Document, start: int, end: int) -> str:
+    """"page 41" or "pages 41-42" for a span of a PDF document ("" for other formats): the
+    page map comes from the parser (`Document.pages`), as in per_question.csv."""
+    first = doc.page_at(start)
+    if first is None:
+        return ""
+    last = doc.page_at(max(start, end - 1)) or first
+    return f"page {first}" if last == first else f"pages {first}\u2013{last}"
+
+
 @dataclass
 class LabelSettings:
     corpus: str
     golden: str
     extensions: Sequence[str] = (".md", ".markdown", ".txt")
     on_error: str = "raise"
+    max_file_mb: float = DEFAULT_MAX_FILE_MB  # corpus.max_file_mb: refused as in a run
     # Format -> parser, as the sweep reads the corpus: a quote saved from the page is then
     # exact in a sweep with the same parser.
     parsers: Mapping[str, str] = field(default_factory=dict)
@@ -90,6 +101,7 @@ class ItemRow:
     warnings: list[str]
     rank: str
     rank_title: str
+    pages: tuple[str, ...] = ()  # "book.pdf page 41" for each evidence span on a PDF
 
 
 def _num(value: Any) -> float | None:
@@ -337,6 +349,7 @@ class LabelApp:
         return {"doc_id": span.doc.doc_id, "path": span.doc.source, "title": span.doc.title,
                 "start": span.start, "end": span.end, "quote": span.quote,
                 "heading_path": list(section.heading_path) if section else [],
+                "page": page_label(span.doc, span.start, span.end),
                 "chunk_ids": self.chunk_ids_for([span]),
                 "occurrences": len(occurrences(self.docs, span.quote))}
 
@@ -384,6 +397,8 @@ class LabelApp:
         return {"qid": entry.qid, "lineno": entry.lineno, "digest": entry.digest,
                 "line": entry.raw.decode("utf-8"), "file": str(self.store.shown_path),
                 "next_qid": self.store.next_qid(),
+                "pages": [f"{s.doc.source} {page_label(s.doc, s.start, s.end)}"
+                          for s in spans if s.doc.pages],
                 "warnings": [w.message for w in warnings]}
 
     def _entry(self, qid: str, digest: str) -> Entry:
@@ -482,7 +497,10 @@ class LabelApp:
             else:
                 resolves, text = "no", "orphan: nothing places its answer"
             rank, title = self._rank_cell(entry, ranks)
-            rows.append(ItemRow(entry, resolves, text, errors, warnings, rank, title))
+            pages = tuple(f"{self.by_id[d].source} {page_label(self.by_id[d], a, b)}"
+                          for d, a, b in (r.spans if r is not None else ())
+                          if d in self.by_id and self.by_id[d].pages)
+            rows.append(ItemRow(entry, resolves, text, errors, warnings, rank, title, pages))
         return rows, []
 
     def _covering(self, spans: Sequence[tuple[str, int, int]]) -> list[str]:
@@ -518,7 +536,7 @@ def build_app(settings: LabelSettings, *, dense_spec: Any = None, cache_dir: str
     t0 = time.perf_counter()
     docs = load_corpus(settings.corpus, extensions=settings.extensions,
                        on_error=settings.on_error, parsers=settings.parsers,
-                       cache_dir=settings.cache_dir)
+                       cache_dir=settings.cache_dir, max_file_mb=settings.max_file_mb)
     store = GoldenFile(settings.golden)
     ref_file = reference_path(store.path)
     if ref_file.exists():

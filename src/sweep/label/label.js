@@ -184,7 +184,7 @@
     const list = $("evidence-list");
     list.replaceChildren();
     items.forEach((ev, i) => {
-      const where = [ev.path, ev.heading_path.join(" › "), ev.chunk_ids.join(" ")].filter(Boolean).join(" · ");
+      const where = [ev.path, ev.page, ev.heading_path.join(" › "), ev.chunk_ids.join(" ")].filter(Boolean).join(" · ");
       list.append(el("li", { class: "evidence", "data-doc": ev.doc_id },
         el("b", {}, ev.title), " ", el("span", { class: "where" }, where),
         el("blockquote", {}, ev.quote),
@@ -240,7 +240,8 @@
       const r = await api("POST", url, body);
       $("line-preview").textContent = r.line;
       const warned = r.warnings.length ? ` ${r.warnings.length} warning(s) kept.` : "";
-      setStatus(`Saved ${r.qid} to ${r.file} (line ${r.lineno}).${warned}`, "good");
+      const pages = r.pages && r.pages.length ? ` Evidence on ${r.pages.join(", ")}.` : "";
+      setStatus(`Saved ${r.qid} to ${r.file} (line ${r.lineno}).${pages}${warned}`, "good");
       if (editing) {
         state.digest = r.digest;
         state.qid = r.qid;

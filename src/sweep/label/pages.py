@@ -2,7 +2,9 @@
 
 A `.doc-text` element holds document text verbatim, starting at offset ``data-base`` of
 document ``data-doc``, with no text added between its tags: the page turns a mouse
-selection into character offsets by measuring the text before it (see label.js).
+selection into character offsets by measuring the text before it (see label.js). A PDF's page
+markers are therefore empty elements whose label is drawn by CSS (``.pg::before``): they add
+no characters to the offsets, and a browser does not copy generated content.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from importlib import resources
 from urllib.parse import quote
 
 from sweep.data.corpus import Document
-from sweep.label.app import Hit, ItemRow, LabelApp, SweepRanks
+from sweep.label.app import Hit, ItemRow, LabelApp, SweepRanks, page_label
 from sweep.retrieval.bm25 import query_tokens
 
 CONTEXT_CHARS = 240  # document text shown before and after a hit
@@ -102,13 +104,15 @@ def hits_html(app: LabelApp, hits: Sequence[Hit], query: str, kind: str) -> str:
         doc = app.by_id[c.doc_id]
         a, b = _context_bounds(doc, c.start, c.end)
         path = " › ".join(c.heading_path) or "(before the first heading)"
+        page = page_label(doc, c.start, c.end)
         out.append(
             f'<article class="hit" data-chunk="{e(c.chunk_id)}">'
             f'<div class="hit-head"><span class="rank">{hit.rank}</span> '
             f'<a class="open" href="{e(doc_url(doc))}" data-source="{e(doc.source)}" '
             f'data-hl="{c.start}-{c.end}">{e(doc.title)}</a>'
             f'<span class="score">{hit.score:.3g}</span></div>'
-            f'<div class="where"><code>{e(doc.source)}</code> · {e(path)} · '
+            f'<div class="where"><code>{e(doc.source)}</code>'
+            f'{f" · <span class=pgno>{e(page)}</span>" if page else ""} · {e(path)} · '
             f'<code>{e(c.chunk_id)}</code></div>'
             f'<div class="doc-text snippet" data-doc="{e(doc.doc_id)}" data-base="{a}">'
             f'<span class="ctx">{e(doc.text[a:c.start])}</span>'
@@ -117,8 +121,15 @@ def hits_html(app: LabelApp, hits: Sequence[Hit], query: str, kind: str) -> str:
     return "".join(out)
 
 
+def _page_marker(n: int) -> str:
+    """An empty element where page ``n`` of a PDF starts: CSS draws "page n" (see above)."""
+    return f'<span class="pg" id="p-{n}" data-page="{n}"></span>'
+
+
 def _segments(doc: Document, hl: tuple[int, int] | None) -> str:
-    """The document text cut at heading lines and at the highlighted range."""
+    """The document text cut at heading lines, page starts and the highlighted range."""
+    page_of = {start: n for n, start in enumerate(doc.pages, start=1)
+               if 0 <= start <= len(doc.text)}
     heads: dict[int, tuple[int, int]] = {}  # heading line start -> (end, level)
     for s in doc.sections:
         if s.level > 0:
@@ -127,6 +138,7 @@ def _segments(doc: Document, hl: tuple[int, int] | None) -> str:
     cuts = {0, len(doc.text)}
     for start, (end, _) in heads.items():
         cuts.update((start, end))
+    cuts.update(page_of)
     if hl is not None:
         cuts.update(hl)
     bounds = sorted(c for c in cuts if 0 <= c <= len(doc.text))
@@ -134,6 +146,8 @@ def _segments(doc: Document, hl: tuple[int, int] | None) -> str:
     for a, b in itertools.pairwise(bounds):
         if a == b:
             continue
+        if a in page_of:
+            out.append(_page_marker(page_of[a]))
         classes, attrs = [], ""
         for start, (end, level) in heads.items():
             if start <= a and b <= end:
@@ -151,16 +165,23 @@ def doc_fragment(doc: Document, hl: tuple[int, int] | None = None) -> str:
     outline = []
     for s in doc.sections:
         if s.level > 0 and s.heading_path:
+            page = doc.page_at(s.start)
             outline.append(f'<li class="lvl{min(s.level, 6)}"><a href="#h-{s.start}" '
                            f'data-jump="h-{s.start}">{e(s.heading_path[-1] or "(untitled)")}'
-                           "</a></li>")
+                           "</a>" + (f' <span class="pgno">p. {page}</span>' if page else "")
+                           + "</li>")
+    pages = "".join(f'<a href="#p-{n}" data-jump="p-{n}">{n}</a> '
+                    for n in range(1, len(doc.pages) + 1))
     return (
         f'<div class="doc" data-doc="{e(doc.doc_id)}">'
         f'<div class="doc-head"><h2>{e(doc.title)}</h2>'
         f'<div class="where"><code>{e(doc.source)}</code> · {len(doc.text):,} characters · '
-        f'<a href="{e(doc_url(doc))}" target="_blank" rel="noopener">open alone</a></div>'
+        + (f"{len(doc.pages)} pages ({e(doc.parser)}) · " if doc.pages else "")
+        + f'<a href="{e(doc_url(doc))}" target="_blank" rel="noopener">open alone</a></div>'
         + (f'<details class="outline"><summary>Headings ({len(outline)})</summary>'
            f'<ul>{"".join(outline)}</ul></details>' if outline else "")
+        + (f'<details class="outline pages"><summary>Pages ({len(doc.pages)})</summary>'
+           f"<p>{pages}</p></details>" if doc.pages else "")
         + "</div>"
         f'<div class="doc-text full" data-doc="{e(doc.doc_id)}" data-base="0">'
         f"{_segments(doc, hl)}</div></div>"
@@ -239,7 +260,8 @@ def items_page(app: LabelApp, rows: Sequence[ItemRow], ranks: SweepRanks, nonce:
         ev_html = "".join(
             f'<li><code>{e(ev.get("path") or ev.get("doc_id"))}</code> '
             f'{e(str(ev.get("quote") or "")[:140])}</li>'
-            for ev in evidence if isinstance(ev, dict))
+            for ev in evidence if isinstance(ev, dict)) + "".join(
+            f'<li class="pgno">found on {e(p)}</li>' for p in r.pages)
         cids = obj.get("relevant_chunk_ids") if isinstance(obj.get("relevant_chunk_ids"),
                                                            list) else []
         problems = "".join(f'<li class="bad">{e(p)}</li>' for p in r.errors) + "".join(

@@ -332,7 +332,8 @@ def settings_from_config(cfg: Any, top: int = 8) -> LabelSettings:
 
     return LabelSettings(
         corpus=cfg.corpus.path, golden=cfg.golden.path, extensions=tuple(cfg.corpus.extensions),
-        on_error=cfg.corpus.on_error, parsers=corpus_parsers(cfg),
+        on_error=cfg.corpus.on_error, max_file_mb=cfg.corpus.max_file_mb,
+        parsers=corpus_parsers(cfg),
         cache_dir=cfg.cache.dir if cfg.cache.enabled else None,
         chunk=ChunkSpec(cfg.chunk.boundary.value, cfg.chunk.size, cfg.chunk.overlap, "none"),
         tokenizer=cfg.chunk.tokenizer, bm25_k1=cfg.retrieval.bm25_k1,

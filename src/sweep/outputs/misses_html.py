@@ -46,7 +46,7 @@ summary{cursor:pointer} .cause{font-weight:600}
 mark{background:#ffe066;font-weight:600}
 .cut{color:#fff;background:#c00;font-size:10.5px;border-radius:3px;padding:0 3px}
 .unseen{color:#777;text-decoration:line-through #c00}
-.yes{color:#070}.no{color:#a00}
+.yes{color:#070}.no{color:#a00} .page{margin:.4em 0 0;color:#555;font-size:12px}
 """
 
 
@@ -95,13 +95,22 @@ def render_passage(p: Mapping[str, Any]) -> str:
         ids = " ".join(c["chunk_id"] for c in owners)
         out.append("".join(labels) + f'<span class="{shade}" data-chunks="{escape(ids)}">'
                                      f"{text}</span>")
-    return (f'<div class="passage" data-doc="{escape(str(p["doc_id"]))}">'
+    # The page of a PDF's evidence goes above the passage, never into it: the passage holds
+    # the document's text only.
+    where = (f'<p class="page">{escape(str(p["doc_id"]))} · page {p["page"]}</p>'
+             if p.get("page") else "")
+    return (f'{where}<div class="passage" data-doc="{escape(str(p["doc_id"]))}">'
             f"{''.join(out)}</div>")
+
+
+def _on_page(hit: Mapping[str, Any]) -> str:
+    return f" (p. {hit['page']})" if hit.get("page") else ""
 
 
 def _hits_table(hits: Sequence[Mapping[str, Any]]) -> str:
     rows = "".join(
-        f"<tr><td>{h['rank']}</td><td>{escape(h['chunk_id'])}</td><td>{h['score']:.4f}</td>"
+        f"<tr><td>{h['rank']}</td><td>{escape(h['chunk_id'])}{_on_page(h)}"
+        f"</td><td>{h['score']:.4f}</td>"
         f"<td>{escape(h['found_by'] or '-')}</td><td>{h.get('dense_rank') or '-'}</td>"
         f"<td>{h.get('bm25_rank') or '-'}</td>"
         f"<td class=\"{'yes' if h['relevant'] else 'no'}\">{'yes' if h['relevant'] else 'no'}"

@@ -131,7 +131,8 @@ def clear_memo() -> None:
 
 def _corpus_key(cfg: Config) -> tuple:
     return (str(Path(cfg.corpus.path).resolve()), cfg.corpus.on_error,
-            tuple(cfg.corpus.extensions), tuple(sorted(corpus_parsers(cfg).items())))
+            tuple(cfg.corpus.extensions), tuple(sorted(corpus_parsers(cfg).items())),
+            cfg.corpus.max_file_mb)
 
 
 def load_corpus_cached(cfg: Config) -> tuple[list[Document], str]:
@@ -143,7 +144,7 @@ def load_corpus_cached(cfg: Config) -> tuple[list[Document], str]:
         docs = load_corpus(cfg.corpus.path, extensions=cfg.corpus.extensions,
                            on_error=cfg.corpus.on_error, parsers=corpus_parsers(cfg),
                            cache_dir=cfg.cache.dir if cfg.cache.enabled else None,
-                           parse_log=records)
+                           parse_log=records, max_file_mb=cfg.corpus.max_file_mb)
         if records:
             parsed = [r for r in records if not r.cached]
             log.info("parsed %d of %d files in %.1f s (%d from the parse cache)", len(parsed),
@@ -427,7 +428,9 @@ def miss_analysis(resolved: list[ResolvedItem], rows: list[dict[str, Any]], chun
     spans = [r.spans for r in resolved]
     counts = diagnose_misses(rows, spans, chunks, prompt_k, cuts, embedder is not None)
     texts = {d.doc_id: d.text for d in docs}
-    views = miss_views(rows, spans, chunks, texts, rankings, diagnostics, prompt_k, cuts)
+    pages = {d.doc_id: d.pages for d in docs if d.pages}
+    views = miss_views(rows, spans, chunks, texts, rankings, diagnostics, prompt_k, cuts,
+                       pages=pages)
     return MissAnalysis(counts, views)
 
 
@@ -579,8 +582,9 @@ def row_lists(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def add_pages(rows: list[dict[str, Any]], resolved: list[ResolvedItem],
               rankings: list[Ranking], chunks: list[Chunk], docs: list[Document]) -> None:
-    """For PDFs, the page of each question's first evidence span and of its top chunk, so
-    per_question.csv can say "page 41"."""
+    """For PDFs, the page of each question's first evidence span, of its top chunk and of
+    its first relevant chunk (the one ``first_relevant_rank`` counts), so per_question.csv
+    can say "page 41"."""
     by_id = {d.doc_id: d for d in docs if d.pages}
     if not by_id:
         return
@@ -590,6 +594,11 @@ def add_pages(rows: list[dict[str, Any]], resolved: list[ResolvedItem],
         if ranking.indices and chunks[ranking.indices[0]].doc_id in by_id:
             top = chunks[ranking.indices[0]]
             row["top_chunk_page"] = by_id[top.doc_id].page_at(top.start)
+        relevant = set(str(row.get("relevant_ids") or "").split())
+        first = next((chunks[i] for i in ranking.indices if chunks[i].chunk_id in relevant),
+                     None)
+        if first is not None and first.doc_id in by_id:
+            row["first_relevant_page"] = by_id[first.doc_id].page_at(first.start)
 
 
 def gen_items(result: JobResult, prompt_k: int, docs: list[Document], limit: int = 0

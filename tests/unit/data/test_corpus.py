@@ -233,6 +233,42 @@ def test_load_corpus_skips_empty_file_with_warning(tmp_path: Path, caplog) -> No
     assert "empty" in warned
 
 
+def test_load_corpus_size_limit_refuses_unread(tmp_path: Path, monkeypatch, caplog) -> None:
+    big = _write(tmp_path, "big.pdf", b"%PDF-1.4\n" + b"x" * 2_991)  # 3,000 bytes
+    _write(tmp_path, "small.md", "# small\n")
+    read = []
+    real_read = Path.read_bytes
+
+    def spy(self: Path) -> bytes:
+        read.append(self.name)
+        return real_read(self)
+
+    monkeypatch.setattr(Path, "read_bytes", spy)
+    with pytest.raises(SweepError) as info:
+        load_corpus(tmp_path, max_file_mb=0.002)  # 2,000 bytes
+    assert str(info.value).startswith(f"{big}: 0 MB (3,000 bytes) is over the size limit "
+                                      "corpus.max_file_mb=0.002")
+    assert "big.pdf" not in read  # refused from its size: never read, never parsed
+    with caplog.at_level(logging.WARNING, logger="sweep.data.corpus"):
+        docs = load_corpus(tmp_path, max_file_mb=0.002, on_error="skip")
+    assert [d.doc_id for d in docs] == ["small"]
+    assert any("big.pdf" in r.getMessage() and "3,000 bytes" in r.getMessage()
+               for r in caplog.records)
+    # At the limit is allowed (the check is "over"), and 0 means no limit: the file is read
+    # and reaches the PDF parser, which refuses this non-PDF body on its own terms.
+    for limit in (0.003, 0):
+        with pytest.raises(SweepError, match="truncated or corrupt PDF"):
+            load_corpus(tmp_path, max_file_mb=limit)
+    assert "big.pdf" in read
+
+
+def test_corpus_config_size_limit_default_is_the_loaders() -> None:
+    from sweep.config.schema import CorpusConfig
+    from sweep.data.corpus import DEFAULT_MAX_FILE_MB
+
+    assert CorpusConfig(name="x", path="y").max_file_mb == DEFAULT_MAX_FILE_MB == 100
+
+
 def test_load_corpus_non_utf8_names_path_and_line(tmp_path: Path) -> None:
     bad = _write(tmp_path, "bad.md", b"# ok\nsecond line\ncaf\xe9 third line\n")
     _write(tmp_path, "good.md", "# good\n")

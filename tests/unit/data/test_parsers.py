@@ -328,6 +328,11 @@ def test_per_question_rows_name_the_pdf_page() -> None:
               Chunk("book#1", "book", 1, 15, 28, text[15:28], text[15:28], 3)]
     res = ResolvedItem(GoldenItem("q", "?"), (("book", 20, 23),), frozenset({"book"}),
                        "evidence")
-    rows = [{"qid": "q"}]
+    rows = [{"qid": "q", "relevant_ids": "book#1"}]
     add_pages(rows, [res], [Ranking((0, 1), (1.0, 0.5))], chunks, [doc])
-    assert rows == [{"qid": "q", "evidence_page": 2, "top_chunk_page": 1}]
+    assert rows == [{"qid": "q", "relevant_ids": "book#1", "evidence_page": 2,
+                     "top_chunk_page": 1, "first_relevant_page": 2}]
+    # no relevant chunk in the ranking: no first_relevant_page (not a made-up one)
+    rows = [{"qid": "q", "relevant_ids": "book#1"}]
+    add_pages(rows, [res], [Ranking((0,), (1.0,))], chunks, [doc])
+    assert "first_relevant_page" not in rows[0] and rows[0]["top_chunk_page"] == 1

@@ -135,3 +135,28 @@ def test_text_past_the_models_cut_is_marked_unseen() -> None:
     parser = Unseen()
     parser.feed(html)
     assert parser.text == "klmnopqrst"
+
+
+def test_pdf_evidence_and_hits_name_their_page_outside_the_passage_text() -> None:
+    # DOC as a two-page PDF: page 2 starts at "The answer" (offset 25, where d#1 starts);
+    # chunk d#0 (0-25) is on page 1, d#1 and the evidence (25-49) on page 2.
+    s = DOC.index("The answer")
+    chunks = [Chunk("d#0", "d", 0, 0, 25, DOC[:25], DOC[:25], 6),
+              Chunk("d#1", "d", 1, 25, len(DOC), DOC[25:], DOC[25:], 9)]
+    rows = [{"qid": "q", "question": "?", "status": "scored", "first_relevant_rank": 2,
+             "relevant_ids": "d#1", "miss_cause": "ranked_too_low", "miss_detail": "rank 2"}]
+    (v,) = miss_views(rows, [[("d", s, s + 24)]], chunks, {"d": DOC},
+                      [Ranking((0, 1), (0.5, 0.4))], {"dense": [None], "bm25": [None]}, 5, {},
+                      pages={"d": (0, s)})
+    assert s == 25 and [h["page"] for h in v["hits"]] == [1, 2]
+    assert v["passages"][0]["page"] == 2
+    page = render_page([v], "t", {})
+    assert '<p class="page">d · page 2</p><div class="passage"' in page
+    assert "d#0 (p. 1)" in page
+    # without a page map (markdown) nothing is added
+    (plain,) = miss_views(rows, [[("d", s, s + 24)]], chunks, {"d": DOC},
+                          [Ranking((0, 1), (0.5, 0.4))], {"dense": [None], "bm25": [None]}, 5,
+                          {})
+    assert plain["passages"][0]["page"] is None
+    assert 'class="page"' not in render_page([plain], "t", {})
+    assert "(p. " not in render_page([plain], "t", {})
