@@ -8,7 +8,7 @@ module imports no stage code and the rule is written once.
 from __future__ import annotations
 
 from sweep.common.errors import SweepError
-from sweep.config.schema import Config, GenerationMethod
+from sweep.config.schema import Config, GenerationMethod, RerankMethod
 from sweep.config.specs import chunk_spec, eval_spec
 
 
@@ -47,7 +47,8 @@ def check_config(cfg: Config) -> None:
         raise SweepError("retrieval.dense_weight and retrieval.bm25_weight must be >= 0")
     if cfg.retrieval.bm25_k1 < 0 or not 0 <= cfg.retrieval.bm25_b <= 1:
         raise SweepError("retrieval.bm25_k1 must be >= 0 and retrieval.bm25_b in [0, 1]")
-    if cfg.rerank.pool < 1 or cfg.rerank.pool > cfg.retrieval.depth:
+    # The pool only matters when a reranker runs; rerank=none must not constrain the depth.
+    if cfg.rerank.method != RerankMethod.none and not 1 <= cfg.rerank.pool <= cfg.retrieval.depth:
         raise SweepError(f"rerank.pool={cfg.rerank.pool} must be between 1 and "
                          f"retrieval.depth={cfg.retrieval.depth}")
     if cfg.eval.latency_sample < 0:

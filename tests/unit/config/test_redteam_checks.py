@@ -23,3 +23,11 @@ def test_depth_below_largest_k_names_eval_k() -> None:
     with pytest.raises(SweepError) as err:
         check_config(cfg)
     assert "eval.k (150)" in str(err.value)
+
+
+def test_rerank_pool_bounds_the_depth_only_when_a_reranker_runs() -> None:
+    # rerank=none keeps its default pool (50): a shallow search must still be allowed.
+    check_config(compose(["retrieval.depth=10"]))
+    with pytest.raises(SweepError) as err:
+        check_config(compose(["rerank=cross_encoder", "retrieval.depth=10"]))
+    assert "rerank.pool=50 must be between 1 and retrieval.depth=10" in str(err.value)
