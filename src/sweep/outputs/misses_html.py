@@ -88,8 +88,9 @@ def render_passage(p: Mapping[str, Any]) -> str:
         shade = ""
         if owners:
             first = owners[0]
-            ordinal = int(str(first["chunk_id"]).rsplit("#", 1)[-1] or 0)
-            shade = f"c{ordinal % 2}" + (" rel" if first["relevant"] else "")
+            # Neighbouring chunks alternate shades by their order in the window: an id need
+            # not end in "#<ordinal>" (a returned unit is "<doc>@<start>-<end>").
+            shade = f"c{p['chunks'].index(first) % 2}" + (" rel" if first["relevant"] else "")
         if any(c.get("cut") is not None and a >= c["cut"] for c in owners):
             shade += " unseen"
         ids = " ".join(c["chunk_id"] for c in owners)

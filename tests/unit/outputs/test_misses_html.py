@@ -160,3 +160,26 @@ def test_pdf_evidence_and_hits_name_their_page_outside_the_passage_text() -> Non
     assert plain["passages"][0]["page"] is None
     assert 'class="page"' not in render_page([plain], "t", {})
     assert "(p. " not in render_page([plain], "t", {})
+
+
+def test_returned_units_with_span_ids_render_and_alternate_shades() -> None:
+    # retrieval.unit=parent/window return units named "<doc>@<start>-<end>" (a doc id may hold
+    # "#"): the page once parsed an ordinal out of the id and crashed the job.
+    s = DOC.index("The answer")
+    e = s + len("The answer is forty-two.")
+    chunks = [Chunk("guide#intro@0-25", "d", 0, 0, 25, DOC[:25], DOC[:25], 6),
+              Chunk("guide#intro@25-70", "d", 1, 25, len(DOC), DOC[25:], DOC[25:], 9)]
+    rows = [{"qid": "q1", "question": "what is the answer", "status": "scored",
+             "first_relevant_rank": None, "relevant_ids": "guide#intro@25-70",
+             "miss_cause": "never_retrieved", "miss_detail": "not in the ranked list"}]
+    page = render_page(miss_views(rows, [[("d", s, e)]], chunks, {"d": DOC},
+                                  [Ranking((0,), (0.5,))],
+                                  {"dense": [Ranking((0, 1), (0.5, 0.1))], "bm25": [None]}, 5,
+                                  {}), "run", {})
+    checker = Checker()
+    checker.feed(page)
+    assert not checker.errors and not checker.stack
+    shades = [a.get("class") for t, a in checker.tags
+              if t == "span" and a.get("data-chunks") in ("guide#intro@0-25",
+                                                          "guide#intro@25-70")]
+    assert shades[0].startswith("c0") and shades[-1].startswith("c1")
