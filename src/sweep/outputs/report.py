@@ -139,9 +139,13 @@ def read_reports(sweep_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
 
 
 def differing_keys(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Keys whose value differs between the flat ``rows``: a sweep's axes."""
+    """Keys whose value differs between the flat ``rows``: a sweep's axes.
+
+    Rows that lack a key do not count for it: a configuration finished before the key existed
+    (a resumed sweep, a newer chunk-sweep) would otherwise make every new key an axis."""
     keys = sorted({k for r in rows for k in r})
-    return [k for k in keys if len({json.dumps(r.get(k), sort_keys=True) for r in rows}) > 1]
+    return [k for k in keys
+            if len({json.dumps(r[k], sort_keys=True) for r in rows if k in r}) > 1]
 
 
 def varying_params(reports: Sequence[dict[str, Any]]) -> list[str]:

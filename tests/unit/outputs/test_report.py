@@ -87,3 +87,13 @@ def test_comparison_markdown_keeps_whole_rows_within_the_limit() -> None:
     kept = [x for x in short.splitlines() if x.startswith("|")]
     assert kept == lines[: len(kept)] and 2 < len(kept) < 42  # whole rows, best first
     assert short.splitlines()[-1] == f"... {42 - len(kept)} more rows in comparison.md"
+
+
+def test_a_key_missing_from_older_rows_is_not_an_axis() -> None:
+    from sweep.outputs.report import differing_keys
+
+    old = {"chunk.size": 128, "chunk.boundary": "fixed"}
+    new = {"chunk.size": 256, "chunk.boundary": "fixed", "corpus.max_file_mb": 100}
+    newer = {"chunk.size": 512, "chunk.boundary": "fixed", "corpus.max_file_mb": 50}
+    assert differing_keys([old, new]) == ["chunk.size"]
+    assert differing_keys([old, new, newer]) == ["chunk.size", "corpus.max_file_mb"]
