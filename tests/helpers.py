@@ -5,8 +5,12 @@ pytest discourages importing conftest modules by name."""
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +59,40 @@ def check_written(out: Path) -> list[Any]:
     resolved = resolve_all(golden.items, CorpusIndex(docs), None)
     assert [p for r in resolved for p in r.problems if p.severity == "error"] == []
     return resolved
+
+
+@contextmanager
+def running_label_server(args: list[str], folder: Path) -> Iterator[str]:
+    """``sweep label --port 0 ARGS`` in a subprocess run from ``folder`` (its stderr in
+    ``folder/server.log``); yields the URL it announces, stops it afterwards. Fails the test
+    with the log when the server does not start within 300 s."""
+    log = (folder / "server.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sweep.cli", "label", "--port", "0", *args],
+        cwd=folder, stdout=subprocess.PIPE, stderr=log, text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
+    url = None
+    deadline = time.monotonic() + 300
+    assert proc.stdout is not None
+    while time.monotonic() < deadline and proc.poll() is None:
+        ready, _, _ = select.select([proc.stdout], [], [], 1.0)
+        if ready:
+            line = proc.stdout.readline()
+            if "serving on " in line:
+                url = line.split("serving on ", 1)[1].split()[0]
+                break
+    try:
+        if url is None:
+            import pytest
+
+            proc.kill()
+            log.close()
+            pytest.fail("sweep label did not start:\n" + (folder / "server.log").read_text())
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()

@@ -13,18 +13,13 @@ missing this test FAILS rather than skips, so CI cannot pass without running it.
 from __future__ import annotations
 
 import json
-import os
-import select
 import shutil
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from helpers import DEMO
+from helpers import DEMO, running_label_server
 
 pytestmark = pytest.mark.slow
 
@@ -43,36 +38,10 @@ def label_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     shutil.copytree(DEMO / "corpus", work / "corpus")
     shutil.copy(DEMO / "golden.jsonl", work / "golden.jsonl")
     shutil.copy(DEMO / "golden.reference.yaml", work / "golden.reference.yaml")
-    log = (tmp_path / "server.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sweep.cli", "label", "--port", "0", "--corpus",
-         str(work / "corpus"), "--golden", str(work / "golden.jsonl"), "tracking=off",
-         f"cache.dir={tmp_path}/cache"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=log, text=True,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
-    url = None
-    deadline = time.monotonic() + 300
-    assert proc.stdout is not None
-    while time.monotonic() < deadline and proc.poll() is None:
-        ready, _, _ = select.select([proc.stdout], [], [], 1.0)
-        if ready:
-            line = proc.stdout.readline()
-            if "serving on " in line:
-                url = line.split("serving on ", 1)[1].split()[0]
-                break
-    try:
-        if url is None:
-            proc.kill()
-            log.close()
-            pytest.fail("sweep label did not start:\n" + (tmp_path / "server.log").read_text())
+    with running_label_server(["--corpus", str(work / "corpus"), "--golden",
+                               str(work / "golden.jsonl"), "tracking=off",
+                               f"cache.dir={tmp_path}/cache"], tmp_path) as url:
         yield url, work / "golden.jsonl"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 # Select `quote` inside the full document view with the Selection API, as a mouse would:

@@ -6,16 +6,12 @@ run with the same parser). Chromium as in test_label_browser.py (`make browser`)
 from __future__ import annotations
 
 import json
-import os
-import select
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from helpers import running_label_server
 from pdfgen import make_pdf
 
 pytestmark = pytest.mark.slow
@@ -35,35 +31,10 @@ def pdf_label_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     (corpus / "cats.md").write_text("# Cats\n\nCats sleep most of the day.\n")
     (corpus / "dogs.md").write_text("# Dogs\n\nDogs like a walk in the morning.\n")
     golden = tmp_path / "golden.jsonl"
-    log = (tmp_path / "server.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sweep.cli", "label", "--port", "0", "--no-dense", "--corpus",
-         str(corpus), "--golden", str(golden), "tracking=off", f"cache.dir={tmp_path}/cache"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=log, text=True,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
-    url = None
-    deadline = time.monotonic() + 300
-    assert proc.stdout is not None
-    while time.monotonic() < deadline and proc.poll() is None:
-        ready, _, _ = select.select([proc.stdout], [], [], 1.0)
-        if ready:
-            line = proc.stdout.readline()
-            if "serving on " in line:
-                url = line.split("serving on ", 1)[1].split()[0]
-                break
-    try:
-        if url is None:
-            proc.kill()
-            log.close()
-            pytest.fail("sweep label did not start:\n" + (tmp_path / "server.log").read_text())
+    with running_label_server(["--no-dense", "--corpus", str(corpus), "--golden",
+                               str(golden), "tracking=off", f"cache.dir={tmp_path}/cache"],
+                              tmp_path) as url:
         yield url, golden
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 # Select from the start of `first` to the end of `last` in the document view, as a mouse
