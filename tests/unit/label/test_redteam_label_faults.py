@@ -103,13 +103,18 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabelServer]:
         srv.server_close()
 
 
+def _post_head(port: int, path: str, token: str) -> str:
+    """The headers of a same-origin JSON POST that announces a 400-byte body."""
+    return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            f"Origin: http://127.0.0.1:{port}\r\nX-Label-Token: {token}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 400\r\n\r\n")
+
+
 def _stalled_post(srv: LabelServer, path: str, *, token: str) -> bytes:
     """Headers announcing a 400-byte JSON body, 40 bytes of it, then silence: the answer
     (read until the server closes the connection)."""
     body = json.dumps({"question": "how long is the refund window", "evidence": []})
-    head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n"
-            f"Origin: http://127.0.0.1:{srv.port}\r\nX-Label-Token: {token}\r\n"
-            "Content-Type: application/json\r\nContent-Length: 400\r\n\r\n")
+    head = _post_head(srv.port, path, token)
     with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
         s.sendall(head.encode() + body.encode()[:40])
         # A server that never answered would end this read with the socket's 10 s timeout
@@ -146,10 +151,7 @@ def test_a_stalled_request_body_gets_408_and_writes_nothing(
 def test_a_body_that_ends_early_gets_400_and_writes_nothing(server: LabelServer) -> None:
     golden = Path(server.app.store.path)  # type: ignore[union-attr]
     before = golden.read_bytes()
-    head = (f"POST /api/items HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
-            f"Origin: http://127.0.0.1:{server.port}\r\n"
-            f"X-Label-Token: {server.app.token}\r\n"  # type: ignore[union-attr]
-            "Content-Type: application/json\r\nContent-Length: 400\r\n\r\n")
+    head = _post_head(server.port, "/api/items", server.app.token)  # type: ignore[union-attr]
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
         s.sendall(head.encode() + b'{"question": "how long')
         s.shutdown(socket.SHUT_WR)  # the client is done: 22 of the 400 bytes announced
@@ -168,10 +170,7 @@ def test_a_client_that_resets_mid_body_is_not_an_error(server: LabelServer,
 
     golden = Path(server.app.store.path)  # type: ignore[union-attr]
     before = golden.read_bytes()
-    head = (f"POST /api/items HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
-            f"Origin: http://127.0.0.1:{server.port}\r\n"
-            f"X-Label-Token: {server.app.token}\r\n"  # type: ignore[union-attr]
-            "Content-Type: application/json\r\nContent-Length: 400\r\n\r\n")
+    head = _post_head(server.port, "/api/items", server.app.token)  # type: ignore[union-attr]
     s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
     s.sendall(head.encode() + b'{"question": "how long')
     time.sleep(0.2)  # the server is now waiting for the rest of the body
