@@ -8,12 +8,11 @@ included) and how many requests were in flight at once.
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from scripted_json_server import Answer, ScriptedJsonServer
 
 
 @dataclass
@@ -38,64 +37,22 @@ def completion(content: str, usage: tuple[int, int] | None = (10, 2)) -> dict[st
     return body
 
 
-class ChatProtocolServer:
+class ChatProtocolServer(ScriptedJsonServer):
     def __init__(self, rule: Callable[[dict[str, Any]], Reply] | None = None) -> None:
         self.script: list[Reply] = []
         self.rule = rule or (lambda request: Reply())
-        self.requests: list[dict[str, Any]] = []
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self._lock = threading.Lock()
-        server = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
+    def next_scripted(self) -> Reply | None:
+        return self.script.pop(0) if self.script else None
 
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", 0))
-                payload = json.loads(self.rfile.read(length) or b"{}")
-                with server._lock:
-                    server.requests.append({"path": self.path,
-                                            "headers": {k.lower(): v for k, v in self.headers.items()},
-                                            "json": payload})
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                    reply = server.script.pop(0) if server.script else None
-                try:
-                    reply = reply or server.rule(payload)
-                    time.sleep(reply.delay_s)
-                    if reply.body is not None:
-                        data = reply.body.encode()
-                    elif reply.status == 200:
-                        data = json.dumps(completion(reply.content or "", reply.usage)).encode()
-                    else:
-                        data = json.dumps({"error": {"message": f"scripted {reply.status}",
-                                                     "type": "test"}}).encode()
-                    try:
-                        self.send_response(reply.status)
-                        self.send_header("Content-Type", "application/json")
-                        self.send_header("Content-Length", str(len(data)))
-                        for k, v in reply.headers.items():
-                            self.send_header(k, v)
-                        self.end_headers()
-                        self.wfile.write(data)
-                    except (BrokenPipeError, ConnectionResetError):
-                        pass  # the client gave up (a timeout test)
-                finally:
-                    with server._lock:
-                        server.in_flight -= 1
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> ChatProtocolServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def answer_for(self, path: str, payload: dict[str, Any], scripted: Reply | None) -> Answer:
+        reply = scripted or self.rule(payload)
+        if reply.body is not None:
+            data = reply.body.encode()
+        elif reply.status == 200:
+            data = json.dumps(completion(reply.content or "", reply.usage)).encode()
+        else:
+            data = json.dumps({"error": {"message": f"scripted {reply.status}",
+                                         "type": "test"}}).encode()
+        return reply.delay_s, reply.status, reply.headers, data

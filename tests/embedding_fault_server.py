@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
+
+from scripted_json_server import Answer, ScriptedJsonServer
 
 
 def fake_vector(text: str, dim: int) -> np.ndarray:
@@ -40,54 +39,23 @@ class Fault:
     edit: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # changes the good answer
 
 
-class FaultServer:
+class FaultServer(ScriptedJsonServer):
     def __init__(self, dim: int = 8, usage: bool = True) -> None:
         self.dim = dim
         self.usage = usage
         self.faults: list[Fault] = []
-        self.requests: list[dict[str, Any]] = []
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self._lock = threading.Lock()
-        server = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
+    def next_scripted(self) -> Fault:
+        return self.faults.pop(0) if self.faults else Fault()
 
-            def do_POST(self) -> None:
-                payload = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                with server._lock:
-                    server.requests.append({
-                        "path": self.path, "json": payload,
-                        "headers": {k.lower(): v for k, v in self.headers.items()}})
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                    fault = server.faults.pop(0) if server.faults else Fault()
-                try:
-                    time.sleep(fault.delay_s)
-                    if fault.body is not None:
-                        data = fault.body.encode()
-                    else:
-                        good = server.answer(self.path, payload)
-                        data = json.dumps(fault.edit(good) if fault.edit else good).encode()
-                    self.send_response(fault.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    for k, v in fault.headers.items():
-                        self.send_header(k, v)
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout tests)
-                finally:
-                    with server._lock:
-                        server.in_flight -= 1
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+    def answer_for(self, path: str, payload: dict[str, Any], fault: Fault) -> Answer:
+        if fault.body is not None:
+            data = fault.body.encode()
+        else:
+            good = self.answer(path, payload)
+            data = json.dumps(fault.edit(good) if fault.edit else good).encode()
+        return fault.delay_s, fault.status, fault.headers, data
 
     def answer(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
         if path.endswith("/rerank"):
@@ -108,11 +76,3 @@ class FaultServer:
         if self.usage:  # 10 "tokens" a text: easy to check by hand
             out["usage"] = {"prompt_tokens": 10 * len(texts), "total_tokens": 10 * len(texts)}
         return out
-
-    def __enter__(self) -> FaultServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
