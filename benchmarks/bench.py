@@ -9,7 +9,7 @@ time of both warm sweeps by stage; nothing here is asserted. Before them: the sm
 (Homebrew docs) and the peak memory of `sweep validate` and a BM25 run on one 52 MB file.
 
     python benchmarks/bench.py [--sizes 128,256,512] [--out .cache/bench] [--small-only]
-                               [--big-only]
+                               [--big-only] [--covid-only]
 """
 
 from __future__ import annotations
@@ -192,6 +192,8 @@ def main() -> None:
                         help="only the small-corpus lines (Homebrew docs, the gate, --help)")
     parser.add_argument("--big-only", action="store_true",
                         help=f"only the big-file line (peak RSS on one {BIG_MB} MB markdown file)")
+    parser.add_argument("--covid-only", action="store_true",
+                        help="only the COVID-QA lines (cold, warm, rank-bm25, static, bare encode)")
     args = parser.parse_args()
     if args.big_only:
         out = Path(args.out).resolve()
@@ -204,10 +206,11 @@ def main() -> None:
     out = Path(args.out).resolve()
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    small(out)
-    if args.small_only:
-        return
-    big_file(out)
+    if not args.covid_only:
+        small(out)
+        if args.small_only:
+            return
+        big_file(out)
     subprocess.run([sys.executable, "-m", "sweep.cli", "import", "squad", str(COVID), "--out",
                     str(out / "covid")], check=True, stdout=subprocess.DEVNULL)
 

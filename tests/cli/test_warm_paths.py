@@ -1,6 +1,6 @@
 """What a warm run pays for (issue 21), asserted on structure, never on time: a multirun
 composes each job's configuration once, and the CI gate on a warm cache imports neither torch,
-sentence-transformers nor MLflow."""
+sentence-transformers, MLflow nor numba."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_a_multirun_composes_each_job_once(tmp_path: Path) -> None:
 HEAVY_MODULES = textwrap.dedent("""
     import atexit, json, sys
     heavy = ("torch", "sentence_transformers", "transformers", "mlflow", "matplotlib",
-             "pandas")
+             "pandas", "numba")
     atexit.register(lambda: print("IMPORTED " + json.dumps(
         sorted(m for m in heavy if m in sys.modules))))
     sys.argv = ["sweep", *sys.argv[1:]]

@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
@@ -72,13 +73,31 @@ class _RankBm25:
         return total + 16 * len(self.index.idf)
 
 
+def _import_bm25s() -> ModuleType:
+    """bm25s, imported without numba. When numba is installed (ranx pulls it in), bm25s imports
+    it and compiles its JIT selection at import, ~0.3 s of a warm CI gate's ~1.5 s; this class
+    uses only `index` and `get_scores`, which are numpy/scipy either way. Hiding numba for that
+    one import changes nothing else: a later `import numba` (ranx in the tests) still works."""
+    import sys
+
+    if "bm25s" in sys.modules or "numba" in sys.modules:
+        import bm25s
+
+        return bm25s
+    sys.modules["numba"] = None  # type: ignore[assignment]  # makes `import numba` fail
+    try:
+        import bm25s
+    finally:
+        del sys.modules["numba"]
+    return bm25s
+
+
 class _Bm25s:
     """bm25s's precomputed sparse scores, Robertson's variant: rank-bm25's scores divided by
     (k1 + 1), so they are multiplied back."""
 
     def __init__(self, docs: list[list[str]], k1: float, b: float) -> None:
-        import bm25s
-
+        bm25s = _import_bm25s()
         self.k1 = k1
         self.index = bm25s.BM25(k1=k1, b=b, method="robertson", dtype="float64")
         self.index.index(docs, show_progress=False)
