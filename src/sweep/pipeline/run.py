@@ -328,7 +328,9 @@ def resolve_golden(golden: GoldenSet, docs: list[Document], fingerprint: str
     if key not in _MEMO.resolved:
         ref = reference_spec(golden)
         reference_chunks = None
-        if ref is not None:
+        # Only chunk ids need the reference chunking: a golden set of quotes alone does not
+        # hold a second chunking of the corpus in memory (issue 14, item 3).
+        if ref is not None and any(item.relevant_chunk_ids for item in golden.items):
             reference_chunks = {c.chunk_id: c for c in chunks_for(docs, fingerprint, *ref)}
         _MEMO.resolved[key] = resolve_all(golden.items, CorpusIndex(docs), reference_chunks,
                                           golden.path)
