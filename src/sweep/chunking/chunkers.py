@@ -410,7 +410,7 @@ def corpus_token_starts(docs: Sequence[Document], tokenizer: ChunkTokenizer
     """Token starts of every document: the same for every chunking with this tokenizer, so a
     sweep computes them once (tokenising is most of the cost of chunking). Kept as 4-byte
     offsets when the document is shorter than 2**31 characters: half the memory of the
-    tokenizer's int64 (105 MB for the 13M tokens of a 52 MB document, issue 14, item 3);
+    tokenizer's int64 (~117 MB for the ~14.6M tokens of a 52 MB document, issue 14, item 3);
     `TokenizedDoc` reads them as int64 again."""
     out = []
     for doc in docs:
