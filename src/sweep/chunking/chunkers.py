@@ -408,8 +408,15 @@ def chunks_from_spans(doc: Document, starts: np.ndarray, spec: ChunkSpec,
 def corpus_token_starts(docs: Sequence[Document], tokenizer: ChunkTokenizer
                         ) -> list[np.ndarray]:
     """Token starts of every document: the same for every chunking with this tokenizer, so a
-    sweep computes them once (tokenising is most of the cost of chunking)."""
-    return [tokenizer.token_starts(doc.text) for doc in docs]
+    sweep computes them once (tokenising is most of the cost of chunking). Kept as 4-byte
+    offsets when the document is shorter than 2**31 characters: half the memory of the
+    tokenizer's int64 (~117 MB for the ~14.6M tokens of a 52 MB document, issue 14, item 3);
+    `TokenizedDoc` reads them as int64 again."""
+    out = []
+    for doc in docs:
+        starts = tokenizer.token_starts(doc.text)
+        out.append(starts.astype(np.int32) if len(doc.text) < 2**31 else starts)
+    return out
 
 
 def chunk_corpus(

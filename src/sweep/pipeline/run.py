@@ -30,6 +30,7 @@ from sweep.chunking.chunkers import (
 from sweep.chunking.semantic import SemanticParams, chunk_corpus_embedded
 from sweep.chunking.tokenizers import DEFAULT_TOKENIZER, load_chunk_tokenizer
 from sweep.common.errors import SweepError
+from sweep.common.memory import release_free_memory
 from sweep.common.sqlite import parts_key
 from sweep.config.compose import to_container
 from sweep.config.identity import config_hash
@@ -178,6 +179,7 @@ def chunks_for(docs: list[Document], fingerprint: str, spec: ChunkSpec,
         tok = load_chunk_tokenizer(tokenizer)
         if (fingerprint, tokenizer) not in _MEMO.starts:
             _MEMO.starts[(fingerprint, tokenizer)] = corpus_token_starts(docs, tok)
+            release_free_memory()
         starts = _MEMO.starts[(fingerprint, tokenizer)]
         if embedder is None or params is None:
             _MEMO.chunks[key] = chunk_corpus(docs, spec, tok, starts)
@@ -328,7 +330,9 @@ def resolve_golden(golden: GoldenSet, docs: list[Document], fingerprint: str
     if key not in _MEMO.resolved:
         ref = reference_spec(golden)
         reference_chunks = None
-        if ref is not None:
+        # Only chunk ids need the reference chunking: a golden set of quotes alone does not
+        # hold a second chunking of the corpus in memory (issue 14, item 3).
+        if ref is not None and any(item.relevant_chunk_ids for item in golden.items):
             reference_chunks = {c.chunk_id: c for c in chunks_for(docs, fingerprint, *ref)}
         _MEMO.resolved[key] = resolve_all(golden.items, CorpusIndex(docs), reference_chunks,
                                           golden.path)
@@ -383,6 +387,7 @@ def build_indexes(cfg: Config, chunks: list[Chunk], questions: list[str],
             encoded_before = out.embedder.encoded_texts
             out.chunk_vecs = out.embedder.encode(texts, progress=progress)
             out.query_vecs = out.embedder.encode(questions, query=True, progress=progress)
+        release_free_memory()  # what the model's batches freed, before the BM25 build
         out.metrics["n_texts_encoded"] = float(out.embedder.encoded_texts - encoded_before)
         out.metrics["index_bytes_dense"] = float(out.chunk_vecs.nbytes)
     with stage_timer(timings, "index_s"):  # truncation check, BM25 index

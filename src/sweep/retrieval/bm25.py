@@ -15,6 +15,7 @@ leaves out the constant ``(k1 + 1)``, which is multiplied back so both report th
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -55,13 +56,29 @@ def query_tokens(text: str, stopwords: frozenset[str] = ENGLISH_STOPWORDS) -> li
     return list(dict.fromkeys(tokenize(text, stopwords)))
 
 
+def token_ids(texts: Sequence[str], stopwords: frozenset[str]
+              ) -> tuple[list[array], dict[str, int]]:
+    """Each text's `tokenize` tokens as 4-byte word ids, and the vocabulary (word -> id, in
+    order of first use). Lists of words held a string object per occurrence, about 60 bytes a
+    token: building the index of a 52 MB document peaked 440 MB above where it started
+    (issue 14, item 3). A text's words are freed before the next text is read."""
+    vocab: dict[str, int] = {}
+    ids = [array("i", [vocab.setdefault(w, len(vocab)) for w in tokenize(t, stopwords)])
+           for t in texts]
+    return ids, vocab
+
+
 class _RankBm25:
     """rank-bm25's BM25Okapi (epsilon 0: a negative idf is not floored)."""
 
-    def __init__(self, docs: list[list[str]], k1: float, b: float) -> None:
+    def __init__(self, ids: list[array], vocab: dict[str, int], k1: float, b: float) -> None:
         from rank_bm25 import BM25Okapi
 
-        self.index = BM25Okapi(docs, k1=k1, b=b, epsilon=0.0)
+        # rank-bm25 takes words: one shared str object per distinct word, so a document's
+        # list holds pointers, not a fresh string per occurrence.
+        words = list(vocab)
+        self.index = BM25Okapi([[words[i] for i in doc] for doc in ids], k1=k1, b=b,
+                               epsilon=0.0)
 
     def scores(self, tokens: list[str], n: int) -> np.ndarray:
         return np.asarray(self.index.get_scores(tokens), dtype=np.float64)
@@ -96,11 +113,15 @@ class _Bm25s:
     """bm25s's precomputed sparse scores, Robertson's variant: rank-bm25's scores divided by
     (k1 + 1), so they are multiplied back."""
 
-    def __init__(self, docs: list[list[str]], k1: float, b: float) -> None:
+    def __init__(self, ids: list[array], vocab: dict[str, int], k1: float, b: float) -> None:
         bm25s = _import_bm25s()
         self.k1 = k1
         self.index = bm25s.BM25(k1=k1, b=b, method="robertson", dtype="float64")
-        self.index.index(docs, show_progress=False)
+        # The (token ids, vocabulary) form: bm25s then never sees a list of words. Scores do not
+        # depend on which id a word gets (each (document, word) score is computed alone, and a
+        # query sums its words' columns in query order); bm25s's own numbering comes from a
+        # set of strings, so it was never fixed anyway.
+        self.index.index((ids, vocab), show_progress=False)
 
     def scores(self, tokens: list[str], n: int) -> np.ndarray:
         known = [t for t in tokens if t in self.index.vocab_dict]
@@ -130,10 +151,10 @@ class BM25Index:
         self.k1, self.b, self.backend = k1, b, backend
         self.stopwords = stopwords_for(stopwords)
         self.n = len(texts)
-        docs = [tokenize(t, self.stopwords) for t in texts]
-        if not any(docs):
+        ids, vocab = token_ids(texts, self.stopwords)
+        if not any(ids):
             raise SweepError("BM25: no chunk has a single indexable word")
-        self._index = BACKENDS[backend](docs, k1, b)
+        self._index = BACKENDS[backend](ids, vocab, k1, b)
 
     def scores(self, query: str) -> np.ndarray:
         return self._index.scores(query_tokens(query, self.stopwords), self.n)
