@@ -160,3 +160,32 @@ def test_unit_chunk_is_the_identity_and_bad_units_fail() -> None:
     assert units == chunks and unit_of == list(range(len(chunks)))
     with pytest.raises(SweepError, match=r"retrieval\.unit"):
         UnitSpec("page").validate()
+
+
+def test_window_units_scan_each_section_run_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A long document without headings is one section run: scanning it for sentences once
+    # per hit made `window` quadratic in the document's length (22 s for COVID-QA's 2,560
+    # chunks); the bounds are scanned once per run and shared by its hits.
+    body = " ".join(f"Sentence number {n} ends here." for n in range(40))
+    text = f"# Long\n\n{body}\n\n## Tail\n\nLast one. Really last."
+    doc = parse_document("long.md", text)
+    starts = REGEX.token_starts(doc.text)
+    chunks = chunk_document(doc, starts, ChunkSpec("sentence", 6, 0))
+    assert len(chunks) > 40
+    d = TokenizedDoc(doc, starts)
+    expected = [window_span(d, (c.start, c.end), 2) for c in chunks]  # no memo: one scan each
+    calls: list[tuple[int, int]] = []
+    original = TokenizedDoc.sentence_cuts
+
+    def counted(self: TokenizedDoc, a: int, b: int) -> list[int]:
+        calls.append((a, b))
+        return original(self, a, b)
+
+    monkeypatch.setattr(TokenizedDoc, "sentence_cuts", counted)
+    units, unit_of = build_units(chunks, [doc], [starts], UnitSpec("window", 1000, 2))
+    assert len(set(calls)) == 2 and len(calls) == 2  # "# Long" + body, and "## Tail"
+    assert [(units[u].start, units[u].end) for u in unit_of] == expected
+    # Two sentences each side of a middle sentence, by hand.
+    mid = next(c for c in chunks if c.text == "Sentence number 20 ends here.")
+    unit = units[unit_of[chunks.index(mid)]]
+    assert unit.text == " ".join(f"Sentence number {n} ends here." for n in range(18, 23))
