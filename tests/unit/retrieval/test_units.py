@@ -3,6 +3,8 @@ computed on what is returned, by hand."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from sweep.chunking.chunkers import Chunk, ChunkSpec, TokenizedDoc, chunk_document
@@ -107,6 +109,48 @@ def test_a_unit_swallowing_two_earlier_ones_returns_once() -> None:
     out = returned_ranking(Ranking((0, 1, 2), (3.0, 2.0, 1.0)), [1, 2, 0], units)
     assert out.indices == (0,)
     assert out.scores == (3.0,)
+
+
+def _merge_by_the_rule(ranking: Ranking, unit_of: list[int], units: list[Chunk]) -> Ranking:
+    """The merging rule written the plain way: every hit against every unit kept so far."""
+    kept: list[int] = []
+    scores: list[float] = []
+
+    def inside(i: Chunk, o: Chunk) -> bool:
+        return i.doc_id == o.doc_id and o.start <= i.start and i.end <= o.end
+
+    for c, score in zip(ranking.indices, ranking.scores, strict=True):
+        u = unit_of[c]
+        if any(inside(units[u], units[k]) for k in kept):
+            continue
+        swallowed = [n for n, k in enumerate(kept) if inside(units[k], units[u])]
+        if swallowed:
+            kept[swallowed[0]] = u
+            for n in reversed(swallowed[1:]):
+                del kept[n], scores[n]
+            continue
+        kept.append(u)
+        scores.append(score)
+    return Ranking(tuple(kept), tuple(scores))
+
+
+def test_merging_matches_the_rule_on_random_overlapping_units() -> None:
+    # Nested, equal, partly overlapping and disjoint units over three documents, in random
+    # rank orders: the per-document merge gives exactly what the plain rule gives.
+    rng = random.Random(18)
+    for _ in range(300):
+        units = []
+        for n in range(rng.randint(1, 12)):
+            a = rng.randint(0, 60)
+            units.append(_chunk(f"u{n}", a, a + rng.randint(1, 40), 1,
+                                doc=rng.choice("xyz")))
+        n_chunks = rng.randint(1, 30)
+        unit_of = [rng.randrange(len(units)) for _ in range(n_chunks)]
+        order = list(range(n_chunks))
+        rng.shuffle(order)
+        ranking = Ranking(tuple(order), tuple(float(-i) for i in range(n_chunks)))
+        assert returned_ranking(ranking, unit_of, units) == _merge_by_the_rule(
+            ranking, unit_of, units)
 
 
 def test_build_units_and_metrics_on_what_is_returned() -> None:
