@@ -3,6 +3,8 @@ computed on what is returned, by hand."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from sweep.chunking.chunkers import Chunk, ChunkSpec, TokenizedDoc, chunk_document
@@ -109,6 +111,48 @@ def test_a_unit_swallowing_two_earlier_ones_returns_once() -> None:
     assert out.scores == (3.0,)
 
 
+def _merge_by_the_rule(ranking: Ranking, unit_of: list[int], units: list[Chunk]) -> Ranking:
+    """The merging rule written the plain way: every hit against every unit kept so far."""
+    kept: list[int] = []
+    scores: list[float] = []
+
+    def inside(i: Chunk, o: Chunk) -> bool:
+        return i.doc_id == o.doc_id and o.start <= i.start and i.end <= o.end
+
+    for c, score in zip(ranking.indices, ranking.scores, strict=True):
+        u = unit_of[c]
+        if any(inside(units[u], units[k]) for k in kept):
+            continue
+        swallowed = [n for n, k in enumerate(kept) if inside(units[k], units[u])]
+        if swallowed:
+            kept[swallowed[0]] = u
+            for n in reversed(swallowed[1:]):
+                del kept[n], scores[n]
+            continue
+        kept.append(u)
+        scores.append(score)
+    return Ranking(tuple(kept), tuple(scores))
+
+
+def test_merging_matches_the_rule_on_random_overlapping_units() -> None:
+    # Nested, equal, partly overlapping and disjoint units over three documents, in random
+    # rank orders: the per-document merge gives exactly what the plain rule gives.
+    rng = random.Random(18)
+    for _ in range(300):
+        units = []
+        for n in range(rng.randint(1, 12)):
+            a = rng.randint(0, 60)
+            units.append(_chunk(f"u{n}", a, a + rng.randint(1, 40), 1,
+                                doc=rng.choice("xyz")))
+        n_chunks = rng.randint(1, 30)
+        unit_of = [rng.randrange(len(units)) for _ in range(n_chunks)]
+        order = list(range(n_chunks))
+        rng.shuffle(order)
+        ranking = Ranking(tuple(order), tuple(float(-i) for i in range(n_chunks)))
+        assert returned_ranking(ranking, unit_of, units) == _merge_by_the_rule(
+            ranking, unit_of, units)
+
+
 def test_build_units_and_metrics_on_what_is_returned() -> None:
     doc, starts, _ = _setup()
     chunks = chunk_document(doc, starts, ChunkSpec("sentence", 4, 0))
@@ -160,3 +204,32 @@ def test_unit_chunk_is_the_identity_and_bad_units_fail() -> None:
     assert units == chunks and unit_of == list(range(len(chunks)))
     with pytest.raises(SweepError, match=r"retrieval\.unit"):
         UnitSpec("page").validate()
+
+
+def test_window_units_scan_each_section_run_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A long document without headings is one section run: scanning it for sentences once
+    # per hit made `window` quadratic in the document's length (22 s for COVID-QA's 2,560
+    # chunks); the bounds are scanned once per run and shared by its hits.
+    body = " ".join(f"Sentence number {n} ends here." for n in range(40))
+    text = f"# Long\n\n{body}\n\n## Tail\n\nLast one. Really last."
+    doc = parse_document("long.md", text)
+    starts = REGEX.token_starts(doc.text)
+    chunks = chunk_document(doc, starts, ChunkSpec("sentence", 6, 0))
+    assert len(chunks) > 40
+    d = TokenizedDoc(doc, starts)
+    expected = [window_span(d, (c.start, c.end), 2) for c in chunks]  # no memo: one scan each
+    calls: list[tuple[int, int]] = []
+    original = TokenizedDoc.sentence_cuts
+
+    def counted(self: TokenizedDoc, a: int, b: int) -> list[int]:
+        calls.append((a, b))
+        return original(self, a, b)
+
+    monkeypatch.setattr(TokenizedDoc, "sentence_cuts", counted)
+    units, unit_of = build_units(chunks, [doc], [starts], UnitSpec("window", 1000, 2))
+    assert len(set(calls)) == 2 and len(calls) == 2  # "# Long" + body, and "## Tail"
+    assert [(units[u].start, units[u].end) for u in unit_of] == expected
+    # Two sentences each side of a middle sentence, by hand.
+    mid = next(c for c in chunks if c.text == "Sentence number 20 ends here.")
+    unit = units[unit_of[chunks.index(mid)]]
+    assert unit.text == " ".join(f"Sentence number {n} ends here." for n in range(18, 23))
