@@ -2,11 +2,11 @@
 
 Unit vectors of dimension 384 (MiniLM's) and 200 queries from the same distribution; per
 index: build seconds (wall, and CPU seconds over all threads), bytes (the serialised index, or
-the float matrix for exact), query p50/p95 in ms (one query at a time, the way
-`eval.latency_sample` times them; CPU time, and the wall p50) and ann_overlap_at_10 against exact search. The indexes are
-the sweep's own (`sweep.retrieval.index.build_index`); each graph or trained index is built
-once per size and searched at every ef_search / nprobe, with one BLAS thread. Nothing is
-asserted.
+the float matrix for exact), query p50/p95 in CPU ms and the wall p50 (one query at a time,
+as `eval.latency_sample` times them) and ann_overlap_at_10 against exact search. The indexes
+are the sweep's own (`sweep.retrieval.index.build_index`); each graph or trained index is
+built once per size and searched at every ef_search / nprobe, with one BLAS thread. Nothing
+is asserted.
 
 Data (``--data``):
 - ``uniform``: uniform on the sphere, no cluster structure: the hardest case for an
@@ -18,7 +18,8 @@ Data (``--data``):
 
 Build settings, per size n (the ones a team would start from, see README "Scale"):
 - HNSW: M=32, ef_construction=40 (FAISS's default efConstruction, at the M its docs use) at
-  every size: Chroma's M=16/100 costs twice as much to build, and 32/200 was hours at 1M here;
+  every size: Chroma's M=16/100 costs twice as much to build, and 32/200 would take hours at
+  1M here;
 - IVF: nlist = the power of two nearest sqrt(n) (pgvector's and Milvus's rule of thumb at
   ~1M rows), k-means trained on FAISS's default subsample (at most 256 points per centroid);
   IVF-PQ with pq_m=48 (48 bytes per vector).

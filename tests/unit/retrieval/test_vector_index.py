@@ -142,7 +142,7 @@ def test_parallel_build_is_scoped_to_its_block() -> None:
         seen.append(n)
         real(n)
 
-    x, q = _clustered(400)
+    x, _ = _clustered(400)
     faiss.omp_set_num_threads = spy
     try:
         with index_module.parallel_build(2):
