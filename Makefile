@@ -89,8 +89,9 @@ REPRO_OUT ?= /tmp/chunk-sweep-repro-chroma
 repro-chroma: install ## Chroma's chunking table, ours beside theirs -> $(REPRO_OUT)/repro_chroma.csv (INDEX=hnsw: their HNSW); needs ../shared/data
 	$(PY) benchmarks/repro_chroma.py --out $(REPRO_OUT) $(if $(INDEX),--index $(INDEX))
 
-bench-index: install ## exact vs FAISS HNSW vs IVF-PQ at 10k/100k random 384-d vectors (SIZES=...)
-	$(PY) benchmarks/bench_index.py --sizes $(or $(SIZES),10000,100000)
+bench-index: install ## exact vs FAISS HNSW/IVF-PQ/IVF-Flat, 384-d (SIZES=10000,100000,1000000 DATA=clustered KINDS=hnsw THREADS=2)
+	$(PY) benchmarks/bench_index.py --sizes $(or $(SIZES),10000,100000) --data $(or $(DATA),uniform) \
+		--kinds $(or $(KINDS),exact,ivf_pq,ivf_flat,hnsw) --threads $(or $(THREADS),1)
 
 lint: install ## ruff, then the import contracts (pyproject.toml [tool.importlinter])
 	$(PY) -m ruff check src tests

@@ -72,7 +72,21 @@ GATED_KEYS: Mapping[str, Mapping[str, tuple[str, tuple[str, ...]]]] = {
     # a served model's identity (embedding.family=openai; a local model's is its folder)
     "embedding": {k: ("family", ("openai",)) for k in (
         "model", "dimensions", "query_input_type", "document_input_type", "fingerprint")},
+    # Each index kind reads its own parameters (retrieval/index.py); exact search reads none
+    # (the whole section is off, `active_sections`). So `index=exact,hnsw index.ef_search=8,64`
+    # is three configurations, not four, and `index=hnsw index.nprobe=4,16` is one.
+    "index": {**{k: ("kind", ("hnsw", "chroma")) for k in ("M", "ef_construction",
+                                                            "ef_search")},
+              **{k: ("kind", ("ivf_flat", "ivf_pq")) for k in ("nlist", "nprobe", "seed")},
+              "pq_m": ("kind", ("ivf_pq",)), "quantizer": ("kind", ("scalar",)),
+              "rescore": ("kind", ("binary",))},
 }
+
+# The key that switches a section on or off (`active_sections`): it applies even when off,
+# unless the section needs another that is off (the judge grades generated answers).
+SELECTORS: Mapping[str, str] = {"rerank": "method", "index": "kind", "generation": "method",
+                                "judge": "method"}
+NEEDS: Mapping[str, str] = {"judge": "generation"}
 
 # Keys inside a nested sub-config that change no result (how an endpoint is called and priced,
 # and the dry run, which stops before any number exists).
@@ -146,3 +160,30 @@ def unhashed_flat_keys() -> tuple[str, ...]:
     return (*(f"{s}.{k}" for s, keys in UNHASHED_KEYS.items() for k in keys),
             *(f"{s}.{k}.{n}" for s, subs in UNHASHED_NESTED_KEYS.items()
               for k, names in subs.items() for n in names))
+
+
+def inapplicable_keys(flat: Mapping[str, Any]) -> set[str]:
+    """The dotted keys of a flattened configuration (``{"index.kind": "exact", ...}``, as in a
+    report or MLflow's params) whose setting does not apply to it: a key of a stage that is off
+    (``index.ef_search`` with ``index.kind=exact``) or of a strategy not chosen (`GATED_KEYS`).
+
+    Configurations that differ only in such keys have one `config_hash`: they are one
+    configuration, and a comparison table shows the key as n/a instead of one job's value."""
+    plain: dict[str, dict[str, Any]] = {}
+    for name, value in flat.items():
+        section, _, key = name.partition(".")
+        if key and "." not in key:
+            plain.setdefault(section, {})[key] = value
+    active = set(active_sections(plain))
+    out = set()
+    for name in flat:
+        section, _, key = name.partition(".")
+        top = key.partition(".")[0]
+        if not top or section not in (*RESULT_SECTIONS, *GENERATION_SECTIONS):
+            continue
+        needed = NEEDS.get(section)
+        selector = top == SELECTORS.get(section) and (needed is None or needed in active)
+        off = section not in active and not selector
+        if off or not gate_open(section, top, plain.get(section, {})):
+            out.add(name)
+    return out

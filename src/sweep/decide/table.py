@@ -26,9 +26,10 @@ import yaml
 from sweep.common.errors import SweepError
 from sweep.common.files import atomic_write
 from sweep.common.paths import PROJECT_ROOT
-from sweep.config.identity import INPUT_SECTIONS, RESULT_SECTIONS
+from sweep.config.identity import INPUT_SECTIONS, RESULT_SECTIONS, inapplicable_keys
 from sweep.outputs import tracking
 from sweep.outputs.report import (
+    NOT_APPLICABLE,
     differing_keys,
     format_value,
     plot_metric_vs_size,
@@ -350,7 +351,15 @@ def finished_records(uri: str, parent: Mapping[str, Any]) -> tuple[list[dict[str
                          if c.startswith("metrics.") and finished[c].notna().any())
     param_cols = [c for c in finished.columns if c.startswith("params.")]
     records = []
+    seen: set[str] = set()
     for _, r in finished.iterrows():
+        # One row per configuration: a run the sweep resumed is both its child and named in a
+        # `resumed.` tag, and runs with one config_hash differ only in settings they do not read.
+        chash = r.get("tags.config_hash")
+        key = chash if isinstance(chash, str) and chash else r["run_id"]
+        if key in seen or r["run_id"] in seen:
+            continue
+        seen.update({key, r["run_id"]})
         rec: dict[str, Any] = {"run_id": r["run_id"],
                                "params": {c[len("params."):]: r[c] for c in param_cols
                                           if isinstance(r[c], str)}}
@@ -377,8 +386,9 @@ def ranked_table(uri: str, experiment: str | None, sweep: str, metric: str | Non
         raise SweepError(f"unknown metric {metric!r} (available: {shown})")
     swept = swept_params([rec["params"] for rec in records])
     for rec in records:
+        unused = inapplicable_keys(rec["params"])
         for p in swept:
-            rec[p] = _typed(rec["params"].get(p))
+            rec[p] = NOT_APPLICABLE if p in unused else _typed(rec["params"].get(p))
     prompt_k = _typed(records[0]["params"].get("eval.prompt_k", "5"))
     cost = f"context_tokens_at_{prompt_k}"
     latency = "latency_end_to_end_p95_ms"
@@ -467,6 +477,10 @@ def print_table(t: SweepTable) -> None:
     with pd.option_context("display.max_columns", None, "display.width", 10_000,
                            "display.max_colwidth", 80):
         print(frame.to_string(index=False))
+    if any(r.get(p) == NOT_APPLICABLE for r in t.rows for p in t.swept):
+        print(f"{NOT_APPLICABLE}: the configuration does not read that setting (e.g. "
+              "index.ef_search with index.kind=exact); runs differing only there are one "
+              "configuration, shown once")
     n_tied = sum(1 for r in t.rows[1:] if r.get("tied"))
     print(f"{n_tied} of {len(t.rows) - 1} other configurations are not distinguishable from the "
           f"best on {t.metric} (paired bootstrap over questions scored in both, "

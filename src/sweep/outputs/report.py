@@ -16,6 +16,7 @@ import yaml
 
 from sweep.common.files import atomic_write
 from sweep.common.mapping import flatten
+from sweep.config.identity import inapplicable_keys
 
 REPORT = "report.json"
 PER_QUESTION = "per_question.csv"
@@ -168,13 +169,29 @@ def miss_summary(metrics: Mapping[str, Any]) -> str | None:
     return " · ".join(f"{short} {n}" for n, short in shown) or "none"
 
 
+# A swept setting that the configuration does not read (`config.identity.inapplicable_keys`).
+NOT_APPLICABLE = "n/a"
+
+
 def comparison_rows(reports: Sequence[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
     """Rows for the comparison table, best headline first (failed jobs last)."""
     axes = varying_params([r for r in reports if r.get("status") == "FINISHED"] or reports)
     rows = []
+    seen: dict[str, dict[str, Any]] = {}
     for rep in reports:
+        # Jobs with one config_hash are one configuration (`index=exact index.ef_search=8,64`:
+        # exact search reads no ef_search); the second is usually resumed from the first. One
+        # row, with the settings that do not apply shown as n/a rather than one job's value.
+        chash = rep.get("config_hash")
+        if chash and rep.get("status") == "FINISHED" and chash in seen:
+            seen[chash]["n_jobs"] += 1
+            continue
         flat = flatten(rep.get("config", {}))
-        row: dict[str, Any] = {a: flat.get(a) for a in axes}
+        unused = inapplicable_keys(flat)
+        row: dict[str, Any] = {a: NOT_APPLICABLE if a in unused else flat.get(a) for a in axes}
+        row["n_jobs"] = 1
+        if chash and rep.get("status") == "FINISHED":
+            seen[chash] = row
         row["status"] = rep.get("status", "?")
         headline = rep.get("headline") or {}
         row["headline_metric"] = headline.get("metric")
@@ -273,6 +290,12 @@ def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> Non
     console = Console()
     console.width = max(console.width, needed)  # full column names beat a tidy wrap in logs
     console.print(table)
+    merged = sum(r.get("n_jobs", 1) - 1 for r in rows)
+    if merged or any(r.get(a) == NOT_APPLICABLE for r in rows for a in axes):
+        print(f"{NOT_APPLICABLE}: the configuration does not read that setting (e.g. "
+              "index.ef_search with index.kind=exact), so jobs differing only there are one "
+              "configuration" + (f"; {merged} such job(s) are not listed again" if merged
+                                 else ""))
     finished = [r for r in rows if r["status"] == "FINISHED"]
     if len(finished) >= 2:
         best, second = finished[0], finished[1]

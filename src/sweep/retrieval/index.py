@@ -6,13 +6,15 @@ reports (exact inner products for HNSW and IVF-Flat, approximate ones for PQ and
 quantisers, rescored exact ones for binary), so hybrid fusion and reranking work on top of
 any of them unchanged.
 
-Determinism: FAISS builds run single-threaded (`_single_thread`), and IVF k-means is seeded,
+Determinism: FAISS builds run single-threaded (`_build_threads`), and IVF k-means is seeded,
 so one configuration gives the same rankings run after run; searching is per query and does
-not depend on the thread count.
+not depend on the thread count. Only the scale benchmark (`benchmarks/bench_index.py`) builds
+with more threads, through `parallel_build`, and says so.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -147,13 +149,28 @@ def _faiss() -> Any:
     return faiss
 
 
+_BUILD_THREADS: contextvars.ContextVar[int] = contextvars.ContextVar("build_threads", default=1)
+
+
 @contextmanager
-def _single_thread() -> Iterator[None]:
+def parallel_build(threads: int) -> Iterator[None]:
+    """Build FAISS indexes with ``threads`` OpenMP threads inside the block: faster, but a
+    parallel HNSW build is not reproducible. The sweep never uses it (see the module doc)."""
+    token = _BUILD_THREADS.set(max(1, threads))
+    try:
+        yield
+    finally:
+        _BUILD_THREADS.reset(token)
+
+
+@contextmanager
+def _build_threads() -> Iterator[None]:
     """FAISS builds with OpenMP; a parallel HNSW insert order depends on thread timing, so
-    the graph would differ run to run. One thread for the build makes it reproducible."""
+    the graph would differ run to run. One thread for the build (unless `parallel_build`)
+    makes it reproducible."""
     faiss = _faiss()
     before = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(1)
+    faiss.omp_set_num_threads(_BUILD_THREADS.get())
     try:
         yield
     finally:
@@ -213,12 +230,26 @@ def _build_faiss(make: Callable[[IndexSpec, np.ndarray], Any]
                  ) -> Callable[[IndexSpec, np.ndarray, np.ndarray], VectorIndex]:
     def build(spec: IndexSpec, vecs: np.ndarray, tiebreak: np.ndarray) -> VectorIndex:
         start = time.perf_counter()
-        with _single_thread():
+        with _build_threads():
             index = make(spec, _f32(vecs))
         build_s = time.perf_counter() - start
-        nbytes = len(_faiss().serialize_index(index))
-        return FaissIndex(index, tiebreak, spec.kind, build_s, nbytes)
+        return FaissIndex(index, tiebreak, spec.kind, build_s, _serialised_bytes(index))
     return build
+
+
+def _serialised_bytes(index: Any) -> int:
+    """Length of the serialised index, counted as FAISS writes it in blocks (serialising
+    into one array would hold a second copy: 1.7 GB for HNSW over 1M 384-d vectors)."""
+    faiss = _faiss()
+    total = 0
+
+    def count(block: bytes) -> int:
+        nonlocal total
+        total += len(block)
+        return len(block)
+
+    faiss.write_index(index, faiss.PyCallbackIOWriter(count))
+    return total
 
 
 def _build_binary(spec: IndexSpec, vecs: np.ndarray, tiebreak: np.ndarray) -> VectorIndex:

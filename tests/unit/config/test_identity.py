@@ -236,3 +236,48 @@ def test_served_only_keys_stay_out_of_a_local_model_s_hash() -> None:
     served = _plain(["embedding=served_minilm"])
     assert config_hash(served, "c", "g") != config_hash(
         _plain(["embedding=served_minilm", "embedding.fingerprint=v2"]), "c", "g")
+
+
+def test_each_index_kind_hashes_only_the_parameters_it_reads() -> None:
+    # `index=exact,hnsw index.ef_search=8,64` is three configurations: exact reads no ef_search.
+    exact = config_hash(_plain(["index=exact"]), "c", "g")
+    assert config_hash(_plain(["index=exact", "index.ef_search=8"]), "c", "g") == exact
+    hnsw = config_hash(_plain(["index=hnsw"]), "c", "g")
+    assert config_hash(_plain(["index=hnsw", "index.nprobe=99", "index.pq_m=4",
+                               "index.seed=3"]), "c", "g") == hnsw
+    ivf = config_hash(_plain(["index=ivf_flat"]), "c", "g")
+    assert config_hash(_plain(["index=ivf_flat", "index.ef_search=8", "index.pq_m=4"]),
+                       "c", "g") == ivf
+    assert config_hash(_plain(["index=ivf_flat", "index.nprobe=99"]), "c", "g") != ivf
+    assert config_hash(_plain(["index=ivf_pq", "index.pq_m=4"]), "c", "g") != \
+        config_hash(_plain(["index=ivf_pq"]), "c", "g")
+
+
+@pytest.mark.parametrize("overrides", [
+    [], ALL_ON, ["index=ivf_pq"], ["index=sq8"], ["index=binary"], ["index=chroma"],
+    ["rerank=cross_encoder", "generation=openai", "generation.model=m"],
+    ["chunk.boundary=semantic", "retrieval.unit=parent"]])
+def test_inapplicable_keys_are_exactly_those_that_leave_the_hash(overrides: list[str]
+                                                                  ) -> None:
+    # An independent check of `inapplicable_keys` (which the tables use to print n/a): a key
+    # it names must leave config_hash unchanged when changed, and every other hashed key of a
+    # result section must change it.
+    from sweep.common.mapping import flatten
+    from sweep.config.identity import GENERATION_SECTIONS, inapplicable_keys
+
+    plain = _plain(overrides)
+    sections = (*RESULT_SECTIONS, *GENERATION_SECTIONS)
+    flat = {k: v for k, v in flatten(plain).items() if k.split(".")[0] in sections}
+    unused = inapplicable_keys(flat)
+    base = config_hash(plain, "c", "g")
+    checked = 0
+    for section, key in _leaves(plain, sections):
+        if key in UNHASHED_KEYS.get(section, ()) or isinstance(plain[section][key], dict):
+            continue
+        other = copy.deepcopy(plain)
+        other[section][key] = _changed(other[section][key])
+        leaves_hash = config_hash(other, "c", "g") == base
+        assert leaves_hash == (f"{section}.{key}" in unused), f"{overrides}: {section}.{key}"
+        checked += 1
+    assert checked > 30
+    assert "index.kind" not in unused and "rerank.method" not in unused

@@ -324,3 +324,34 @@ def test_winners_folder_is_on_the_search_path(tmp_path: Path) -> None:
         {"chunk": {"size": 192, "boundary": "heading"}}, ["test"]))
     cfg = compose(["experiment=winners/w", f"hydra.searchpath=[file://{tmp_path / 'search'}]"])
     assert cfg.chunk.size == 192 and cfg.chunk.boundary.value == "heading"
+
+
+def test_compare_shows_a_resumed_configuration_once_with_unread_settings_na(tmp_path):
+    # `index=exact,hnsw index.ef_search=8,64`: the second exact job is the first one's
+    # configuration (exact search reads no ef_search); it is resumed, and the sweep names
+    # that run in a `resumed.<hash>` tag as well as holding it as a child.
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    _, parent = tracking.start_parent(uri, "chunk-sweep-demo", run_name="sweep idx",
+                                      params={"overrides": "index=exact,hnsw"},
+                                      tags={"sweep_dir": str(tmp_path / "multirun")})
+    ids = {}
+    for name, kind, ef, scores in [("exact", "exact", 8, [1] * 30 + [0] * 10),
+                                   ("hnsw8", "hnsw", 8, [1] * 20 + [0] * 20),
+                                   ("hnsw64", "hnsw", 64, [1] * 30 + [0] * 10)]:
+        folder = tmp_path / "multirun" / name
+        report = _job(folder, 256, "heading", scores, 1000.0)
+        report["config"]["index"] = {"kind": kind, "ef_search": ef}
+        report["config_hash"] = f"hash-{name}"
+        (folder / "report.json").write_text(json.dumps(report))
+        ids[name] = tracking.log_job(
+            uri, "chunk-sweep-demo", run_name=name, plain_config=report["config"],
+            report=report, artifacts=[folder / f for f in ("report.json", "per_question.csv")],
+            parent_run_id=parent)
+    tracking.tag_run(uri, parent, "resumed.hash-exact", ids["exact"])
+    tracking.finish_parent(uri, parent, status="FINISHED", metrics={}, tags={}, artifacts=[])
+    t = decide.load_table(uri, None, "latest", None, tmp_path / "t", n=500)
+    assert sorted(r["run_id"] for r in t.rows) == sorted(ids.values())
+    assert t.swept == ["index.ef_search", "index.kind"]
+    by_id = {r["run_id"]: r for r in t.rows}
+    assert by_id[ids["exact"]]["index.ef_search"] == "n/a"
+    assert by_id[ids["hnsw8"]]["index.ef_search"] == 8

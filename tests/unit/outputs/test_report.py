@@ -97,3 +97,30 @@ def test_a_key_missing_from_older_rows_is_not_an_axis() -> None:
     newer = {"chunk.size": 512, "chunk.boundary": "fixed", "corpus.max_file_mb": 50}
     assert differing_keys([old, new]) == ["chunk.size"]
     assert differing_keys([old, new, newer]) == ["chunk.size", "corpus.max_file_mb"]
+
+
+def _index_report(kind: str, ef: int, headline: float, chash: str) -> dict:
+    return {"config": {"chunk": {"size": 256}, "index": {"kind": kind, "ef_search": ef}},
+            "config_hash": chash, "status": "FINISHED",
+            "headline": {"metric": "recall_at_5", "value": headline},
+            "metrics": {"recall_at_5": headline}}
+
+
+def test_jobs_of_one_configuration_are_one_row_and_unread_settings_are_na() -> None:
+    # `index=exact,hnsw index.ef_search=8,64`: exact search reads no ef_search, so its two
+    # jobs share a config_hash (the second was resumed from the first and carries its report).
+    reports = [_index_report("exact", 8, 0.75, "e"), _index_report("exact", 8, 0.75, "e"),
+               _index_report("hnsw", 8, 0.70, "h8"), _index_report("hnsw", 64, 0.75, "h64")]
+    axes, rows = comparison_rows(reports)
+    assert axes == ["index.ef_search", "index.kind"]
+    assert [(r["index.kind"], r["index.ef_search"], r["n_jobs"]) for r in rows] == [
+        ("exact", "n/a", 2), ("hnsw", 64, 1), ("hnsw", 8, 1)]
+    assert "| 1 | n/a | exact | 0.750 |" in comparison_markdown(axes, rows)
+
+
+def test_failed_jobs_are_never_merged() -> None:
+    failed = {"config": {"index": {"kind": "exact", "ef_search": 8}}, "config_hash": "e",
+              "status": "FAILED", "error": "boom"}
+    reports = [_index_report("exact", 8, 0.75, "e"), failed, _index_report("hnsw", 8, 0.7, "h")]
+    _, rows = comparison_rows(reports)
+    assert [r["status"] for r in rows] == ["FINISHED", "FINISHED", "FAILED"]

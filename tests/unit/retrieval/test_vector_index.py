@@ -116,3 +116,40 @@ def test_ivf_with_fewer_vectors_than_cells_is_one_line_naming_nlist() -> None:
 def test_bad_parameters_are_refused() -> None:
     with pytest.raises(SweepError, match=r"index\.ef_search=0 must be >= 1"):
         IndexSpec("hnsw", ef_search=0).validate()
+
+
+def test_index_bytes_are_the_serialised_length() -> None:
+    import faiss
+
+    x, _ = _clustered(600)
+    for spec in (IndexSpec("hnsw", M=8, ef_construction=20),
+                 IndexSpec("ivf_pq", nlist=8, pq_m=16), IndexSpec("scalar")):
+        index = build_index(spec, x, _ids(600))
+        # counted block by block as FAISS writes it; the whole serialised array as a check
+        assert index.nbytes == len(faiss.serialize_index(index.index))  # type: ignore[attr-defined]
+
+
+def test_parallel_build_is_scoped_to_its_block() -> None:
+    import faiss
+
+    from sweep.retrieval import index as index_module
+
+    before = faiss.omp_get_max_threads()
+    seen = []
+    real = faiss.omp_set_num_threads
+
+    def spy(n: int) -> None:
+        seen.append(n)
+        real(n)
+
+    x, _ = _clustered(400)
+    faiss.omp_set_num_threads = spy
+    try:
+        with index_module.parallel_build(2):
+            build_index(IndexSpec("hnsw", M=8, ef_construction=20), x, _ids(400))
+        build_index(IndexSpec("hnsw", M=8, ef_construction=20), x, _ids(400))
+    finally:
+        faiss.omp_set_num_threads = real
+    # 2 threads inside the block, 1 (the reproducible build) after it; restored each time
+    assert seen == [2, before, 1, before]
+    assert faiss.omp_get_max_threads() == before
