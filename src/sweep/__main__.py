@@ -10,6 +10,7 @@ from typing import Any
 import hydra
 
 from sweep.cli.hydra_job import job
+from sweep.common import interrupt
 from sweep.common.errors import SweepError
 from sweep.config.schema import conf_dir, register
 
@@ -84,11 +85,13 @@ def main() -> None:
     from sweep.config.compose import compose_jobs_once
 
     compose_jobs_once()
+    interrupt.install()
     try:
         hydra.main(version_base="1.3", config_path=config_path, config_name="config")(job)()
     except KeyboardInterrupt:
         # One line instead of a KeyboardInterrupt traceback, and the parent run closed KILLED
         # instead of left RUNNING.
+        interrupt.handled()
         from sweep.cli.hydra_job import close_interrupted
 
         print(close_interrupted(), file=sys.stderr)

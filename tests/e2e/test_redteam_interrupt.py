@@ -59,7 +59,7 @@ def test_ctrl_c_closes_the_parent_killed(tmp_path: Path) -> None:
         stall.close()
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130
+    assert proc.returncode == 130, err[-3000:]
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
     last = err.strip().splitlines()[-1]
     assert last.startswith("interrupted:"), err[-2000:]
