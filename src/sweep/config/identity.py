@@ -99,16 +99,18 @@ ALL_SECTIONS: tuple[str, ...] = (*RESULT_SECTIONS, *GENERATION_SECTIONS, *INPUT_
                                  *OPERATIONAL_SECTIONS)
 
 
-def _method(plain: Mapping[str, Any], section: str) -> str:
-    return str((plain.get(section) or {}).get("method", "none"))
+# What each selector says when its stage is off; exact search is what every run did before
+# the index axis.
+_OFF_VALUES: Mapping[str, str] = {"rerank": "none", "index": "exact", "generation": "none",
+                                  "judge": "none"}
+
+
+def _selected(plain: Mapping[str, Any], section: str) -> str:
+    return str((plain.get(section) or {}).get(SELECTORS[section], _OFF_VALUES[section]))
 
 
 def _off(plain: Mapping[str, Any], section: str) -> bool:
-    if section == "rerank":
-        return _method(plain, "rerank") == "none"
-    if section == "index":  # exact search is what every run did before the index axis
-        return str((plain.get("index") or {}).get("kind", "exact")) == "exact"
-    return False
+    return section in SELECTORS and _selected(plain, section) == _OFF_VALUES[section]
 
 
 def active_sections(plain: Mapping[str, Any]) -> tuple[str, ...]:
@@ -120,9 +122,9 @@ def active_sections(plain: Mapping[str, Any]) -> tuple[str, ...]:
     runs, the judge only when it runs too.
     """
     out = [s for s in RESULT_SECTIONS if not _off(plain, s)]
-    if _method(plain, "generation") != "none":
+    if not _off(plain, "generation"):
         out.append("generation")
-        if _method(plain, "judge") != "none":
+        if not _off(plain, "judge"):
             out.append("judge")
     return tuple(out)
 
