@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sweep.chunking.cache import TokenStartsCache
 from sweep.chunking.external import external_spans, token_text_spans
 from sweep.chunking.tokenizers import ChunkTokenizer
 from sweep.common.errors import SweepError
@@ -405,17 +406,27 @@ def chunks_from_spans(doc: Document, starts: np.ndarray, spec: ChunkSpec,
     return chunks
 
 
-def corpus_token_starts(docs: Sequence[Document], tokenizer: ChunkTokenizer
-                        ) -> list[np.ndarray]:
+def corpus_token_starts(docs: Sequence[Document], tokenizer: ChunkTokenizer,
+                        cache: TokenStartsCache | None = None) -> list[np.ndarray]:
     """Token starts of every document: the same for every chunking with this tokenizer, so a
-    sweep computes them once (tokenising is most of the cost of chunking). Kept as 4-byte
-    offsets when the document is shorter than 2**31 characters: half the memory of the
-    tokenizer's int64 (~117 MB for the ~14.6M tokens of a 52 MB document, issue 14, item 3);
-    `TokenizedDoc` reads them as int64 again."""
+    sweep computes them once (tokenising is most of the cost of chunking), and with ``cache``
+    once per document text and tokenizer across processes. Kept as 4-byte offsets when the
+    document is shorter than 2**31 characters: half the memory of the tokenizer's int64
+    (~117 MB for the ~14.6M tokens of a 52 MB document, issue 14, item 3); `TokenizedDoc`
+    reads them as int64 again."""
+    fingerprint = getattr(tokenizer, "fingerprint", "") if cache is not None else ""
+    found = cache.get_many(fingerprint, [d.text for d in docs]) if fingerprint else {}
     out = []
-    for doc in docs:
+    fresh: list[tuple[str, np.ndarray]] = []
+    for i, doc in enumerate(docs):
+        if i in found:
+            out.append(found[i])
+            continue
         starts = tokenizer.token_starts(doc.text)
         out.append(starts.astype(np.int32) if len(doc.text) < 2**31 else starts)
+        fresh.append((doc.text, out[-1]))
+    if fingerprint and fresh:
+        cache.put_many(fingerprint, fresh)  # type: ignore[union-attr]
     return out
 
 

@@ -64,6 +64,8 @@ _PROBE = ("Hello world. It's  a test\n\n  of 1234567 tokens, ok?\tÜber-naïve w
 
 class ChunkTokenizer(Protocol):
     name: str
+    # What a text's starts depend on, keying the on-disk starts cache (empty: not cached).
+    fingerprint: str
 
     def token_starts(self, text: str) -> np.ndarray:
         """Sorted character offsets at which the tokens of ``text`` start."""
@@ -79,6 +81,10 @@ class RegexTokenizer:
 
     def token_starts(self, text: str) -> np.ndarray:
         return np.fromiter((m.start() for m in self._pattern.finditer(text)), dtype=np.int64)
+
+    @property
+    def fingerprint(self) -> str:
+        return "regex:" + hashlib.sha256(self._pattern.pattern.encode()).hexdigest()[:16]
 
 
 class HFTokenizer:
@@ -97,6 +103,19 @@ class HFTokenizer:
         # cut at every safe point (pieces of one character end at the next one).
         self._piecewise = np.array_equal(piecewise_starts(_PROBE, self._one_call, 1),
                                          self._one_call(_PROBE))
+        self._fingerprint: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        """What the starts of a text depend on: the whole tokenizer (vocabulary, normaliser,
+        pre-tokenizer, serialised) and the library version that runs it."""
+        if self._fingerprint is None:
+            import tokenizers
+
+            h = hashlib.sha256(self._tok.to_str().encode())
+            h.update(f"|{tokenizers.__version__}".encode())
+            self._fingerprint = "hf:" + h.hexdigest()[:16]
+        return self._fingerprint
 
     def _one_call(self, text: str) -> np.ndarray:
         enc = self._tok.encode(text, add_special_tokens=False)
@@ -148,9 +167,11 @@ class TiktokenTokenizer:
     placed at that character, so token starts are always character offsets.
     """
 
-    def __init__(self, name: str, encoding: object) -> None:
+    def __init__(self, name: str, encoding: object, fingerprint: str = "") -> None:
         self.name = name
         self.encoding = encoding
+        # what the starts depend on (the ranks file, the pattern); empty: not cached on disk
+        self.fingerprint = fingerprint
 
     def encode(self, text: str) -> list[int]:
         return self.encoding.encode_ordinary(text)
@@ -172,7 +193,8 @@ def cl100k_tokenizer() -> TiktokenTokenizer:
 
     encoding = tiktoken.Encoding(name="cl100k_base", pat_str=CL100K_PAT,
                                  mergeable_ranks=_cl100k_ranks(), special_tokens=CL100K_SPECIAL)
-    return TiktokenTokenizer("cl100k", encoding)
+    h = hashlib.sha256(f"{CL100K_SHA256}|{CL100K_PAT}|{tiktoken.__version__}".encode())
+    return TiktokenTokenizer("cl100k", encoding, "tiktoken:" + h.hexdigest()[:16])
 
 
 def count_tokens(tokenizer: ChunkTokenizer, text: str) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from sweep.chunking.cache import get_starts_cache
 from sweep.config.compose import compose
 from sweep.embedding.cache import get_cache
 from sweep.embedding.served import clear_ledger, ledger_summary
@@ -15,19 +16,23 @@ from sweep.embedding.served import clear_ledger, ledger_summary
 
 def cmd_cache(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="sweep cache",
-                                     description="Inspect or empty the embedding cache.")
+                                     description="Inspect or empty the embedding cache (and the "
+                                     "token starts cached beside it).")
     parser.add_argument("action", choices=["info", "clear"])
     parser.add_argument("overrides", nargs="*", help="config overrides, e.g. cache.dir=DIR")
     args = parser.parse_args(argv)
     cfg = compose(args.overrides)
     cache = get_cache(cfg.cache.dir)
+    starts = get_starts_cache(cfg.cache.dir)
     if args.action == "clear":
         clear_ledger(cache.path)
         print(f"removed {cache.clear()} vectors (and their token lengths) from {cache.path}")
+        print(f"removed the token starts of {starts.clear()} documents from {starts.path}")
         return 0
     info = cache.info()
     print(f"{info['path']}: {info['vectors']} vectors, {info['token_lengths']} token lengths, "
           f"{info['bytes_on_disk'] / 1e6:.1f} MB on disk")
+    print(f"{starts.path}: token starts of {starts.count()} documents")
     for model, stats in info["models"].items():  # type: ignore[union-attr]
         print(f"  model {model}: {stats['vectors']} vectors")
     # what served models were paid for, and what the cache has answered since

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from sweep.chunking.cache import get_starts_cache
 from sweep.chunking.chunkers import (
     Chunk,
     ChunkSpec,
@@ -171,14 +172,16 @@ def parsing_summary(cfg: Config) -> dict[str, Any]:
 
 def chunks_for(docs: list[Document], fingerprint: str, spec: ChunkSpec,
                tokenizer: str, params: SemanticParams | None = None,
-               embedder: Embedder | None = None) -> list[Chunk]:
+               embedder: Embedder | None = None, cache_dir: str | None = None) -> list[Chunk]:
     """The chunks of a corpus under ``spec``; the semantic and cluster boundaries also take
-    their ``params`` and the ``embedder`` they cut with (memoised by its fingerprint)."""
+    their ``params`` and the ``embedder`` they cut with (memoised by its fingerprint). With
+    ``cache_dir``, token starts come from (and go to) its on-disk cache."""
     key = (fingerprint, spec, tokenizer, params, embedder.fingerprint if embedder else "")
     if key not in _MEMO.chunks:
         tok = load_chunk_tokenizer(tokenizer)
         if (fingerprint, tokenizer) not in _MEMO.starts:
-            _MEMO.starts[(fingerprint, tokenizer)] = corpus_token_starts(docs, tok)
+            cache = get_starts_cache(cache_dir) if cache_dir else None
+            _MEMO.starts[(fingerprint, tokenizer)] = corpus_token_starts(docs, tok, cache)
             release_free_memory()
         starts = _MEMO.starts[(fingerprint, tokenizer)]
         if embedder is None or params is None:
@@ -346,6 +349,10 @@ def load_golden_cached(path: str) -> GoldenSet:
     return _MEMO.goldens[key]
 
 
+def _cache_dir(cfg: Config) -> str | None:
+    return cfg.cache.dir if cfg.cache.enabled else None
+
+
 def embedder_for(cfg: Config) -> Embedder:
     embedder = get_embedder(embedding_spec(cfg))
     embedder.cache = get_cache(cfg.cache.dir) if cfg.cache.enabled else None
@@ -480,11 +487,13 @@ def run_config(cfg: Config, *, progress: bool = True,
         cut_texts = None
         if spec.boundary in ("semantic", "cluster"):
             cutter, params = cut_embedder(cfg, embedder_for), semantic_params(cfg)
-            chunks = chunks_for(docs, corpus_fp, spec, cfg.chunk.tokenizer, params, cutter)
+            chunks = chunks_for(docs, corpus_fp, spec, cfg.chunk.tokenizer, params, cutter,
+                                cache_dir=_cache_dir(cfg))
             cut_texts = _MEMO.cut_texts[(corpus_fp, spec, cfg.chunk.tokenizer, params,
                                          cutter.fingerprint)]
         else:
-            chunks = chunks_for(docs, corpus_fp, spec, cfg.chunk.tokenizer)
+            chunks = chunks_for(docs, corpus_fp, spec, cfg.chunk.tokenizer,
+                                cache_dir=_cache_dir(cfg))
         context_metrics: dict[str, float] = {}
         if spec.header == "contextual":
             chunks, context_metrics = contextual_chunks(
