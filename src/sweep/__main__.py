@@ -103,4 +103,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from sweep.common.exit import run_then_exit
+
+    run_then_exit(main)

@@ -1,3 +1,3 @@
-from sweep.cli.main import main
+from sweep.cli.main import program
 
-main()
+program()

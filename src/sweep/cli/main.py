@@ -94,5 +94,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     hydra_main()
 
 
+def program() -> None:
+    """The ``sweep`` executable and ``python -m sweep.cli``: `main`, then the process ends
+    without the interpreter's teardown (`sweep.common.exit`)."""
+    from sweep.common.exit import run_then_exit
+
+    run_then_exit(main)
+
+
 if __name__ == "__main__":
-    main()
+    program()
