@@ -79,11 +79,11 @@ class _Scores:
         self.values.setdefault(name, []).append(value)
 
 
-def _score_chunks(row: dict[str, Any], scores: _Scores, item: ResolvedItem, ranked: list[Chunk],
-                  spans: list[tuple[str, int, int]], rel: set[str], ks: Sequence[int],
-                  spec: EvalSpec) -> None:
+def _score_chunks(row: dict[str, Any], scores: _Scores, ranked: list[Chunk], top: m.TopKSpans,
+                  rel: set[str], ks: Sequence[int], spec: EvalSpec) -> None:
     """The chunk-level metrics of a question some chunk of this configuration answers;
-    ``spans`` are the ranked chunks' spans as the span metrics read them."""
+    ``top`` holds the span metrics of its ranked chunks for every k (`metrics.TopKSpans`, equal
+    to the per-metric functions: tests/unit/evaluation/test_topk_spans.py)."""
     ranked_ids = [c.chunk_id for c in ranked]
     tokens = [c.n_tokens for c in ranked]
     row["status"] = "scored"
@@ -93,25 +93,25 @@ def _score_chunks(row: dict[str, Any], scores: _Scores, item: ResolvedItem, rank
         scores.put(row, f"recall_at_{k}", m.recall_at_k(ranked_ids, rel, k))
         scores.put(row, f"hit_at_{k}", m.hit_at_k(ranked_ids, rel, k))
         scores.put(row, f"ndcg_at_{k}", m.ndcg_at_k(ranked_ids, dict.fromkeys(rel, 1.0), k))
-        scores.put(row, f"evidence_recall_at_{k}", m.evidence_recall_at_k(spans, item.spans, k))
-        scores.put(row, f"span_precision_at_{k}", m.span_precision_at_k(spans, item.spans, k))
-        scores.put(row, f"span_iou_at_{k}", m.span_iou_at_k(spans, item.spans, k))
+        scores.put(row, f"evidence_recall_at_{k}", top.evidence_recall(k))
+        scores.put(row, f"span_precision_at_{k}", top.span_precision(k))
+        scores.put(row, f"span_iou_at_{k}", top.span_iou(k))
         scores.put(row, f"context_tokens_at_{k}", m.context_tokens_at_k(tokens, k))
     scores.put(row, "evidence_recall_at_budget",
-               m.evidence_recall_at_budget(spans, tokens, item.spans, spec.token_budget))
+               top.evidence_recall_at_budget(tokens, spec.token_budget))
     row["evidence_coverage_at_prompt_k"] = row[f"evidence_recall_at_{spec.prompt_k}"]
 
 
 def _score_touching(row: dict[str, Any], scores: _Scores, item: ResolvedItem,
-                    spans: list[tuple[str, int, int]], placed: _Placed) -> None:
-    """Precision_Ω (every chunk that touches the evidence retrieved) and the "Min" k."""
-    near = placed.touching(item.spans)
-    scores.put(row, "precision_omega", m.precision_omega(near, item.spans, placed.closed))
+                    near: list[tuple[str, int, int]], k_min: int, top: m.TopKSpans,
+                    closed: bool) -> None:
+    """Precision_Ω (every chunk that touches the evidence, ``near``, retrieved) and the "Min"
+    k (``k_min``)."""
+    scores.put(row, "precision_omega", m.precision_omega(near, item.spans, closed))
     row["n_touching"] = len(near)
-    k_min = min(max(len(near), 1), MIN_MODE_CAP)
-    scores.put(row, "evidence_recall_at_min", m.evidence_recall_at_k(spans, item.spans, k_min))
-    scores.put(row, "span_precision_at_min", m.span_precision_at_k(spans, item.spans, k_min))
-    scores.put(row, "span_iou_at_min", m.span_iou_at_k(spans, item.spans, k_min))
+    scores.put(row, "evidence_recall_at_min", top.evidence_recall(k_min))
+    scores.put(row, "span_precision_at_min", top.span_precision(k_min))
+    scores.put(row, "span_iou_at_min", top.span_iou(k_min))
 
 
 def _found_by(row: dict[str, Any], rel_positions: set[int],
@@ -186,9 +186,14 @@ def evaluate(
         }
         if relevant:
             rel = set(relevant)
-            spans = [placed.spans[i] for i in ranking.indices]
-            _score_chunks(row, scores, item, ranked, spans, rel, ks, spec)
-            _score_touching(row, scores, item, spans, placed)
+            near = placed.touching(item.spans)
+            k_min = min(max(len(near), 1), MIN_MODE_CAP)
+            # Deep enough for every k read: the ks, the "Min" k and the chunks in the budget.
+            depth = max(ks[-1], k_min, m.take_within_budget([c.n_tokens for c in ranked],
+                                                             spec.token_budget))
+            top = m.TopKSpans([placed.spans[i] for i in ranking.indices], item.spans, depth)
+            _score_chunks(row, scores, ranked, top, rel, ks, spec)
+            _score_touching(row, scores, item, near, k_min, top, placed.closed)
             found = _found_by(row, {position[c] for c in rel if c in position},
                               {name: lists[n] for name, lists in diagnostics.items()},
                               spec.prompt_k)
