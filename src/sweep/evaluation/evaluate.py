@@ -78,27 +78,34 @@ class _Scores:
         row[name] = value
         self.values.setdefault(name, []).append(value)
 
+    def put_all(self, row: dict[str, Any], values: dict[str, float]) -> None:
+        """`put` of each of ``values``, in their order."""
+        row.update(values)
+        for name, value in values.items():
+            self.values.setdefault(name, []).append(value)
 
-def _score_chunks(row: dict[str, Any], scores: _Scores, ranked: list[Chunk], top: m.TopKSpans,
-                  rel: set[str], ks: Sequence[int], spec: EvalSpec) -> None:
+
+def _score_chunks(row: dict[str, Any], scores: _Scores, ranked: list[Chunk], tokens: list[int],
+                  top: m.TopKSpans, rel: set[str], ks: Sequence[int], spec: EvalSpec) -> None:
     """The chunk-level metrics of a question some chunk of this configuration answers;
-    ``top`` holds the span metrics of its ranked chunks for every k (`metrics.TopKSpans`, equal
-    to the per-metric functions: tests/unit/evaluation/test_topk_spans.py)."""
+    ``top`` holds the span metrics of its ranked chunks for every k. The metrics of every k
+    come from one pass (`metrics.TopKRanks`, `metrics.TopKSpans`), equal to the per-metric
+    functions (tests/unit/evaluation/test_topk.py)."""
     ranked_ids = [c.chunk_id for c in ranked]
-    tokens = [c.n_tokens for c in ranked]
     row["status"] = "scored"
     row["first_relevant_rank"] = m.first_relevant_rank(ranked_ids, rel)
-    scores.put(row, "mrr", m.reciprocal_rank(ranked_ids, rel))
+    ranks = m.TopKRanks(ranked_ids, rel, ks[-1])
+    values = {"mrr": m.reciprocal_rank(ranked_ids, rel)}
     for k in ks:
-        scores.put(row, f"recall_at_{k}", m.recall_at_k(ranked_ids, rel, k))
-        scores.put(row, f"hit_at_{k}", m.hit_at_k(ranked_ids, rel, k))
-        scores.put(row, f"ndcg_at_{k}", m.ndcg_at_k(ranked_ids, dict.fromkeys(rel, 1.0), k))
-        scores.put(row, f"evidence_recall_at_{k}", top.evidence_recall(k))
-        scores.put(row, f"span_precision_at_{k}", top.span_precision(k))
-        scores.put(row, f"span_iou_at_{k}", top.span_iou(k))
-        scores.put(row, f"context_tokens_at_{k}", m.context_tokens_at_k(tokens, k))
-    scores.put(row, "evidence_recall_at_budget",
-               top.evidence_recall_at_budget(tokens, spec.token_budget))
+        values[f"recall_at_{k}"] = ranks.recall(k)
+        values[f"hit_at_{k}"] = ranks.hit(k)
+        values[f"ndcg_at_{k}"] = ranks.ndcg(k)
+        values[f"evidence_recall_at_{k}"] = top.evidence_recall(k)
+        values[f"span_precision_at_{k}"] = top.span_precision(k)
+        values[f"span_iou_at_{k}"] = top.span_iou(k)
+        values[f"context_tokens_at_{k}"] = m.context_tokens_at_k(tokens, k)
+    values["evidence_recall_at_budget"] = top.evidence_recall_at_budget(tokens, spec.token_budget)
+    scores.put_all(row, values)
     row["evidence_coverage_at_prompt_k"] = row[f"evidence_recall_at_{spec.prompt_k}"]
 
 
@@ -188,11 +195,13 @@ def evaluate(
             rel = set(relevant)
             near = placed.touching(item.spans)
             k_min = min(max(len(near), 1), MIN_MODE_CAP)
-            # Deep enough for every k read: the ks, the "Min" k and the chunks in the budget.
-            depth = max(ks[-1], k_min, m.take_within_budget([c.n_tokens for c in ranked],
-                                                             spec.token_budget))
-            top = m.TopKSpans([placed.spans[i] for i in ranking.indices], item.spans, depth)
-            _score_chunks(row, scores, ranked, top, rel, ks, spec)
+            tokens = [c.n_tokens for c in ranked]
+            # Deep enough for every k read: the ks, the "Min" k and the chunks in the budget;
+            # one span more tells TopKSpans whether the ranking goes on below that depth.
+            depth = max(ks[-1], k_min, m.take_within_budget(tokens, spec.token_budget))
+            top = m.TopKSpans([placed.spans[i] for i in ranking.indices[: depth + 1]],
+                              item.spans, depth)
+            _score_chunks(row, scores, ranked, tokens, top, rel, ks, spec)
             _score_touching(row, scores, item, near, k_min, top, placed.closed)
             found = _found_by(row, {position[c] for c in rel if c in position},
                               {name: lists[n] for name, lists in diagnostics.items()},

@@ -89,6 +89,52 @@ def ndcg_at_k(ranked: Sequence[str], gains: Mapping[str, float], k: int) -> floa
     return dcg / idcg
 
 
+class TopKRanks:
+    """`recall_at_k`, `hit_at_k` and `ndcg_at_k` with binary gains (``{id: 1.0 for id in
+    relevant}``) of one question for every k at once, from one pass over ``ranked[:depth]``.
+
+    ``found[n]`` is the number of distinct relevant ids in ``ranked[:n]`` and ``gains[i]``
+    the DCG term of rank i + 1 (1.0 or 0.0, divided by log2(i + 2)); each metric is then the
+    same division, or `math.fsum` of the same terms, as its reference function, so the values
+    are equal; a test checks it. k beyond the ranking and beyond ``depth`` as in `TopKSpans`.
+    """
+
+    def __init__(self, ranked: Sequence[str], relevant: set[str] | frozenset[str], depth: int
+                 ) -> None:
+        _check(relevant)
+        self.relevant = len(relevant)
+        self.depth = depth
+        self.complete = depth >= len(ranked)
+        seen: set[str] = set()
+        self.found = [0]
+        self.gains: list[float] = []
+        for i, rid in enumerate(ranked[:depth]):
+            hit = rid in relevant
+            if hit:
+                seen.add(rid)  # a repeated id counts once in recall, twice in DCG
+            self.found.append(len(seen))
+            self.gains.append((1.0 if hit else 0.0) / math.log2(i + 2))
+
+    def _n(self, k: int) -> int:
+        _check_k(k)
+        if k > self.depth and not self.complete:
+            raise ValueError(f"k={k} is beyond the computed depth {self.depth}")
+        return min(k, len(self.gains))
+
+    def recall(self, k: int) -> float:
+        """`recall_at_k`."""
+        return self.found[self._n(k)] / self.relevant
+
+    def hit(self, k: int) -> float:
+        """`hit_at_k`."""
+        return 1.0 if self.found[self._n(k)] else 0.0
+
+    def ndcg(self, k: int) -> float:
+        """`ndcg_at_k` with a gain of 1.0 for each relevant id."""
+        dcg = math.fsum(self.gains[: self._n(k)])
+        return dcg / math.fsum(1.0 / math.log2(i + 2) for i in range(min(k, self.relevant)))
+
+
 def merge_spans(spans: Iterable[Span]) -> list[Span]:
     """Union of character spans, per document, as sorted disjoint spans."""
     out: list[Span] = []

@@ -1,13 +1,16 @@
-"""`metrics.TopKSpans` (every k in one pass) equals the per-metric reference functions.
+"""`metrics.TopKSpans` and `metrics.TopKRanks` (every k in one pass) equal the per-metric
+reference functions.
 
-The fast path adds up the same integers (evidence characters covered, characters read) that
-`covered_chars` and `spans_length` give for each prefix and divides them once, as the
-reference functions do, so the values must be EQUAL (==), not approximately equal. Checked on
-hand-made cases, on randomized spans (overlapping and repeated chunks, empty spans, evidence in
-several documents, chroma placement, k beyond the ranking) and through `evaluate`."""
+The fast paths add up the same integers (evidence characters covered, characters read,
+relevant ids found) that `covered_chars`, `spans_length` and `recall_at_k` count for each
+prefix and divide them once, or `math.fsum` the same DCG terms, as the reference functions do,
+so the values must be EQUAL (==), not approximately equal. Checked on hand-made cases, on
+randomized cases (overlapping and repeated chunks, empty spans, evidence in several documents,
+chroma placement, k beyond the ranking) and through `evaluate`."""
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -96,6 +99,34 @@ def test_random_spans_equal_the_reference(seed: int) -> None:
                                   (0, 1, 50, 300, 1024, 10**6))
 
 
+def test_hand_made_ranks() -> None:
+    ranks = m.TopKRanks(["a", "x", "b", "a", "y"], {"a", "b", "c"}, 10)
+    assert ranks.found == [0, 1, 1, 2, 2, 2]  # the repeated "a" is found once
+    assert ranks.recall(3) == 2 / 3 and ranks.hit(1) == 1.0
+    # DCG counts the repeat (as ndcg_at_k does): 1 + 1/log2(4) + 1/log2(5)
+    assert ranks.ndcg(4) == math.fsum([1.0, 1 / math.log2(4), 1 / math.log2(5)]) / math.fsum(
+        [1.0, 1 / math.log2(3), 1 / math.log2(4)])
+    assert m.TopKRanks(["x", "y"], {"a"}, 1).hit(1) == 0.0
+    with pytest.raises(ValueError, match="beyond the computed depth"):
+        m.TopKRanks(["x", "y"], {"a"}, 1).recall(2)
+    with pytest.raises(ValueError, match="no relevant ids"):
+        m.TopKRanks(["x"], set(), 1)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_random_ranks_equal_the_reference(seed: int) -> None:
+    rng = random.Random(seed)
+    ids = [f"c{i}" for i in range(30)]
+    for _ in range(50):
+        ranked = [rng.choice(ids) for _ in range(rng.randint(0, 25))]  # repeats included
+        relevant = set(rng.sample(ids, rng.randint(1, 8)))
+        ranks = m.TopKRanks(ranked, relevant, len(ranked) + 6)
+        for k in range(1, len(ranked) + 7):
+            assert ranks.recall(k) == m.recall_at_k(ranked, relevant, k)
+            assert ranks.hit(k) == m.hit_at_k(ranked, relevant, k)
+            assert ranks.ndcg(k) == m.ndcg_at_k(ranked, dict.fromkeys(relevant, 1.0), k)
+
+
 def _chunk(i: int, doc_id: str, text: str, a: int, b: int) -> Chunk:
     return Chunk(f"{doc_id}#{i}", doc_id, i, a, b, text[a:b], text[a:b], b - a)
 
@@ -103,7 +134,7 @@ def _chunk(i: int, doc_id: str, text: str, a: int, b: int) -> Chunk:
 @pytest.mark.parametrize("mode", ["exact", "chroma"])
 @pytest.mark.parametrize("seed", range(6))
 def test_evaluate_equals_the_reference_functions(mode: str, seed: int) -> None:
-    """Through `evaluate`: every span metric of every row as the reference functions give it
+    """Through `evaluate`: every rank and span metric of every row as the reference functions give it
     on the same placed spans (chroma mode moves chunks to the first copy of a passage)."""
     rng = random.Random(seed)
     words = ["alpha.", "beta", "gamma.", "delta", "eps."]
@@ -135,7 +166,12 @@ def test_evaluate_equals_the_reference_functions(mode: str, seed: int) -> None:
     for row, res, ranking in scored:
         ranked = [spans[i] for i in ranking.indices]
         ev = list(res.spans)
+        ids = [chunks[i].chunk_id for i in ranking.indices]
+        rel = set(row["relevant_ids"].split())
         for k in (1, 3, 5, 10, 40):
+            assert row[f"recall_at_{k}"] == m.recall_at_k(ids, rel, k)
+            assert row[f"hit_at_{k}"] == m.hit_at_k(ids, rel, k)
+            assert row[f"ndcg_at_{k}"] == m.ndcg_at_k(ids, dict.fromkeys(rel, 1.0), k)
             assert row[f"evidence_recall_at_{k}"] == m.evidence_recall_at_k(ranked, ev, k)
             assert row[f"span_precision_at_{k}"] == m.span_precision_at_k(ranked, ev, k)
             assert row[f"span_iou_at_{k}"] == m.span_iou_at_k(ranked, ev, k)
