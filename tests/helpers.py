@@ -101,7 +101,7 @@ def running_label_server(args: list[str], folder: Path) -> Iterator[str]:
 def check_rows_against_reference(rows: list[dict[str, Any]], resolved: list[Any],
                                  chunks: list[Any], rankings: list[Any], spans: list[Any],
                                  spec: Any) -> int:
-    """Every rank and span metric of ``evaluate``'s scored rows equals (==) what the
+    """Every rank, span and document metric of ``evaluate``'s rows equals (==) what the
     per-metric reference functions of `sweep.evaluation.metrics` give on the same ranking and
     placed ``spans``; returns how many rows were checked."""
     from sweep.evaluation import metrics as m
@@ -110,6 +110,11 @@ def check_rows_against_reference(rows: list[dict[str, Any]], resolved: list[Any]
     ks = sorted(set(spec.k) | {spec.prompt_k})
     checked = 0
     for row, res, ranking in zip(rows, resolved, rankings, strict=True):
+        if res.doc_ids:
+            docs = m.collapse_to_docs([chunks[i].doc_id for i in ranking.indices])
+            assert row["doc_mrr"] == m.reciprocal_rank(docs, set(res.doc_ids))
+            for k in ks:
+                assert row[f"doc_recall_at_{k}"] == m.recall_at_k(docs, set(res.doc_ids), k)
         if row["status"] != "scored":
             continue
         checked += 1

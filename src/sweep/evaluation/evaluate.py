@@ -213,9 +213,9 @@ def evaluate(
             _unscored_status(row, item)
         if item.doc_ids:
             docs = m.collapse_to_docs([c.doc_id for c in ranked])
-            scores.put(row, "doc_mrr", m.reciprocal_rank(docs, item.doc_ids))
-            for k in ks:
-                scores.put(row, f"doc_recall_at_{k}", m.recall_at_k(docs, set(item.doc_ids), k))
+            doc_ranks = m.TopKRanks(docs, item.doc_ids, ks[-1])
+            scores.put_all(row, {"doc_mrr": m.reciprocal_rank(docs, item.doc_ids),
+                                 **{f"doc_recall_at_{k}": doc_ranks.recall(k) for k in ks}})
         rows.append(row)
 
     summary = {name: m.mean(vals) for name, vals in sorted(scores.values.items())}

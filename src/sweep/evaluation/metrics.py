@@ -371,7 +371,4 @@ def evidence_recall_at_budget(
 
 def collapse_to_docs(ranked_chunk_docs: Sequence[str]) -> list[str]:
     """Document ranking from a chunk ranking: each document at the rank of its best chunk."""
-    seen: dict[str, None] = {}
-    for doc_id in ranked_chunk_docs:
-        seen.setdefault(doc_id, None)
-    return list(seen)
+    return list(dict.fromkeys(ranked_chunk_docs))  # keeps each id's first position
