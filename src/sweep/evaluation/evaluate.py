@@ -85,13 +85,13 @@ class _Scores:
             self.values.setdefault(name, []).append(value)
 
 
-def _score_chunks(row: dict[str, Any], scores: _Scores, ranked: list[Chunk], tokens: list[int],
-                  top: m.TopKSpans, rel: set[str], ks: Sequence[int], spec: EvalSpec) -> None:
+def _score_chunks(row: dict[str, Any], scores: _Scores, ranked_ids: list[str],
+                  tokens: list[int], top: m.TopKSpans, rel: set[str], ks: Sequence[int],
+                  spec: EvalSpec) -> None:
     """The chunk-level metrics of a question some chunk of this configuration answers;
     ``top`` holds the span metrics of its ranked chunks for every k. The metrics of every k
     come from one pass (`metrics.TopKRanks`, `metrics.TopKSpans`), equal to the per-metric
     functions (tests/unit/evaluation/test_topk.py)."""
-    ranked_ids = [c.chunk_id for c in ranked]
     row["status"] = "scored"
     row["first_relevant_rank"] = m.first_relevant_rank(ranked_ids, rel)
     ranks = m.TopKRanks(ranked_ids, rel, ks[-1])
@@ -176,18 +176,22 @@ def evaluate(
     locator = ChunkLocator(chunks)
     placed = _Placed(chunks, spec.span_mode, texts)
     position = {c.chunk_id: i for i, c in enumerate(chunks)}
+    # Read per ranked index below: cheaper than the chunk's attributes, 100 deep per question.
+    chunk_ids = [c.chunk_id for c in chunks]
+    chunk_tokens = [c.n_tokens for c in chunks]
+    chunk_docs = [c.doc_id for c in chunks]
     ks = sorted(set(spec.k) | {spec.prompt_k})
     rows: list[dict[str, Any]] = []
     scores = _Scores()
     diagnostics = {k: v for k, v in (diagnostics or {}).items() if v and v[0] is not None}
     found_counts: dict[str, int] = {}
     for n, (item, ranking) in enumerate(zip(resolved, rankings, strict=True)):
-        ranked = [chunks[i] for i in ranking.indices]
+        ranked_ids = [chunk_ids[i] for i in ranking.indices]
         relevant = relevant_chunks(item.spans, locator, spec.min_overlap)
         row: dict[str, Any] = {
             "qid": item.item.qid,
             "question": item.item.question,
-            "retrieved_ids": " ".join(c.chunk_id for c in ranked[: max(ks)]),
+            "retrieved_ids": " ".join(ranked_ids[: max(ks)]),
             "relevant_ids": " ".join(relevant),
             "evidence_source": item.source,
         }
@@ -195,13 +199,13 @@ def evaluate(
             rel = set(relevant)
             near = placed.touching(item.spans)
             k_min = min(max(len(near), 1), MIN_MODE_CAP)
-            tokens = [c.n_tokens for c in ranked]
+            tokens = [chunk_tokens[i] for i in ranking.indices]
             # Deep enough for every k read: the ks, the "Min" k and the chunks in the budget;
             # one span more tells TopKSpans whether the ranking goes on below that depth.
             depth = max(ks[-1], k_min, m.take_within_budget(tokens, spec.token_budget))
             top = m.TopKSpans([placed.spans[i] for i in ranking.indices[: depth + 1]],
                               item.spans, depth)
-            _score_chunks(row, scores, ranked, tokens, top, rel, ks, spec)
+            _score_chunks(row, scores, ranked_ids, tokens, top, rel, ks, spec)
             _score_touching(row, scores, item, near, k_min, top, placed.closed)
             found = _found_by(row, {position[c] for c in rel if c in position},
                               {name: lists[n] for name, lists in diagnostics.items()},
@@ -212,7 +216,7 @@ def evaluate(
         else:
             _unscored_status(row, item)
         if item.doc_ids:
-            docs = m.collapse_to_docs([c.doc_id for c in ranked])
+            docs = m.collapse_to_docs([chunk_docs[i] for i in ranking.indices])
             doc_ranks = m.TopKRanks(docs, item.doc_ids, ks[-1])
             scores.put_all(row, {"doc_mrr": m.reciprocal_rank(docs, item.doc_ids),
                                  **{f"doc_recall_at_{k}": doc_ranks.recall(k) for k in ks}})
