@@ -96,3 +96,44 @@ def running_label_server(args: list[str], folder: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+def check_rows_against_reference(rows: list[dict[str, Any]], resolved: list[Any],
+                                 chunks: list[Any], rankings: list[Any], spans: list[Any],
+                                 spec: Any) -> int:
+    """Every rank, span and document metric of ``evaluate``'s rows equals (==) what the
+    per-metric reference functions of `sweep.evaluation.metrics` give on the same ranking and
+    placed ``spans``; returns how many rows were checked."""
+    from sweep.evaluation import metrics as m
+    from sweep.evaluation.evaluate import MIN_MODE_CAP
+
+    ks = sorted(set(spec.k) | {spec.prompt_k})
+    checked = 0
+    for row, res, ranking in zip(rows, resolved, rankings, strict=True):
+        if res.doc_ids:
+            docs = m.collapse_to_docs([chunks[i].doc_id for i in ranking.indices])
+            assert row["doc_mrr"] == m.reciprocal_rank(docs, set(res.doc_ids))
+            for k in ks:
+                assert row[f"doc_recall_at_{k}"] == m.recall_at_k(docs, set(res.doc_ids), k)
+        if row["status"] != "scored":
+            continue
+        checked += 1
+        ids = [chunks[i].chunk_id for i in ranking.indices]
+        rel = set(row["relevant_ids"].split())
+        ranked = [spans[i] for i in ranking.indices]
+        ev = list(res.spans)
+        for k in ks:
+            assert row[f"recall_at_{k}"] == m.recall_at_k(ids, rel, k)
+            assert row[f"hit_at_{k}"] == m.hit_at_k(ids, rel, k)
+            assert row[f"ndcg_at_{k}"] == m.ndcg_at_k(ids, dict.fromkeys(rel, 1.0), k)
+            assert row[f"evidence_recall_at_{k}"] == m.evidence_recall_at_k(ranked, ev, k)
+            assert row[f"span_precision_at_{k}"] == m.span_precision_at_k(ranked, ev, k)
+            assert row[f"span_iou_at_{k}"] == m.span_iou_at_k(ranked, ev, k)
+        tokens = [chunks[i].n_tokens for i in ranking.indices]
+        assert row["evidence_recall_at_budget"] == m.evidence_recall_at_budget(
+            ranked, tokens, ev, spec.token_budget)
+        k_min = min(max(row["n_touching"], 1), MIN_MODE_CAP)
+        assert row["evidence_recall_at_min"] == m.evidence_recall_at_k(ranked, ev, k_min)
+        assert row["span_precision_at_min"] == m.span_precision_at_k(ranked, ev, k_min)
+        assert row["span_iou_at_min"] == m.span_iou_at_k(ranked, ev, k_min)
+    return checked

@@ -78,40 +78,47 @@ class _Scores:
         row[name] = value
         self.values.setdefault(name, []).append(value)
 
+    def put_all(self, row: dict[str, Any], values: dict[str, float]) -> None:
+        """`put` of each of ``values``, in their order."""
+        row.update(values)
+        for name, value in values.items():
+            self.values.setdefault(name, []).append(value)
 
-def _score_chunks(row: dict[str, Any], scores: _Scores, item: ResolvedItem, ranked: list[Chunk],
-                  spans: list[tuple[str, int, int]], rel: set[str], ks: Sequence[int],
+
+def _score_chunks(row: dict[str, Any], scores: _Scores, ranked_ids: list[str],
+                  tokens: list[int], top: m.TopKSpans, rel: set[str], ks: Sequence[int],
                   spec: EvalSpec) -> None:
     """The chunk-level metrics of a question some chunk of this configuration answers;
-    ``spans`` are the ranked chunks' spans as the span metrics read them."""
-    ranked_ids = [c.chunk_id for c in ranked]
-    tokens = [c.n_tokens for c in ranked]
+    ``top`` holds the span metrics of its ranked chunks for every k. The metrics of every k
+    come from one pass (`metrics.TopKRanks`, `metrics.TopKSpans`), equal to the per-metric
+    functions (tests/unit/evaluation/test_topk.py)."""
     row["status"] = "scored"
     row["first_relevant_rank"] = m.first_relevant_rank(ranked_ids, rel)
-    scores.put(row, "mrr", m.reciprocal_rank(ranked_ids, rel))
+    ranks = m.TopKRanks(ranked_ids, rel, ks[-1])
+    values = {"mrr": m.reciprocal_rank(ranked_ids, rel)}
     for k in ks:
-        scores.put(row, f"recall_at_{k}", m.recall_at_k(ranked_ids, rel, k))
-        scores.put(row, f"hit_at_{k}", m.hit_at_k(ranked_ids, rel, k))
-        scores.put(row, f"ndcg_at_{k}", m.ndcg_at_k(ranked_ids, dict.fromkeys(rel, 1.0), k))
-        scores.put(row, f"evidence_recall_at_{k}", m.evidence_recall_at_k(spans, item.spans, k))
-        scores.put(row, f"span_precision_at_{k}", m.span_precision_at_k(spans, item.spans, k))
-        scores.put(row, f"span_iou_at_{k}", m.span_iou_at_k(spans, item.spans, k))
-        scores.put(row, f"context_tokens_at_{k}", m.context_tokens_at_k(tokens, k))
-    scores.put(row, "evidence_recall_at_budget",
-               m.evidence_recall_at_budget(spans, tokens, item.spans, spec.token_budget))
+        values[f"recall_at_{k}"] = ranks.recall(k)
+        values[f"hit_at_{k}"] = ranks.hit(k)
+        values[f"ndcg_at_{k}"] = ranks.ndcg(k)
+        values[f"evidence_recall_at_{k}"] = top.evidence_recall(k)
+        values[f"span_precision_at_{k}"] = top.span_precision(k)
+        values[f"span_iou_at_{k}"] = top.span_iou(k)
+        values[f"context_tokens_at_{k}"] = m.context_tokens_at_k(tokens, k)
+    values["evidence_recall_at_budget"] = top.evidence_recall_at_budget(tokens, spec.token_budget)
+    scores.put_all(row, values)
     row["evidence_coverage_at_prompt_k"] = row[f"evidence_recall_at_{spec.prompt_k}"]
 
 
 def _score_touching(row: dict[str, Any], scores: _Scores, item: ResolvedItem,
-                    spans: list[tuple[str, int, int]], placed: _Placed) -> None:
-    """Precision_Ω (every chunk that touches the evidence retrieved) and the "Min" k."""
-    near = placed.touching(item.spans)
-    scores.put(row, "precision_omega", m.precision_omega(near, item.spans, placed.closed))
+                    near: list[tuple[str, int, int]], k_min: int, top: m.TopKSpans,
+                    closed: bool) -> None:
+    """Precision_Ω (every chunk that touches the evidence, ``near``, retrieved) and the "Min"
+    k (``k_min``)."""
+    scores.put(row, "precision_omega", m.precision_omega(near, item.spans, closed))
     row["n_touching"] = len(near)
-    k_min = min(max(len(near), 1), MIN_MODE_CAP)
-    scores.put(row, "evidence_recall_at_min", m.evidence_recall_at_k(spans, item.spans, k_min))
-    scores.put(row, "span_precision_at_min", m.span_precision_at_k(spans, item.spans, k_min))
-    scores.put(row, "span_iou_at_min", m.span_iou_at_k(spans, item.spans, k_min))
+    scores.put(row, "evidence_recall_at_min", top.evidence_recall(k_min))
+    scores.put(row, "span_precision_at_min", top.span_precision(k_min))
+    scores.put(row, "span_iou_at_min", top.span_iou(k_min))
 
 
 def _found_by(row: dict[str, Any], rel_positions: set[int],
@@ -169,26 +176,37 @@ def evaluate(
     locator = ChunkLocator(chunks)
     placed = _Placed(chunks, spec.span_mode, texts)
     position = {c.chunk_id: i for i, c in enumerate(chunks)}
+    # Read per ranked index below: cheaper than the chunk's attributes, 100 deep per question.
+    chunk_ids = [c.chunk_id for c in chunks]
+    chunk_tokens = [c.n_tokens for c in chunks]
+    chunk_docs = [c.doc_id for c in chunks]
     ks = sorted(set(spec.k) | {spec.prompt_k})
     rows: list[dict[str, Any]] = []
     scores = _Scores()
     diagnostics = {k: v for k, v in (diagnostics or {}).items() if v and v[0] is not None}
     found_counts: dict[str, int] = {}
     for n, (item, ranking) in enumerate(zip(resolved, rankings, strict=True)):
-        ranked = [chunks[i] for i in ranking.indices]
+        ranked_ids = [chunk_ids[i] for i in ranking.indices]
         relevant = relevant_chunks(item.spans, locator, spec.min_overlap)
         row: dict[str, Any] = {
             "qid": item.item.qid,
             "question": item.item.question,
-            "retrieved_ids": " ".join(c.chunk_id for c in ranked[: max(ks)]),
+            "retrieved_ids": " ".join(ranked_ids[: max(ks)]),
             "relevant_ids": " ".join(relevant),
             "evidence_source": item.source,
         }
         if relevant:
             rel = set(relevant)
-            spans = [placed.spans[i] for i in ranking.indices]
-            _score_chunks(row, scores, item, ranked, spans, rel, ks, spec)
-            _score_touching(row, scores, item, spans, placed)
+            near = placed.touching(item.spans)
+            k_min = min(max(len(near), 1), MIN_MODE_CAP)
+            tokens = [chunk_tokens[i] for i in ranking.indices]
+            # Deep enough for every k read: the ks, the "Min" k and the chunks in the budget;
+            # one span more tells TopKSpans whether the ranking goes on below that depth.
+            depth = max(ks[-1], k_min, m.take_within_budget(tokens, spec.token_budget))
+            top = m.TopKSpans([placed.spans[i] for i in ranking.indices[: depth + 1]],
+                              item.spans, depth)
+            _score_chunks(row, scores, ranked_ids, tokens, top, rel, ks, spec)
+            _score_touching(row, scores, item, near, k_min, top, placed.closed)
             found = _found_by(row, {position[c] for c in rel if c in position},
                               {name: lists[n] for name, lists in diagnostics.items()},
                               spec.prompt_k)
@@ -198,10 +216,10 @@ def evaluate(
         else:
             _unscored_status(row, item)
         if item.doc_ids:
-            docs = m.collapse_to_docs([c.doc_id for c in ranked])
-            scores.put(row, "doc_mrr", m.reciprocal_rank(docs, item.doc_ids))
-            for k in ks:
-                scores.put(row, f"doc_recall_at_{k}", m.recall_at_k(docs, set(item.doc_ids), k))
+            docs = m.collapse_to_docs([chunk_docs[i] for i in ranking.indices])
+            doc_ranks = m.TopKRanks(docs, item.doc_ids, ks[-1])
+            scores.put_all(row, {"doc_mrr": m.reciprocal_rank(docs, item.doc_ids),
+                                 **{f"doc_recall_at_{k}": doc_ranks.recall(k) for k in ks}})
         rows.append(row)
 
     summary = {name: m.mean(vals) for name, vals in sorted(scores.values.items())}

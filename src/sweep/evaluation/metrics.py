@@ -89,6 +89,52 @@ def ndcg_at_k(ranked: Sequence[str], gains: Mapping[str, float], k: int) -> floa
     return dcg / idcg
 
 
+class TopKRanks:
+    """`recall_at_k`, `hit_at_k` and `ndcg_at_k` with binary gains (``{id: 1.0 for id in
+    relevant}``) of one question for every k at once, from one pass over ``ranked[:depth]``.
+
+    ``found[n]`` is the number of distinct relevant ids in ``ranked[:n]`` and ``gains[i]``
+    the DCG term of rank i + 1 (1.0 or 0.0, divided by log2(i + 2)); each metric is then the
+    same division, or `math.fsum` of the same terms, as its reference function, so the values
+    are equal; a test checks it. k beyond the ranking and beyond ``depth`` as in `TopKSpans`.
+    """
+
+    def __init__(self, ranked: Sequence[str], relevant: set[str] | frozenset[str], depth: int
+                 ) -> None:
+        _check(relevant)
+        self.relevant = len(relevant)
+        self.depth = depth
+        self.complete = depth >= len(ranked)
+        seen: set[str] = set()
+        self.found = [0]
+        self.gains: list[float] = []
+        for i, rid in enumerate(ranked[:depth]):
+            hit = rid in relevant
+            if hit:
+                seen.add(rid)  # a repeated id counts once in recall, twice in DCG
+            self.found.append(len(seen))
+            self.gains.append((1.0 if hit else 0.0) / math.log2(i + 2))
+
+    def _n(self, k: int) -> int:
+        _check_k(k)
+        if k > self.depth and not self.complete:
+            raise ValueError(f"k={k} is beyond the computed depth {self.depth}")
+        return min(k, len(self.gains))
+
+    def recall(self, k: int) -> float:
+        """`recall_at_k`."""
+        return self.found[self._n(k)] / self.relevant
+
+    def hit(self, k: int) -> float:
+        """`hit_at_k`."""
+        return 1.0 if self.found[self._n(k)] else 0.0
+
+    def ndcg(self, k: int) -> float:
+        """`ndcg_at_k` with a gain of 1.0 for each relevant id."""
+        dcg = math.fsum(self.gains[: self._n(k)])
+        return dcg / math.fsum(1.0 / math.log2(i + 2) for i in range(min(k, self.relevant)))
+
+
 def merge_spans(spans: Iterable[Span]) -> list[Span]:
     """Union of character spans, per document, as sorted disjoint spans."""
     out: list[Span] = []
@@ -170,6 +216,92 @@ def span_iou_at_k(ranked_spans: Sequence[Span], evidence: Sequence[Span], k: int
     return covered / (spans_length(top) + total - covered)
 
 
+class TopKSpans:
+    """The span metrics of one question for every k at once: one pass over the ranked spans.
+
+    ``covered[n]`` is the number of evidence characters inside the union of
+    ``ranked_spans[:n]`` and ``read[n]`` the summed (unmerged) lengths of those spans, for
+    n = 0..min(depth, len(ranked_spans)); ``total`` is the number of evidence characters.
+    They are the integers `covered_chars` and `spans_length` give for each prefix, found
+    incrementally: a chunk adds the evidence characters it holds that no better-ranked chunk
+    held. Every metric is then the same single division of the same integers as its
+    reference function (`evidence_recall_at_k`, `span_precision_at_k`, `span_iou_at_k`,
+    `evidence_recall_at_budget`), so the values are equal, not only close; a test checks it.
+    A k beyond the ranking reads the whole ranking, as ``ranked_spans[:k]`` does; a k beyond
+    ``depth`` (of a longer ranking) was not computed and raises.
+    """
+
+    def __init__(self, ranked_spans: Sequence[Span], evidence: Sequence[Span], depth: int
+                 ) -> None:
+        merged = merge_spans(evidence)
+        self.total = sum(e - s for _, s, e in merged)
+        if self.total == 0:
+            raise ValueError("empty evidence: the question cannot be scored")
+        self.depth = depth
+        self.complete = depth >= len(ranked_spans)  # every ranked span is in the prefixes
+        by_doc: dict[str, list[tuple[int, int]]] = {}
+        for doc_id, s, e in merged:
+            by_doc.setdefault(doc_id, []).append((s, e))
+        seen: dict[str, list[tuple[int, int]]] = {}  # evidence pieces already covered, merged
+        covered = read = 0
+        self.covered = [0]
+        self.read = [0]
+        for doc_id, s, e in ranked_spans[:depth]:
+            if e > s:
+                read += e - s
+                for es, ee in by_doc.get(doc_id, ()):
+                    a, b = max(s, es), min(e, ee)
+                    if a < b:
+                        done = seen.setdefault(doc_id, [])
+                        covered += b - a - sum(max(0, min(b, y) - max(a, x)) for x, y in done)
+                        seen[doc_id] = _merged_pieces([*done, (a, b)])
+            self.covered.append(covered)
+            self.read.append(read)
+
+    def _n(self, k: int) -> int:
+        """How many ranked spans the top ``k`` holds (k = 0: none, for the budget)."""
+        if k > self.depth and not self.complete:
+            raise ValueError(f"k={k} is beyond the computed depth {self.depth}")
+        return min(k, len(self.covered) - 1)
+
+    def evidence_recall(self, k: int) -> float:
+        """`evidence_recall_at_k`."""
+        _check_k(k)
+        return self.covered[self._n(k)] / self.total
+
+    def span_precision(self, k: int) -> float:
+        """`span_precision_at_k`."""
+        _check_k(k)
+        n = self._n(k)
+        return self.covered[n] / self.read[n] if self.read[n] else 0.0
+
+    def span_iou(self, k: int) -> float:
+        """`span_iou_at_k`."""
+        _check_k(k)
+        n = self._n(k)
+        return self.covered[n] / (self.read[n] + self.total - self.covered[n])
+
+    def evidence_recall_at_budget(self, ranked_tokens: Sequence[int], budget: int) -> float:
+        """`evidence_recall_at_budget` (``depth`` must reach the chunks that fit)."""
+        return self.covered[self._n(take_within_budget(ranked_tokens, budget))] / self.total
+
+
+def _check_k(k: int) -> None:
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+
+
+def _merged_pieces(pieces: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted disjoint union of the (start, end) pieces of one document."""
+    out: list[tuple[int, int]] = []
+    for s, e in sorted(pieces):
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
 def _touches(a: int, b: int, s: int, e: int, closed: bool) -> bool:
     return (a <= e and s <= b) if closed else (a < e and s < b)
 
@@ -239,7 +371,4 @@ def evidence_recall_at_budget(
 
 def collapse_to_docs(ranked_chunk_docs: Sequence[str]) -> list[str]:
     """Document ranking from a chunk ranking: each document at the rank of its best chunk."""
-    seen: dict[str, None] = {}
-    for doc_id in ranked_chunk_docs:
-        seen.setdefault(doc_id, None)
-    return list(seen)
+    return list(dict.fromkeys(ranked_chunk_docs))  # keeps each id's first position

@@ -149,6 +149,13 @@ def truncation_cuts(chunks: Sequence[Chunk], kept_chars: Sequence[int | None],
     return cuts
 
 
+def _ranks_of(indices: Sequence[int], wanted: Sequence[int]) -> dict[int, int]:
+    """The 1-based rank in ``indices`` of each of ``wanted`` it holds (a ranking's indices are
+    distinct). Only the shown chunks are looked up: a diagnostic ranking is ``retrieval.depth``
+    long, and mapping all of it for every question was most of the view's cost."""
+    return {i: indices.index(i) + 1 for i in wanted if i in indices}
+
+
 def miss_views(rows: Sequence[Mapping[str, Any]], spans_by_row: Sequence[Sequence[Span]],
                chunks: Sequence[Chunk], texts: Mapping[str, str],
                rankings: Sequence[Any], diagnostics: Mapping[str, Sequence[Any]],
@@ -177,13 +184,13 @@ def miss_views(rows: Sequence[Mapping[str, Any]], spans_by_row: Sequence[Sequenc
     views = []
     for n, (row, spans) in enumerate(zip(rows, spans_by_row, strict=True)):
         relevant = set(str(row.get("relevant_ids", "")).split())
-        # Each retriever's own rank of each chunk; "found by" = in that retriever's top k.
+        ranking = rankings[n]
+        # Each retriever's own rank of each shown chunk; "found by" = in that retriever's top k.
         ranks: dict[str, dict[int, int]] = {}
         for name, lists in diagnostics.items():
-            ranking = lists[n] if lists else None
-            ranks[name] = ({i: r for r, i in enumerate(ranking.indices, start=1)}
-                           if ranking is not None else {})
-        ranking = rankings[n]
+            other = lists[n] if lists else None
+            ranks[name] = (_ranks_of(other.indices, ranking.indices[:top])
+                           if other is not None else {})
         hits = []
         for rank, (i, score) in enumerate(zip(ranking.indices[:top], ranking.scores[:top],
                                               strict=True), start=1):

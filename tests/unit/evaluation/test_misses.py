@@ -10,8 +10,10 @@ from sweep.evaluation.misses import (
     best_single_chunk_share,
     diagnose_misses,
     miss_cause,
+    miss_views,
     truncation_cuts,
 )
+from sweep.retrieval.ranking import Ranking
 
 TEXT = "".join(chr(ord("a") + i % 26) for i in range(100))
 
@@ -115,3 +117,20 @@ def test_a_question_the_index_lost_is_lost_by_index() -> None:
     miss = miss_cause(r, [("d", 10, 20)], WHOLE, WHOLE, 5, {}, True)
     assert miss is not None and miss.cause == "lost_by_index"
     assert miss.detail == "exact search ranks it 2, the index 9"
+
+
+def test_view_hits_carry_each_retrievers_rank_and_who_found_them() -> None:
+    chunks = [chunk(i, 10 * i, 10 * i + 10) for i in range(8)]
+    final = Ranking((3, 0, 5), (0.9, 0.8, 0.7))
+    dense = Ranking((0, 6, 7, 1, 3), (0.5,) * 5)  # 3 at rank 5: below the top 3
+    bm25 = Ranking((5, 3, 0), (9.0, 8.0, 7.0))
+    rows = [{"qid": "q", "question": "?", "status": "scored", "relevant_ids": "d#0",
+             "first_relevant_rank": 2}]
+    (view,) = miss_views(rows, [[("d", 0, 5)]], chunks, {"d": TEXT}, [final],
+                         {"dense": [dense], "bm25": [bm25]}, 3, {})
+    got = [(h["chunk_id"], h["found_by"], h["dense_rank"], h["bm25_rank"]) for h in view["hits"]]
+    assert got == [("d#3", "bm25", 5, 2), ("d#0", "dense+bm25", 1, 3), ("d#5", "bm25", None, 1)]
+    # no diagnostic ranking for this question: no ranks, found by nobody
+    (view,) = miss_views(rows, [[("d", 0, 5)]], chunks, {"d": TEXT}, [final],
+                         {"dense": [None]}, 3, {})
+    assert [(h["found_by"], h["dense_rank"]) for h in view["hits"]] == [("", None)] * 3

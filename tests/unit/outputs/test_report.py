@@ -3,17 +3,21 @@ table's rows (axes = the keys that differ, best headline first, failed jobs last
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 from pathlib import Path
 
 from sweep.outputs.report import (
+    PER_QUESTION_COLUMNS,
     comparison_markdown,
     comparison_rows,
     differing_keys,
     format_value,
     read_reports,
     result_metrics,
+    write_per_question,
     write_report,
 )
 
@@ -124,3 +128,21 @@ def test_failed_jobs_are_never_merged() -> None:
     reports = [_index_report("exact", 8, 0.75, "e"), failed, _index_report("hnsw", 8, 0.7, "h")]
     _, rows = comparison_rows(reports)
     assert [r["status"] for r in rows] == ["FINISHED", "FINISHED", "FAILED"]
+
+
+def test_per_question_csv_is_what_dictwriter_writes(tmp_path: Path) -> None:
+    """Key columns first, then every other key sorted; None and missing cells empty; text
+    with commas, quotes and newlines quoted: byte for byte what csv.DictWriter gives."""
+    rows = [{"qid": "q1", "question": 'a "quoted", two-line\nquestion', "mrr": 0.1 + 0.2,
+             "zeta": 3, "first_relevant_rank": None, "alpha": True},
+            {"qid": "q2", "question": "plain", "status": "orphan", "beta": "x,y"}]
+    path = write_per_question(tmp_path, rows)
+    columns = [*PER_QUESTION_COLUMNS, "alpha", "beta", "zeta"]
+    expected = io.StringIO()
+    writer = csv.DictWriter(expected, fieldnames=columns, restval="")
+    writer.writeheader()
+    writer.writerows({k: v for k, v in r.items() if v is not None} for r in rows)
+    assert path.read_bytes() == expected.getvalue().encode()
+    back = list(csv.DictReader(path.open(newline="", encoding="utf-8")))
+    assert back[0]["question"] == rows[0]["question"] and back[0]["mrr"] == "0.30000000000000004"
+    assert back[0]["first_relevant_rank"] == "" and back[1]["zeta"] == ""
