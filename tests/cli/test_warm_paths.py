@@ -73,19 +73,24 @@ def test_the_gate_on_a_warm_cache_imports_no_model_and_no_mlflow(tmp_path: Path)
     assert warm.stdout.splitlines()[:-1] == cold.stdout.splitlines()[:-1]
 
 
-def test_cache_info_and_clear_cover_the_token_starts(tmp_path: Path) -> None:
+def test_cache_info_and_clear_cover_token_starts_and_bm25(tmp_path: Path) -> None:
     from helpers import DEMO
     from sweep.chunking.cache import get_starts_cache
     from sweep.chunking.chunkers import corpus_token_starts
     from sweep.chunking.tokenizers import load_chunk_tokenizer
     from sweep.data.corpus import load_corpus
+    from sweep.retrieval.bm25 import BM25Index
 
     docs = load_corpus(DEMO / "corpus")
     corpus_token_starts(docs, load_chunk_tokenizer("minilm"), get_starts_cache(tmp_path))
+    for n in (3, 4):
+        BM25Index([d.text for d in docs][:n], backend="bm25s", cache_dir=tmp_path)
     info = run_cli("-m", "sweep.cli", "cache", "info", f"cache.dir={tmp_path}")
     assert info.returncode == 0, info.stderr
     assert f"token starts of {len(docs)} documents" in info.stdout
+    assert "2 BM25 indexes" in info.stdout
     cleared = run_cli("-m", "sweep.cli", "cache", "clear", f"cache.dir={tmp_path}")
     assert f"removed the token starts of {len(docs)} documents" in cleared.stdout
+    assert "removed 2 BM25 indexes" in cleared.stdout
     again = run_cli("-m", "sweep.cli", "cache", "info", f"cache.dir={tmp_path}")
-    assert "token starts of 0 documents" in again.stdout
+    assert "token starts of 0 documents" in again.stdout and "0 BM25 indexes" in again.stdout

@@ -6,18 +6,21 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 from collections.abc import Sequence
+from pathlib import Path
 
 from sweep.chunking.cache import get_starts_cache
 from sweep.config.compose import compose
 from sweep.embedding.cache import get_cache
 from sweep.embedding.served import clear_ledger, ledger_summary
+from sweep.retrieval.bm25 import CACHE_FOLDER
 
 
 def cmd_cache(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="sweep cache",
                                      description="Inspect or empty the embedding cache (and the "
-                                     "token starts cached beside it).")
+                                     "token starts and BM25 indexes cached beside it).")
     parser.add_argument("action", choices=["info", "clear"])
     parser.add_argument("overrides", nargs="*", help="config overrides, e.g. cache.dir=DIR")
     args = parser.parse_args(argv)
@@ -28,11 +31,19 @@ def cmd_cache(argv: Sequence[str]) -> int:
         clear_ledger(cache.path)
         print(f"removed {cache.clear()} vectors (and their token lengths) from {cache.path}")
         print(f"removed the token starts of {starts.clear()} documents from {starts.path}")
+        bm25 = Path(cfg.cache.dir) / CACHE_FOLDER
+        n = len(list(bm25.iterdir())) if bm25.is_dir() else 0
+        shutil.rmtree(bm25, ignore_errors=True)
+        print(f"removed {n} BM25 indexes from {bm25}")
         return 0
     info = cache.info()
     print(f"{info['path']}: {info['vectors']} vectors, {info['token_lengths']} token lengths, "
           f"{info['bytes_on_disk'] / 1e6:.1f} MB on disk")
     print(f"{starts.path}: token starts of {starts.count()} documents")
+    bm25 = Path(cfg.cache.dir) / CACHE_FOLDER
+    folders = [p for p in bm25.iterdir() if p.is_dir()] if bm25.is_dir() else []
+    size = sum(f.stat().st_size for p in folders for f in p.iterdir())
+    print(f"{bm25}: {len(folders)} BM25 indexes, {size / 1e6:.1f} MB")
     for model, stats in info["models"].items():  # type: ignore[union-attr]
         print(f"  model {model}: {stats['vectors']} vectors")
     # what served models were paid for, and what the cache has answered since

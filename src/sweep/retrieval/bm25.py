@@ -14,7 +14,11 @@ leaves out the constant ``(k1 + 1)``, which is multiplied back so both report th
 
 from __future__ import annotations
 
+import logging
+import os
 import re
+import shutil
+import tempfile
 from array import array
 from collections.abc import Sequence
 from functools import lru_cache
@@ -24,6 +28,13 @@ from types import ModuleType
 import numpy as np
 
 from sweep.common.errors import SweepError
+from sweep.common.sqlite import parts_key
+
+log = logging.getLogger(__name__)
+# bm25s indexes kept on disk (`cache.dir`), one folder per key (`BM25Index._key`).
+CACHE_FOLDER = "bm25"
+# Bumped when `tokenize` or the scoring here changes: older cached indexes are then not read.
+TOKENISATION = "bm25-v1"
 
 _WORD = re.compile(r"\w+")
 
@@ -113,9 +124,13 @@ class _Bm25s:
     """bm25s's precomputed sparse scores, Robertson's variant: rank-bm25's scores divided by
     (k1 + 1), so they are multiplied back."""
 
-    def __init__(self, ids: list[array], vocab: dict[str, int], k1: float, b: float) -> None:
+    def __init__(self, ids: list[array], vocab: dict[str, int], k1: float, b: float,
+                 built: object = None) -> None:
         bm25s = _import_bm25s()
         self.k1 = k1
+        if built is not None:  # read back by `load`
+            self.index = built
+            return
         self.index = bm25s.BM25(k1=k1, b=b, method="robertson", dtype="float64")
         # The (token ids, vocabulary) form: bm25s then never sees a list of words. Scores do not
         # depend on which id a word gets (each (document, word) score is computed alone, and a
@@ -134,6 +149,25 @@ class _Bm25s:
         s = self.index.scores
         return int(s["data"].nbytes + s["indices"].nbytes + s["indptr"].nbytes)
 
+    def save(self, folder: Path) -> None:
+        self.index.save(str(folder), show_progress=False)
+
+    @classmethod
+    def load(cls, folder: Path, n: int, k1: float, b: float) -> _Bm25s | None:
+        """The index `save` wrote, or None when it is not one of ``n`` texts with these
+        parameters (a damaged or foreign folder)."""
+        bm25s = _import_bm25s()
+        try:
+            index = bm25s.BM25.load(str(folder), show_progress=False, verbosity=0)
+            ok = (int(index.scores["num_docs"]) == n and index.k1 == k1 and index.b == b
+                  and index.method == "robertson"
+                  and int(index.scores["indptr"][-1]) == len(index.scores["data"])
+                  == len(index.scores["indices"])
+                  and index.scores["data"].dtype == np.float64)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        return cls([], {}, k1, b, built=index) if ok else None
+
 
 # The retrieval.bm25_backend axis: name -> implementation (built from the tokenised texts, k1
 # and b; scores a tokenised query). The schema's `Bm25Backend` enum is built from these names.
@@ -144,17 +178,57 @@ class BM25Index:
     """A BM25 index over a fixed list of texts; `scores` returns one float64 per text."""
 
     def __init__(self, texts: Sequence[str], *, k1: float = 1.5, b: float = 0.75,
-                 backend: str = "rank_bm25", stopwords: str = "english") -> None:
+                 backend: str = "rank_bm25", stopwords: str = "english",
+                 cache_dir: str | Path | None = None) -> None:
         if backend not in BACKENDS:
             raise SweepError(f"retrieval.bm25_backend={backend!r} is not one of "
                              f"{', '.join(BACKENDS)}")
         self.k1, self.b, self.backend = k1, b, backend
         self.stopwords = stopwords_for(stopwords)
         self.n = len(texts)
+        self.from_cache = False
+        folder = (Path(cache_dir) / CACHE_FOLDER / self._key(texts)
+                  if cache_dir is not None and backend == "bm25s" else None)
+        if folder is not None and folder.is_dir():
+            loaded = _Bm25s.load(folder, self.n, k1, b)
+            if loaded is not None:
+                self._index: _RankBm25 | _Bm25s = loaded
+                self.from_cache = True
+                return
+            log.warning("BM25 cache %s cannot be read back; building the index again", folder)
+            shutil.rmtree(folder, ignore_errors=True)  # so that the fresh one takes its place
         ids, vocab = token_ids(texts, self.stopwords)
         if not any(ids):
             raise SweepError("BM25: no chunk has a single indexable word")
         self._index = BACKENDS[backend](ids, vocab, k1, b)
+        if folder is not None:
+            self._save(folder)
+
+    def _key(self, texts: Sequence[str]) -> str:
+        """Everything the index depends on: this module's tokenisation, the backend and its
+        version, k1, b, the stop words, and the texts in order."""
+        bm25s = _import_bm25s()
+        head = [TOKENISATION, self.backend, getattr(bm25s, "__version__", ""), repr(self.k1),
+                repr(self.b), *sorted(self.stopwords)]
+        return parts_key([*head, parts_key(texts).hex()]).hex()[:32]
+
+    def _save(self, folder: Path) -> None:
+        """Written beside, then moved into place: a reader never sees half an index."""
+        assert isinstance(self._index, _Bm25s)
+        try:
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-"))
+            try:
+                self._index.save(tmp)
+                os.replace(tmp, folder)
+            except OSError:
+                if not folder.is_dir():  # another job may have put the same index there
+                    raise
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+        except OSError as exc:  # the index is built and correct; only the cache failed
+            log.warning("BM25 cache: cannot write %s (%s); continuing without it", folder,
+                        exc.strerror or exc)
 
     def scores(self, query: str) -> np.ndarray:
         return self._index.scores(query_tokens(query, self.stopwords), self.n)
