@@ -15,6 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from sweep.common.errors import SweepError
+from sweep.common.sqlite import source_key
 
 # A long document is tokenised this many characters at a time (cut where a piece boundary cannot
 # change a token, see `piece_bounds`): one call with offsets on a 52 MB file held ~10 GB of
@@ -84,7 +85,8 @@ class RegexTokenizer:
 
     @property
     def fingerprint(self) -> str:
-        return "regex:" + hashlib.sha256(self._pattern.pattern.encode()).hexdigest()[:16]
+        h = hashlib.sha256(f"{self._pattern.pattern}|{source_key(__file__)}".encode())
+        return "regex:" + h.hexdigest()[:16]
 
 
 class HFTokenizer:
@@ -113,7 +115,7 @@ class HFTokenizer:
             import tokenizers
 
             h = hashlib.sha256(self._tok.to_str().encode())
-            h.update(f"|{tokenizers.__version__}".encode())
+            h.update(f"|{tokenizers.__version__}|{source_key(__file__)}".encode())
             self._fingerprint = "hf:" + h.hexdigest()[:16]
         return self._fingerprint
 
@@ -193,7 +195,8 @@ def cl100k_tokenizer() -> TiktokenTokenizer:
 
     encoding = tiktoken.Encoding(name="cl100k_base", pat_str=CL100K_PAT,
                                  mergeable_ranks=_cl100k_ranks(), special_tokens=CL100K_SPECIAL)
-    h = hashlib.sha256(f"{CL100K_SHA256}|{CL100K_PAT}|{tiktoken.__version__}".encode())
+    h = hashlib.sha256(f"{CL100K_SHA256}|{CL100K_PAT}|{tiktoken.__version__}|"
+                       f"{source_key(__file__)}".encode())
     return TiktokenTokenizer("cl100k", encoding, "tiktoken:" + h.hexdigest()[:16])
 
 

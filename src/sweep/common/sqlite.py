@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sqlite3
 from collections.abc import Iterable
@@ -12,6 +13,14 @@ from sweep.common.errors import SweepError
 
 def text_key(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+@functools.cache
+def source_key(path: str) -> str:
+    """sha256 of a module's source file: part of a cache key wherever that module's code
+    decides the cached value, so that changing the code can never serve a stale value (no
+    version number to remember to bump)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
 def parts_key(parts: Iterable[str]) -> bytes:

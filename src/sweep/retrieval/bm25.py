@@ -28,13 +28,11 @@ from types import ModuleType
 import numpy as np
 
 from sweep.common.errors import SweepError
-from sweep.common.sqlite import parts_key
+from sweep.common.sqlite import parts_key, source_key
 
 log = logging.getLogger(__name__)
 # bm25s indexes kept on disk (`cache.dir`), one folder per key (`BM25Index._key`).
 CACHE_FOLDER = "bm25"
-# Bumped when `tokenize` or the scoring here changes: older cached indexes are then not read.
-TOKENISATION = "bm25-v1"
 
 _WORD = re.compile(r"\w+")
 
@@ -205,10 +203,10 @@ class BM25Index:
             self._save(folder)
 
     def _key(self, texts: Sequence[str]) -> str:
-        """Everything the index depends on: this module's tokenisation, the backend and its
-        version, k1, b, the stop words, and the texts in order."""
+        """Everything the index depends on: this module's code (its tokenisation), the backend
+        and its version, k1, b, the stop words, and the texts in order."""
         bm25s = _import_bm25s()
-        head = [TOKENISATION, self.backend, getattr(bm25s, "__version__", ""), repr(self.k1),
+        head = [source_key(__file__), self.backend, getattr(bm25s, "__version__", ""), repr(self.k1),
                 repr(self.b), *sorted(self.stopwords)]
         return parts_key([*head, parts_key(texts).hex()]).hex()[:32]
 

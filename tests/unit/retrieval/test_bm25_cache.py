@@ -102,3 +102,14 @@ def test_rank_bm25_is_not_cached_and_a_read_only_cache_only_warns(
         index = BM25Index(texts, backend="bm25s", cache_dir=blocked)
     assert "cannot write" in caplog.text
     _same_scores(BM25Index(texts, backend="bm25s"), index)
+
+
+def test_other_code_is_another_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key holds bm25.py's source: an edited tokenisation never reads an old index."""
+    import sweep.retrieval.bm25 as bm25_module
+
+    texts = _texts()
+    BM25Index(texts, backend="bm25s", cache_dir=tmp_path)
+    assert BM25Index(texts, backend="bm25s", cache_dir=tmp_path).from_cache
+    monkeypatch.setattr(bm25_module, "source_key", lambda path: "edited")
+    assert not BM25Index(texts, backend="bm25s", cache_dir=tmp_path).from_cache
