@@ -433,14 +433,28 @@ def corpus_token_starts(docs: Sequence[Document], tokenizer: ChunkTokenizer,
 def chunk_corpus(
     docs: Sequence[Document], spec: ChunkSpec, tokenizer: ChunkTokenizer,
     starts: Sequence[np.ndarray] | None = None,
+    spans: Sequence[Sequence[tuple[int, int]]] | None = None,
 ) -> list[Chunk]:
+    """Every document's chunks under ``spec``. ``spans``: each document's `chunk_spans` under
+    the same boundary, size and overlap, computed already (`corpus_spans`): the header does
+    not move a cut, so chunkings that differ only in ``spec.header`` share them."""
     spec.validate()
     if starts is None:
         starts = corpus_token_starts(docs, tokenizer)
+    if spans is None:
+        spans = corpus_spans(docs, spec, tokenizer, starts)
     chunks: list[Chunk] = []
-    for doc, doc_starts in zip(docs, starts, strict=True):
-        chunks.extend(chunk_document(doc, doc_starts, spec, tokenizer))
+    for doc, doc_starts, doc_spans in zip(docs, starts, spans, strict=True):
+        chunks.extend(chunks_from_spans(doc, doc_starts, spec, doc_spans))
     return chunks
+
+
+def corpus_spans(docs: Sequence[Document], spec: ChunkSpec, tokenizer: ChunkTokenizer,
+                 starts: Sequence[np.ndarray]) -> list[list[tuple[int, int]]]:
+    """`chunk_spans` of every document: what `chunk_corpus` cuts, before headers."""
+    spec.validate()
+    return [chunk_spans(doc, doc_starts, spec, tokenizer)
+            for doc, doc_starts in zip(docs, starts, strict=True)]
 
 
 def chunk_stats(chunks: Sequence[Chunk]) -> dict[str, float]:

@@ -26,6 +26,7 @@ from sweep.chunking.chunkers import (
     ChunkSpec,
     chunk_corpus,
     chunk_stats,
+    corpus_spans,
     corpus_token_starts,
 )
 from sweep.chunking.semantic import SemanticParams, chunk_corpus_embedded
@@ -114,6 +115,7 @@ class _Memo:
     parse_logs: dict[tuple, list[ParseRecord]] = field(default_factory=dict)
     chunks: dict[tuple, list[Chunk]] = field(default_factory=dict)
     starts: dict[tuple, list[np.ndarray]] = field(default_factory=dict)
+    spans: dict[tuple, list[list[tuple[int, int]]]] = field(default_factory=dict)
     bm25: dict[tuple, tuple[BM25Index, float]] = field(default_factory=dict)
     goldens: dict[str, GoldenSet] = field(default_factory=dict)
     resolved: dict[tuple, list[ResolvedItem]] = field(default_factory=dict)
@@ -185,7 +187,11 @@ def chunks_for(docs: list[Document], fingerprint: str, spec: ChunkSpec,
             release_free_memory()
         starts = _MEMO.starts[(fingerprint, tokenizer)]
         if embedder is None or params is None:
-            _MEMO.chunks[key] = chunk_corpus(docs, spec, tok, starts)
+            # The cuts do not depend on the header: chunk.header=none,path cut once.
+            cut = (fingerprint, tokenizer, spec.boundary, spec.size, spec.overlap)
+            if cut not in _MEMO.spans:  # offsets only: small beside the chunks kept above
+                _MEMO.spans[cut] = corpus_spans(docs, spec, tok, starts)
+            _MEMO.chunks[key] = chunk_corpus(docs, spec, tok, starts, _MEMO.spans[cut])
         else:
             sent: list[int] = []
 
