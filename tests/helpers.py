@@ -9,7 +9,7 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -137,3 +137,27 @@ def check_rows_against_reference(rows: list[dict[str, Any]], resolved: list[Any]
         assert row["span_precision_at_min"] == m.span_precision_at_k(ranked, ev, k_min)
         assert row["span_iou_at_min"] == m.span_iou_at_k(ranked, ev, k_min)
     return checked
+
+
+def old_run_all(search: Any, questions: Sequence[str], query_vecs: Any) -> list[Any]:
+    """`ConfigSearch.run_all` as it was before the batched first stage (a copy, written with
+    the per-question reference functions): every block's dense product ranked by `top_k` row
+    by row, then `ConfigSearch.run` per question (`lexical_search`, `rrf_fuse`)."""
+    from sweep.retrieval.ranking import top_k
+
+    if search.chunk_vecs is None or query_vecs is None:
+        return [search.run(q) for q in questions]
+    dense = []
+    for lo in range(0, query_vecs.shape[0], 256):
+        block = query_vecs[lo : lo + 256] @ search.chunk_vecs.T
+        dense.extend(top_k(row, search.tiebreak, search.depth) for row in block)
+    return [search.run(q, dense=d) for q, d in zip(questions, dense, strict=True)]
+
+
+def same_results(new: list[Any], old: list[Any]) -> int:
+    """Two lists of `SearchResult` equal (final, dense and BM25 rankings: indices and scores,
+    ==); returns how many ranked entries were compared."""
+    assert len(new) == len(old)
+    for a, b in zip(new, old, strict=True):
+        assert (a.final, a.dense, a.bm25) == (b.final, b.dense, b.bm25)
+    return sum(len(r.final.indices) for r in new)

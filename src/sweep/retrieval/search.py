@@ -9,7 +9,7 @@ without it, so its cost never counts.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,14 +18,23 @@ from sweep.chunking.chunkers import Chunk
 from sweep.retrieval.bm25 import BM25Index
 from sweep.retrieval.index import VectorIndex
 from sweep.retrieval.ranking import (
+    BLOCK_BYTES,
+    RankedRows,
     Ranking,
+    dense_blocks,
     dense_search,
     lexical_search,
     rerank,
     rrf_fuse,
+    rrf_fuse_rows,
     tiebreak_order,
+    top_k_rows,
 )
 from sweep.retrieval.rerank import CrossEncoderReranker
+
+# Questions per block of `run_all`: the exact search's product block (`dense_search`'s
+# default), so that every dense path multiplies the same shapes.
+DENSE_BATCH = 256
 
 
 @dataclass
@@ -64,13 +73,76 @@ class ConfigSearch:
 
     def run_all(self, questions: Sequence[str], query_vecs: np.ndarray | None
                 ) -> list[SearchResult]:
-        """Every question of the scored pass. Dense search is one matrix product per block of
-        questions rather than one per question (same rankings; stage times are not kept: the
-        latency pass measures them with `run`, one question at a time)."""
-        if self.chunk_vecs is None or query_vecs is None:
-            return [self.run(q) for q in questions]
-        dense = self._dense(query_vecs)
-        return [self.run(q, dense=d) for q, d in zip(questions, dense, strict=True)]
+        """Every question of the scored pass, a block of questions at a time: the dense
+        product, the top-k of every row and the fusion are one numpy pass per block
+        (`top_k_rows`, `rrf_fuse_rows`), equal ranking for ranking and score for score to
+        `run`'s per-question path (tests/unit/retrieval/test_batched_search.py). Stage times
+        are not kept: the latency pass measures them with `run`, one question at a time."""
+        if self.chunk_vecs is not None and query_vecs is None:
+            return [self.run(q) for q in questions]  # each question embedded, as in `run`
+        starts = range(0, len(questions), DENSE_BATCH)
+        # Every dense block before any BM25 work, as before: OpenBLAS's threads spin for a
+        # while after each product, and BM25 scoring between products paid for that spin
+        # (CPU time) six times over on COVID-QA instead of once.
+        dense: list[RankedRows | None] = [None] * len(starts)
+        if self.chunk_vecs is not None:
+            assert query_vecs is not None
+            dense = list(self._dense_blocks(query_vecs))
+        out: list[SearchResult] = []
+        for lo, block in zip(starts, dense, strict=True):
+            out.extend(self._run_block(questions[lo : lo + DENSE_BATCH], block))
+        return out
+
+    def _dense_blocks(self, query_vecs: np.ndarray) -> Iterator[RankedRows]:
+        """The dense rankings, ``DENSE_BATCH`` questions a block: the exact search's own
+        blocks (`dense_blocks`), or an index's answers (asked once, as before) flattened."""
+        assert self.chunk_vecs is not None
+        if self.index is not None:
+            found = self.index.search(query_vecs, self.depth)
+            for lo in range(0, len(found), DENSE_BATCH):
+                yield RankedRows.of(found[lo : lo + DENSE_BATCH])
+            return
+        for scores in dense_blocks(query_vecs, self.chunk_vecs, DENSE_BATCH):
+            yield top_k_rows(scores, self.tiebreak, self.depth)
+
+    def _run_block(self, questions: Sequence[str], dense_rows: RankedRows | None
+                   ) -> list[SearchResult]:
+        dense = dense_rows.rankings() if dense_rows is not None else None
+        bm25_rows = self._bm25_rows(questions) if self.bm25 is not None else None
+        bm25 = bm25_rows.rankings() if bm25_rows is not None else None
+        if self.method == "dense":
+            final = dense
+        elif self.method == "bm25":
+            final = bm25
+        else:
+            assert dense_rows is not None and bm25_rows is not None
+            final = rrf_fuse_rows([dense_rows, bm25_rows], [self.dense_weight,
+                                                            self.bm25_weight],
+                                  self.rrf_k, self.tiebreak, self.depth).rankings()
+        assert final is not None
+        out = []
+        for j, question in enumerate(questions):
+            ranking = final[j]
+            if self.reranker is not None:
+                ranking = self._rerank(question, ranking)
+            out.append(SearchResult(ranking, dense[j] if dense is not None else None,
+                                    bm25[j] if bm25 is not None else None))
+        return out
+
+    def _bm25_rows(self, questions: Sequence[str]) -> RankedRows:
+        """BM25's rankings of a block, as `lexical_search` ranks each score vector. Scored a
+        question at a time (bm25s per query beat a batched scoring), ranked a few rows at a
+        time: a (rows x chunks) float64 matrix held to ~32 MB on a big corpus."""
+        assert self.bm25 is not None
+        n = len(self.chunks)
+        rows = max(1, BLOCK_BYTES // (8 * max(n, 1)))
+        parts = []
+        for lo in range(0, len(questions), rows):
+            scores = np.empty((len(questions[lo : lo + rows]), n), dtype=np.float64)
+            for j, question in enumerate(questions[lo : lo + rows]):
+                scores[j] = self.bm25.scores(question)
+            parts.append(top_k_rows(scores, self.tiebreak, self.depth, matched_only=True))
+        return RankedRows.concat(parts)
 
     def run(self, question: str, query_vec: np.ndarray | None = None,
             dense: Ranking | None = None, query_ms: float | None = None) -> SearchResult:
@@ -114,6 +186,13 @@ class ConfigSearch:
             times["rerank"] = _ms(t)
         times["end_to_end"] = _ms(start) + embed_ms
         return SearchResult(final, dense, bm25, times)
+
+    def _rerank(self, question: str, ranking: Ranking) -> Ranking:
+        """`run`'s rerank stage, untimed."""
+        assert self.reranker is not None
+        pool = ranking.indices[: self.pool]
+        scores = self.reranker.scores(question, [self.chunks[i].embed_text for i in pool])
+        return rerank(ranking, scores, self.tiebreak)
 
     def _dense(self, query_vecs: np.ndarray) -> list[Ranking]:
         assert self.chunk_vecs is not None
