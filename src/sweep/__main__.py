@@ -7,12 +7,8 @@ import os
 import sys
 from typing import Any
 
-import hydra
-
-from sweep.cli.hydra_job import job
-from sweep.common import interrupt
 from sweep.common.errors import SweepError
-from sweep.config.schema import conf_dir, register
+from sweep.outputs import tracking_worker
 
 
 def _refuse_secrets(argv: list[str]) -> None:
@@ -71,6 +67,15 @@ def _own_write_errors() -> None:
 
 
 def main() -> None:
+    # First, before Hydra and the pipeline are imported: MLflow's import and the store's
+    # opening then run in the worker on the other core while this process sets up the sweep.
+    tracking_worker.start()
+    import hydra
+
+    from sweep.cli.hydra_job import job
+    from sweep.common import interrupt
+    from sweep.config.schema import conf_dir, register
+
     # A log handler that cannot write (a full disk) drops the line instead of printing a
     # traceback per record (the standard library's switch for production use).
     logging.raiseExceptions = False

@@ -30,7 +30,7 @@ from sweep.config.compose import config_error_line, to_container
 from sweep.config.identity import config_hash
 from sweep.config.schema import Config
 from sweep.outputs import report as rp
-from sweep.outputs import tracking
+from sweep.outputs import tracking, tracking_worker
 from sweep.outputs.misses_html import write_views
 from sweep.pipeline.run import (
     load_corpus_cached,
@@ -93,7 +93,7 @@ def job(cfg: DictConfig) -> float:
         typed: Config = OmegaConf.to_object(cfg)  # type: ignore[assignment]
         check_config(typed)
         if typed.tracking.enabled:
-            tracking.set_store_wait(typed.tracking.store_wait_s)
+            tracking_worker.set_store_wait(typed.tracking.store_wait_s)
             tracking.preflight(typed.tracking.uri)
             resumed = _resume(typed, plain, job_dir)
             if resumed is not None:
@@ -125,9 +125,9 @@ def job(cfg: DictConfig) -> float:
     _print_summary(rep, job_dir, multirun)
     if cfg.tracking.enabled:
         try:
-            tracking.log_job(
-                cfg.tracking.uri, cfg.tracking.experiment, run_name=run_name(plain),
-                plain_config=plain, report=rep, artifacts=paths,
+            tracking_worker.call(
+                tracking.log_job, cfg.tracking.uri, cfg.tracking.experiment,
+                run_name=run_name(plain), plain_config=plain, report=rep, artifacts=paths,
                 artifact_dirs={"hydra": job_dir / ".hydra"},
                 parent_run_id=os.environ.get(tracking.PARENT_ENV),
                 status=rep["status"], error=rep.get("error"),
@@ -150,18 +150,20 @@ def _resume(cfg: Config, plain: dict[str, Any], job_dir: Path) -> float | None:
     _, corpus_fp = load_corpus_cached(cfg)
     golden_fp = load_golden_cached(cfg.golden.path).fingerprint
     chash = config_hash(plain, corpus_fp, golden_fp)
-    stale = tracking.close_stale(cfg.tracking.uri, cfg.tracking.experiment, "config", chash)
+    stale = tracking_worker.call(tracking.close_stale, cfg.tracking.uri,
+                                 cfg.tracking.experiment, "config", chash)
     if stale:
         log.warning("closed %d run(s) of this configuration left RUNNING by a process that "
                     "ended (%s): KILLED, tagged %s", len(stale), ", ".join(stale),
                     tracking.STALE_TAG)
     if cfg.sweep.force:
         return None
-    run_id = tracking.find_finished(cfg.tracking.uri, cfg.tracking.experiment, chash)
+    run_id = tracking_worker.call(tracking.find_finished, cfg.tracking.uri,
+                                  cfg.tracking.experiment, chash)
     if run_id is None:
         return None
     try:
-        path = tracking.download_report(cfg.tracking.uri, run_id, job_dir)
+        path = tracking_worker.call(tracking.download_report, cfg.tracking.uri, run_id, job_dir)
         rep = json.loads(path.read_text(encoding="utf-8"))
     except (SweepError, OSError, json.JSONDecodeError) as exc:
         log.warning("run %s has this config_hash but its report cannot be read (%s); "
@@ -171,7 +173,7 @@ def _resume(cfg: Config, plain: dict[str, Any], job_dir: Path) -> float | None:
     rp.write_report(job_dir, rep)
     parent = os.environ.get(tracking.PARENT_ENV)
     if parent:  # so that `sweep compare` on this sweep still sees every configuration
-        tracking.tag_run(cfg.tracking.uri, parent, f"resumed.{chash}", run_id)
+        tracking_worker.call(tracking.tag_run, cfg.tracking.uri, parent, f"resumed.{chash}", run_id)
     log.info("skipped: this configuration (config_hash %s) is already FINISHED as run %s; "
              "sweep.force=true re-runs it", chash, run_id)
     return float(rep["headline"]["value"])
@@ -194,8 +196,8 @@ def _fail(plain: dict[str, Any], job_dir: Path, exc: BaseException, multirun: bo
         rp.write_report(job_dir, rep)
     if plain and plain.get("tracking", {}).get("enabled"):
         try:
-            tracking.log_job(
-                plain["tracking"]["uri"], plain["tracking"]["experiment"],
+            tracking_worker.call(
+                tracking.log_job, plain["tracking"]["uri"], plain["tracking"]["experiment"],
                 run_name=run_name(plain), plain_config=plain, report=rep,
                 artifacts=[job_dir / rp.REPORT], parent_run_id=os.environ.get(tracking.PARENT_ENV),
                 status="FAILED", error=message)
@@ -259,8 +261,8 @@ def close_interrupted() -> str:
     uri, parent = ACTIVE_PARENT
     ACTIVE_PARENT = None
     try:
-        tracking.set_tags(uri, parent, {"interrupted": "true"})
-        tracking.kill_run(uri, parent)
+        tracking_worker.call(tracking.set_tags, uri, parent, {"interrupted": "true"})
+        tracking_worker.call(tracking.kill_run, uri, parent)
     except SweepError as exc:
         return f"interrupted (and could not close parent run {parent}: {exc})"
     return (f"interrupted: parent run {parent} closed KILLED; the configurations that finished "
@@ -285,8 +287,8 @@ def close_failed(exc: OSError) -> str:
     uri, parent = ACTIVE_PARENT
     ACTIVE_PARENT = None
     try:
-        tracking.set_tags(uri, parent, {"error": reason})
-        tracking.kill_run(uri, parent, status="FAILED")
+        tracking_worker.call(tracking.set_tags, uri, parent, {"error": reason})
+        tracking_worker.call(tracking.kill_run, uri, parent, status="FAILED")
     except SweepError as tracking_exc:
         return f"error: {reason} (and could not close parent run {parent}: {tracking_exc})"
     return (f"error: {reason}; the sweep stopped, parent run {parent} closed FAILED (the "
@@ -312,10 +314,11 @@ class MlflowSweepCallback(Callback):
         sweep_dir = str(config.hydra.sweep.dir)
         overrides = list(config.hydra.overrides.task)
         self.uri = str(config.tracking.uri)
-        tracking.set_store_wait(float(config.tracking.get("store_wait_s", tracking.STORE_WAIT_S)))
+        tracking_worker.set_store_wait(float(config.tracking.get("store_wait_s",
+                                                                 tracking.STORE_WAIT_S)))
         try:
-            self.experiment_id, self.parent = tracking.start_parent(
-                self.uri, str(config.tracking.experiment),
+            self.experiment_id, self.parent = tracking_worker.call(
+                tracking.start_parent, self.uri, str(config.tracking.experiment),
                 run_name=f"sweep {Path(sweep_dir).parent.name} {Path(sweep_dir).name}",
                 params={"overrides": " ".join(overrides)[:6000]},
                 tags={"sweep_dir": str(Path(sweep_dir).resolve())},
@@ -325,7 +328,8 @@ class MlflowSweepCallback(Callback):
             sys.exit(1)
         os.environ[tracking.PARENT_ENV] = self.parent
         try:  # sweeps of this experiment killed before their end (SIGKILL)
-            tracking.close_stale(self.uri, str(config.tracking.experiment), "sweep")
+            tracking_worker.call(tracking.close_stale, self.uri,
+                                 str(config.tracking.experiment), "sweep")
         except SweepError as exc:
             log.warning("%s", exc)
         global ACTIVE_PARENT
@@ -364,9 +368,9 @@ class MlflowSweepCallback(Callback):
                     f"(headline = {headline}); sweep folder `{sweep_dir.resolve()}`\n\n")
             note += rp.comparison_markdown(axes, rows, max_chars=7000 - len(note))
             try:
-                tracking.finish_parent(
-                    self.uri, self.parent, status="FAILED" if failed else "FINISHED",
-                    metrics=metrics,
+                tracking_worker.call(
+                    tracking.finish_parent, self.uri, self.parent,
+                    status="FAILED" if failed else "FINISHED", metrics=metrics,
                     tags={"best_config": ", ".join(f"{a}={best[a]}" for a in axes) if best
                           else "", tracking.NOTE_TAG: note},
                     artifacts=artifacts)
