@@ -124,21 +124,52 @@ def job(cfg: DictConfig) -> float:
         return _fail(plain, job_dir, write_error(job_dir, exc), multirun)
     _print_summary(rep, job_dir, multirun)
     if cfg.tracking.enabled:
-        try:
-            tracking_worker.call(
-                tracking.log_job, cfg.tracking.uri, cfg.tracking.experiment,
-                run_name=run_name(plain), plain_config=plain, report=rep, artifacts=paths,
-                artifact_dirs={"hydra": job_dir / ".hydra"},
-                parent_run_id=os.environ.get(tracking.PARENT_ENV),
-                status=rep["status"], error=rep.get("error"),
-            )
-        except SweepError as exc:
-            rep["tracking_error"] = str(exc)
-            rp.write_report(job_dir, rep)
-            return _exit_or_nan(str(exc), multirun, exc)
+        store = (cfg.tracking.uri, cfg.tracking.experiment)
+        run = {"run_name": run_name(plain), "plain_config": plain, "report": rep,
+               "artifacts": paths, "artifact_dirs": {"hydra": job_dir / ".hydra"},
+               "parent_run_id": os.environ.get(tracking.PARENT_ENV), "status": rep["status"],
+               "error": rep.get("error")}
+        if multirun:
+            # Queued: the next job starts while the worker logs this one. A failure is
+            # reported at the next MLflow call or at the sweep's end, which exits 1.
+            tracking_worker.submit(tracking.log_job, *store, **run,
+                                   on_error=_not_logged(job_dir, rep, run["run_name"]))
+        else:
+            try:
+                tracking_worker.call(tracking.log_job, *store, **run)
+            except SweepError as exc:
+                rep["tracking_error"] = str(exc)
+                rp.write_report(job_dir, rep)
+                return _exit_or_nan(str(exc), multirun, exc)
     if gen_error is not None:
         return _exit_or_nan(rep["error"], multirun, gen_error)
     return float(rep["headline"]["value"])
+
+
+# Messages of the queued child runs that could not be logged, for the sweep's end (their
+# reports say it too, unless the report could not be written either).
+_NOT_LOGGED: list[str] = []
+
+
+def _not_logged(job_dir: Path, rep: dict[str, Any], name: str) -> tracking_worker.OnError:
+    """What a queued child run's failure does, whenever it is reported: one line naming the
+    configuration, ``tracking_error`` in its report.json, exit 1 at the sweep's end."""
+
+    def record(exc: SweepError) -> None:
+        _NOT_LOGGED.append(f"{name} ({job_dir}): {exc}")
+        log.error("configuration %s (%s) was not logged to MLflow: %s", name, job_dir, exc)
+        rep["tracking_error"] = str(exc)
+        try:
+            rp.write_report(job_dir, rep)
+        except OSError as write_exc:
+            log.error("%s", write_error(job_dir, write_exc))
+
+    return record
+
+
+# (tracking uri, experiment) whose configuration runs left RUNNING by a killed process were
+# closed when this sweep started: its jobs need not ask the store again, each before it runs.
+_STALE_CLOSED: set[tuple[str, str]] = set()
 
 
 def _resume(cfg: Config, plain: dict[str, Any], job_dir: Path) -> float | None:
@@ -150,8 +181,11 @@ def _resume(cfg: Config, plain: dict[str, Any], job_dir: Path) -> float | None:
     _, corpus_fp = load_corpus_cached(cfg)
     golden_fp = load_golden_cached(cfg.golden.path).fingerprint
     chash = config_hash(plain, corpus_fp, golden_fp)
-    stale = tracking_worker.call(tracking.close_stale, cfg.tracking.uri,
-                                 cfg.tracking.experiment, "config", chash)
+    if (cfg.tracking.uri, cfg.tracking.experiment) in _STALE_CLOSED:
+        stale = []
+    else:
+        stale = tracking_worker.call(tracking.close_stale, cfg.tracking.uri,
+                                     cfg.tracking.experiment, "config", chash)
     if stale:
         log.warning("closed %d run(s) of this configuration left RUNNING by a process that "
                     "ended (%s): KILLED, tagged %s", len(stale), ", ".join(stale),
@@ -195,15 +229,22 @@ def _fail(plain: dict[str, Any], job_dir: Path, exc: BaseException, multirun: bo
     with contextlib.suppress(OSError):
         rp.write_report(job_dir, rep)
     if plain and plain.get("tracking", {}).get("enabled"):
-        try:
-            tracking_worker.call(
-                tracking.log_job, plain["tracking"]["uri"], plain["tracking"]["experiment"],
-                run_name=run_name(plain), plain_config=plain, report=rep,
-                artifacts=[job_dir / rp.REPORT], parent_run_id=os.environ.get(tracking.PARENT_ENV),
-                status="FAILED", error=message)
-        except SweepError as tracking_exc:
+        def not_logged(tracking_exc: SweepError) -> None:
             if str(tracking_exc) != message:  # the store itself may be what failed
                 log.error("%s", tracking_exc)
+
+        store = (plain["tracking"]["uri"], plain["tracking"]["experiment"])
+        run = {"run_name": run_name(plain), "plain_config": plain, "report": rep,
+               "artifacts": [job_dir / rp.REPORT],
+               "parent_run_id": os.environ.get(tracking.PARENT_ENV), "status": "FAILED",
+               "error": message}
+        if multirun:
+            tracking_worker.submit(tracking.log_job, *store, **run, on_error=not_logged)
+        else:
+            try:
+                tracking_worker.call(tracking.log_job, *store, **run)
+            except SweepError as tracking_exc:
+                not_logged(tracking_exc)
     return _exit_or_nan(message, multirun, exc)
 
 
@@ -327,9 +368,18 @@ class MlflowSweepCallback(Callback):
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(1)
         os.environ[tracking.PARENT_ENV] = self.parent
+        _NOT_LOGGED.clear()
+        experiment = str(config.tracking.experiment)
         try:  # sweeps of this experiment killed before their end (SIGKILL)
-            tracking_worker.call(tracking.close_stale, self.uri,
-                                 str(config.tracking.experiment), "sweep")
+            tracking_worker.call(tracking.close_stale, self.uri, experiment, "sweep")
+            # ... and their configuration runs, all at once here instead of one configuration
+            # per job. (A job of another experiment, e.g. of a swept corpus.name, still asks.)
+            stale = tracking_worker.call(tracking.close_stale, self.uri, experiment, "config")
+            _STALE_CLOSED.add((self.uri, experiment))
+            if stale:
+                log.warning("closed %d configuration run(s) left RUNNING by a process that "
+                            "ended (%s): KILLED, tagged %s", len(stale), ", ".join(stale),
+                            tracking.STALE_TAG)
         except SweepError as exc:
             log.warning("%s", exc)
         global ACTIVE_PARENT
@@ -337,9 +387,16 @@ class MlflowSweepCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global ACTIVE_PARENT
+        # The queued child runs first: their failures are in the reports read below (a Ctrl-C
+        # while this waits still closes the parent KILLED).
+        tracking_worker.drain()
         ACTIVE_PARENT = None
         sweep_dir = Path(str(config.hydra.sweep.dir))
         reports = [r for _, r in rp.read_reports(sweep_dir)]
+        # (a launcher's job process logs its own run and writes the error to the report)
+        not_logged = list(_NOT_LOGGED) or [f"{run_name(r.get('config') or {})}: "
+                                           f"{r['tracking_error']}"
+                                           for r in reports if r.get("tracking_error")]
         axes, rows = rp.comparison_rows(reports)
         artifacts = rp.write_comparison(sweep_dir, axes, rows)
         plot = rp.plot_sweep(axes, rows, sweep_dir / "comparison.png")
@@ -389,5 +446,10 @@ class MlflowSweepCallback(Callback):
         if failed:
             print(f"error: {len(failed)} of {len(rows)} configurations failed; first: "
                   f"{failed[0].get('error')}", file=sys.stderr)
+            sys.exit(1)
+        if not_logged:
+            print(f"error: {len(not_logged)} of {len(rows)} configurations were not logged to "
+                  f"MLflow (their reports are in the sweep folder); first: {not_logged[0]}",
+                  file=sys.stderr)
             sys.exit(1)
 
