@@ -127,7 +127,7 @@ def job(cfg: DictConfig) -> float:
         store = (cfg.tracking.uri, cfg.tracking.experiment)
         run = {"run_name": run_name(plain), "plain_config": plain, "report": rep,
                "artifacts": paths, "artifact_dirs": {"hydra": job_dir / ".hydra"},
-               "parent_run_id": os.environ.get(tracking.PARENT_ENV), "status": rep["status"],
+               "parent_run_id": sweep_parent(), "status": rep["status"],
                "error": rep.get("error")}
         if multirun:
             # Queued: the next job starts while the worker logs this one. A failure is
@@ -205,7 +205,7 @@ def _resume(cfg: Config, plain: dict[str, Any], job_dir: Path) -> float | None:
         return None
     rep["resumed_from_run"] = run_id
     rp.write_report(job_dir, rep)
-    parent = os.environ.get(tracking.PARENT_ENV)
+    parent = sweep_parent()
     if parent:  # so that `sweep compare` on this sweep still sees every configuration
         tracking_worker.call(tracking.tag_run, cfg.tracking.uri, parent, f"resumed.{chash}", run_id)
     log.info("skipped: this configuration (config_hash %s) is already FINISHED as run %s; "
@@ -236,7 +236,7 @@ def _fail(plain: dict[str, Any], job_dir: Path, exc: BaseException, multirun: bo
         store = (plain["tracking"]["uri"], plain["tracking"]["experiment"])
         run = {"run_name": run_name(plain), "plain_config": plain, "report": rep,
                "artifacts": [job_dir / rp.REPORT],
-               "parent_run_id": os.environ.get(tracking.PARENT_ENV), "status": "FAILED",
+               "parent_run_id": sweep_parent(), "status": "FAILED",
                "error": message}
         if multirun:
             tracking_worker.submit(tracking.log_job, *store, **run, on_error=not_logged)
@@ -291,12 +291,47 @@ def _check_output_dir(path: str) -> None:
 
 # (tracking uri, parent run id) of the sweep in progress, for closing it KILLED on Ctrl-C.
 ACTIVE_PARENT: tuple[str, str] | None = None
+# The sweep's parent run while the worker creates it: the callback that asked for it, the
+# store, the promise of (experiment_id, run_id), and of the stale configuration runs closed.
+_STARTING: tuple[MlflowSweepCallback, str, tracking_worker.Promise,
+                 tracking_worker.Promise] | None = None
+
+
+def sweep_parent(*, exit_on_error: bool = True) -> str | None:
+    """The id of the running sweep's parent run (None outside a sweep). The worker creates it
+    while the first job runs, and the first ask waits for it: when the first job's run is
+    logged, or at a Ctrl-C. A store that could not create it ends the sweep with its one line,
+    as it did when the sweep started."""
+    global _STARTING, ACTIVE_PARENT
+    if _STARTING is not None:
+        callback, uri, parent, stale = _STARTING
+        _STARTING = None
+        try:
+            callback.experiment_id, callback.parent = parent.result()
+        except SweepError as exc:
+            if not exit_on_error:
+                return None
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(1)
+        os.environ[tracking.PARENT_ENV] = callback.parent
+        ACTIVE_PARENT = (uri, callback.parent)
+        try:
+            closed = stale.result()
+        except SweepError as exc:
+            log.warning("%s", exc)
+        else:
+            if closed:
+                log.warning("closed %d configuration run(s) left RUNNING by a process that "
+                            "ended (%s): KILLED, tagged %s", len(closed), ", ".join(closed),
+                            tracking.STALE_TAG)
+    return os.environ.get(tracking.PARENT_ENV)
 
 
 def close_interrupted() -> str:
     """Close the running sweep's parent run as KILLED (finished child runs stay as they are);
     returns what to tell the user."""
     global ACTIVE_PARENT
+    sweep_parent(exit_on_error=False)
     if ACTIVE_PARENT is None:
         return "interrupted"
     uri, parent = ACTIVE_PARENT
@@ -323,6 +358,7 @@ def close_failed(exc: OSError) -> str:
         reason = str(write_error(None, exc))
     else:  # e.g. a file a job could not read: say what the system said, not "cannot write"
         reason = f"{exc.filename or 'a file'}: {exc.strerror or exc}"
+    sweep_parent(exit_on_error=False)
     if ACTIVE_PARENT is None:
         return f"error: {reason}"
     uri, parent = ACTIVE_PARENT
@@ -358,37 +394,40 @@ class MlflowSweepCallback(Callback):
         tracking_worker.set_store_wait(float(config.tracking.get("store_wait_s",
                                                                  tracking.STORE_WAIT_S)))
         try:
-            self.experiment_id, self.parent = tracking_worker.call(
-                tracking.start_parent, self.uri, str(config.tracking.experiment),
-                run_name=f"sweep {Path(sweep_dir).parent.name} {Path(sweep_dir).name}",
-                params={"overrides": " ".join(overrides)[:6000]},
-                tags={"sweep_dir": str(Path(sweep_dir).resolve())},
-            )
+            tracking.preflight(self.uri)  # here: what can be checked without MLflow
         except SweepError as exc:
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(1)
-        os.environ[tracking.PARENT_ENV] = self.parent
-        _NOT_LOGGED.clear()
         experiment = str(config.tracking.experiment)
-        try:  # sweeps of this experiment killed before their end (SIGKILL)
-            tracking_worker.call(tracking.close_stale, self.uri, experiment, "sweep")
-            # ... and their configuration runs, all at once here instead of one configuration
-            # per job. (A job of another experiment, e.g. of a swept corpus.name, still asks.)
-            stale = tracking_worker.call(tracking.close_stale, self.uri, experiment, "config")
-            _STALE_CLOSED.add((self.uri, experiment))
-            if stale:
-                log.warning("closed %d configuration run(s) left RUNNING by a process that "
-                            "ended (%s): KILLED, tagged %s", len(stale), ", ".join(stale),
-                            tracking.STALE_TAG)
-        except SweepError as exc:
-            log.warning("%s", exc)
-        global ACTIVE_PARENT
-        ACTIVE_PARENT = (self.uri, self.parent)
+        # Sent, not waited for: the worker may still be importing MLflow, and nothing needs
+        # the parent before the first job's run is logged (`sweep_parent`).
+        parent = tracking_worker.begin(
+            tracking.start_parent, self.uri, experiment,
+            run_name=f"sweep {Path(sweep_dir).parent.name} {Path(sweep_dir).name}",
+            params={"overrides": " ".join(overrides)[:6000]},
+            tags={"sweep_dir": str(Path(sweep_dir).resolve())},
+        )
+        # Sweeps of this experiment killed before their end (SIGKILL), and their configuration
+        # runs: all at once here, instead of one configuration per job (a job of another
+        # experiment, e.g. of a swept corpus.name, still asks for its own).
+        tracking_worker.submit(tracking.close_stale, self.uri, experiment, "sweep",
+                               on_error=lambda exc: log.warning("%s", exc))
+        stale = tracking_worker.begin(tracking.close_stale, self.uri, experiment, "config")
+        _STALE_CLOSED.add((self.uri, experiment))
+        _NOT_LOGGED.clear()
+        global _STARTING
+        _STARTING = (self, self.uri, parent, stale)
+        launcher = str(config.hydra.launcher.get("_target_", ""))
+        if not launcher.endswith(".BasicLauncher"):
+            # Jobs in other processes read the parent's id from the environment at launch.
+            sweep_parent()
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global ACTIVE_PARENT
         # The queued child runs first: their failures are in the reports read below (a Ctrl-C
         # while this waits still closes the parent KILLED).
+        if config.tracking.enabled:
+            sweep_parent()
         tracking_worker.drain()
         ACTIVE_PARENT = None
         sweep_dir = Path(str(config.hydra.sweep.dir))

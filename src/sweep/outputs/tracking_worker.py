@@ -6,9 +6,10 @@ runs alembic's schema check. `start` forks a worker at the top of ``python -m sw
 Hydra is even imported; the worker imports MLflow at once while this process composes the
 configuration and starts the first job. `call` runs a function of `sweep.outputs.tracking`
 there (by name; arguments and results are plain picklable data) and waits for its result;
-`submit` queues one whose result nobody waits for, so that the next job starts at once. The
-worker runs the calls in the order they were sent, so a queued call is done before any later
-one starts.
+`submit` queues one whose result nobody waits for, so that the next job starts at once;
+`begin` sends one whose result is asked for later (the sweep's parent run, needed when the
+first job's run is logged, not before that job runs). The worker runs the calls in the order
+they were sent, so a queued call is done before any later one starts.
 
 - A `SweepError` of the worker is raised here with the same message; any other exception of
   the worker is raised as a `RuntimeError` carrying its traceback. A queued call's error goes to
@@ -46,11 +47,30 @@ INPROC_ENV = "CHUNK_SWEEP_TRACKING_INPROC"
 OnError = Callable[[SweepError], None]
 
 
-@dataclass
+@dataclass(eq=False)
 class _Sent:
     name: str
     # None: a `call`, whose caller waits for the reply (or was interrupted and drops it).
     on_error: OnError | None = None
+    keep: bool = False  # a `begin`: the reply is kept for `Promise.result`
+    reply: tuple[Any, ...] | None = None
+
+
+class Promise:
+    """The result of a call `begin` sent: waited for (in order) at the first `result`."""
+
+    def __init__(self, sent: _Sent) -> None:
+        self._sent = sent
+
+    def result(self) -> Any:
+        sent = self._sent
+        if sent.reply is None:
+            worker = _live()
+            if worker is not None and any(s is sent for s in worker.sent):
+                return _collect(worker, sent)
+        if sent.reply is None:
+            raise SweepError(f"the MLflow worker never answered {sent.name}")
+        return _result(sent.reply)
 
 
 @dataclass
@@ -139,6 +159,19 @@ def submit(fn: Callable[..., Any], *args: Any, on_error: OnError, **kwargs: Any)
     _collect(worker, None, only_ready=True)
 
 
+def begin(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Promise:
+    """Send ``fn(*args, **kwargs)`` and go on; its result (or `SweepError`) at
+    `Promise.result`. (Where the call runs in this process, it runs now.)"""
+    sent = _Sent(_name_of(fn), keep=True)
+    worker = _live()
+    if worker is None or not _send(worker, sent, args, kwargs):
+        try:
+            sent.reply = ("ok", fn(*args, **kwargs))
+        except SweepError as exc:
+            sent.reply = ("error", exc.message, exc.hint)
+    return Promise(sent)
+
+
 def drain() -> None:
     """Wait until the worker has done every call sent so far (their errors to ``on_error``)."""
     worker = _live()
@@ -216,13 +249,17 @@ def _collect(worker: _Worker, target: _Sent | None, only_ready: bool = False) ->
             with _sigint_held():  # read, dequeued and handled, or none of it
                 reply = conn.recv()
                 worker.sent.popleft()
-                if head is not target:
+                if head.keep:
+                    head.reply = reply
+                elif head is not target:
                     _settle(head, reply)
         except (EOFError, OSError):
             _gone(worker)
             break
         if head is target:
             return _result(reply)
+    if target is not None and target.reply is not None:  # a `begin` the dead worker lost
+        return _result(target.reply)
     if target is not None:
         raise SweepError(f"MLflow worker process {worker.pid} {worker.ended}: whether "
                          f"{target.name} was done is unknown",
@@ -259,9 +296,12 @@ def _gone(worker: _Worker) -> None:
     _end(worker, "ended")
     lost, worker.sent = list(worker.sent), deque()
     for sent in lost:
-        if sent.on_error is not None:
-            sent.on_error(SweepError(f"MLflow worker process {worker.pid} {worker.ended} "
-                                     f"before it had done {sent.name}"))
+        error = SweepError(f"MLflow worker process {worker.pid} {worker.ended} before it had "
+                           f"done {sent.name}")
+        if sent.keep:
+            sent.reply = ("error", error.message, None)
+        elif sent.on_error is not None:
+            sent.on_error(error)
 
 
 def _end(worker: _Worker, how: str) -> None:

@@ -126,6 +126,36 @@ def test_a_dead_worker_fails_what_it_had_and_the_sweep_goes_on_without_it(
     assert out["ran"] == [["a", str(worker)], ["c", str(out["main"])]]
 
 
+def test_a_begun_call_is_waited_for_when_its_result_is_asked(tmp_path: Path) -> None:
+    res = _script(tmp_path, """
+        assert tracking_worker.start()
+        worker = tracking_worker.worker_pid()
+        started = time.time()
+        parent = tracking_worker.begin(tracking.tag_run, "u", "a", "k", "sleep1")
+        failing = tracking_worker.begin(tracking.tag_run, "u", "b", "k", "fail")
+        sent_in = time.time() - started  # did not wait for a's second
+        assert parent.result() == ["a", "k"] and parent.result() == ["a", "k"]
+        try:
+            failing.result()
+        except SweepError as exc:
+            error = str(exc)
+        lost = tracking_worker.begin(tracking.tag_run, "u", "c", "k", "sleep30")
+        while len(ran()) < 3:
+            time.sleep(0.05)
+        os.kill(worker, signal.SIGKILL)
+        try:
+            lost.result()
+        except SweepError as exc:
+            gone = str(exc)
+        print(json.dumps({"sent_in": sent_in, "error": error, "gone": gone, "worker": worker}))
+    """)
+    out = json.loads(res.stdout.splitlines()[-1])
+    assert out["sent_in"] < 0.5
+    assert out["error"] == "tagging b failed (a hint)"
+    assert out["gone"] == (f"MLflow worker process {out['worker']} ended (killed by signal 9) "
+                           "before it had done tag_run")
+
+
 def _gone_or_zombie(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
