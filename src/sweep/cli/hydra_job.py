@@ -305,14 +305,15 @@ def sweep_parent(*, exit_on_error: bool = True) -> str | None:
     global _STARTING, ACTIVE_PARENT
     if _STARTING is not None:
         callback, uri, parent, stale = _STARTING
-        _STARTING = None
-        try:
+        try:  # (a Ctrl-C while this waits leaves it for `close_interrupted` to ask again)
             callback.experiment_id, callback.parent = parent.result()
         except SweepError as exc:
+            _STARTING = None
             if not exit_on_error:
                 return None
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(1)
+        _STARTING = None
         os.environ[tracking.PARENT_ENV] = callback.parent
         ACTIVE_PARENT = (uri, callback.parent)
         try:
@@ -418,8 +419,9 @@ class MlflowSweepCallback(Callback):
         global _STARTING
         _STARTING = (self, self.uri, parent, stale)
         launcher = str(config.hydra.launcher.get("_target_", ""))
-        if not launcher.endswith(".BasicLauncher"):
-            # Jobs in other processes read the parent's id from the environment at launch.
+        # Jobs in other processes read the parent's id from the environment at launch; without
+        # the worker, the parent exists already (and a store that failed says so now).
+        if not launcher.endswith(".BasicLauncher") or tracking_worker.worker_pid() is None:
             sweep_parent()
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:

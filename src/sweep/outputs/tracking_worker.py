@@ -188,11 +188,16 @@ def set_store_wait(seconds: float) -> None:
 
 
 def stop() -> None:
-    """Drain the queue, close the pipe (the worker exits on its end of file) and reap it."""
+    """Drain the queue, then end the worker and reap it. It has nothing left to do, and may
+    still be importing MLflow (``--help``, a bad override, ``tracking.enabled=false``): ended
+    with SIGKILL, not left to finish that before it would see its pipe close."""
     worker = _live()
     if worker is None:
         return
     _collect(worker, None)
+    if worker.conn is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(worker.pid, signal.SIGKILL)
     _end(worker, "stopped")
 
 

@@ -79,7 +79,7 @@ def test_calls_run_in_the_worker_in_order_and_errors_come_back(tmp_path: Path) -
         os.kill(worker, signal.SIGINT)
         time.sleep(0.3)
         assert tracking_worker.call(tracking.tag_run, "u", "e", "k", "ok") == ["e", "k"]
-        tracking_worker.stop()  # its pipe closed: it exits, and is reaped
+        tracking_worker.stop()  # nothing left to do: ended and reaped
         try:
             os.kill(worker, 0)
             alive = True
@@ -154,6 +154,24 @@ def test_a_begun_call_is_waited_for_when_its_result_is_asked(tmp_path: Path) -> 
     assert out["error"] == "tagging b failed (a hint)"
     assert out["gone"] == (f"MLflow worker process {out['worker']} ended (killed by signal 9) "
                            "before it had done tag_run")
+
+
+def test_the_worker_exits_when_its_pipe_closes(tmp_path: Path) -> None:
+    res = _script(tmp_path, """
+        assert tracking_worker.start()
+        assert tracking_worker.call(tracking.tag_run, "u", "a", "k", "ok") == ["a", "k"]
+        worker = tracking_worker.worker_pid()
+        tracking_worker._WORKER.conn.close()  # as when this process ends without stop()
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            pid, status = os.waitpid(worker, os.WNOHANG)
+            if pid:
+                break
+            time.sleep(0.05)
+        print(json.dumps({"exited": bool(pid) and os.WIFEXITED(status),
+                          "code": os.WEXITSTATUS(status) if pid else None}))
+    """)
+    assert json.loads(res.stdout.splitlines()[-1]) == {"exited": True, "code": 0}
 
 
 def _gone_or_zombie(pid: int) -> bool:
