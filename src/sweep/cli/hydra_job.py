@@ -428,8 +428,7 @@ class MlflowSweepCallback(Callback):
         global ACTIVE_PARENT
         # The queued child runs first: their failures are in the reports read below (a Ctrl-C
         # while this waits still closes the parent KILLED).
-        if config.tracking.enabled:
-            sweep_parent()
+        sweep_parent()
         tracking_worker.drain()
         ACTIVE_PARENT = None
         sweep_dir = Path(str(config.hydra.sweep.dir))
