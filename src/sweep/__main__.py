@@ -7,12 +7,8 @@ import os
 import sys
 from typing import Any
 
-import hydra
-
-from sweep.cli.hydra_job import job
-from sweep.common import interrupt
 from sweep.common.errors import SweepError
-from sweep.config.schema import conf_dir, register
+from sweep.outputs import tracking_worker
 
 
 def _refuse_secrets(argv: list[str]) -> None:
@@ -70,7 +66,29 @@ def _own_write_errors() -> None:
     hydra_utils.run_and_report = run_and_report
 
 
+# Hydra's flags that print and exit, and the overrides that turn tracking off: no worker then
+# (it would spend a core importing MLflow for nothing, and on a busy machine slow this one).
+_NO_TRACKING_FLAGS = ("-h", "--help", "--hydra-help", "-i", "--info", "-c", "--cfg",
+                      "--shell-completion", "-sc")
+_NO_TRACKING_OVERRIDES = ("tracking=off", "tracking.enabled=false", "tracking.enabled=False")
+
+
+def _needs_tracking(argv: list[str]) -> bool:
+    return not any(a in _NO_TRACKING_FLAGS or a.split("=", 1)[0] in _NO_TRACKING_FLAGS
+                   or a.lstrip("+~") in _NO_TRACKING_OVERRIDES for a in argv)
+
+
 def main() -> None:
+    # First, before Hydra and the pipeline are imported: MLflow's import and the store's
+    # opening then run in the worker on the other core while this process sets up the sweep.
+    if _needs_tracking(sys.argv[1:]):
+        tracking_worker.start()
+    import hydra
+
+    from sweep.cli.hydra_job import job
+    from sweep.common import interrupt
+    from sweep.config.schema import conf_dir, register
+
     # A log handler that cannot write (a full disk) drops the line instead of printing a
     # traceback per record (the standard library's switch for production use).
     logging.raiseExceptions = False

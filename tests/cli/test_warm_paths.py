@@ -94,3 +94,46 @@ def test_cache_info_and_clear_cover_token_starts_and_bm25(tmp_path: Path) -> Non
     assert "removed 2 BM25 indexes" in cleared.stdout
     again = run_cli("-m", "sweep.cli", "cache", "info", f"cache.dir={tmp_path}")
     assert "token starts of 0 documents" in again.stdout and "0 BM25 indexes" in again.stdout
+
+
+# Runs the real sweep; at its end says whether this process imported MLflow.
+SWEEP_PROCESS = textwrap.dedent("""
+    import atexit, json, os, sys
+    atexit.register(lambda: print("SWEEP " + json.dumps(
+        {"pid": os.getpid(), "mlflow": sorted(m for m in sys.modules
+                                              if m.split(".")[0] == "mlflow")[:3]})))
+    sys.argv = ["sweep", *sys.argv[1:]]
+    from sweep.__main__ import main
+    main()
+""")
+
+
+def test_a_sweep_leaves_mlflow_to_its_worker_process(tmp_path: Path) -> None:
+    """MLflow's import and the store's opening overlap the sweep's own work in a worker
+    process; the runs still name the sweep's process as their writer (stale-run detection asks
+    whether that one is alive). ``CHUNK_SWEEP_TRACKING_INPROC=1`` does it all in-process."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = ["-c", SWEEP_PROCESS, "-m", "chunk.size=128,256", "retrieval=bm25",
+            "retrieval.diagnose=false", "sweep.force=true", f"tracking.uri={uri}",
+            f"cache.dir={tmp_path}/cache"]
+    seen = {}
+    for mode, env in (("worker", {}), ("inproc", {"CHUNK_SWEEP_TRACKING_INPROC": "1"})):
+        res = run_cli(*args, f"hydra.sweep.dir={tmp_path}/{mode}", cwd=tmp_path, env=env)
+        assert res.returncode == 0, res.stderr[-3000:]
+        line = next(ln for ln in res.stdout.splitlines() if ln.startswith("SWEEP "))
+        seen[mode] = json.loads(line.removeprefix("SWEEP "))
+    assert seen["worker"]["mlflow"] == []
+    assert seen["inproc"]["mlflow"] != []  # the check sees an import when there is one
+
+    from helpers import mlflow_runs
+
+    _, runs = mlflow_runs(uri)
+    for mode in ("worker", "inproc"):
+        pid = str(seen[mode]["pid"])
+        mine = [r for r in runs if r.data.tags.get("chunk_sweep.pid") == pid]
+        parents = [r for r in mine if r.data.tags["chunk_sweep.role"] == "sweep"]
+        children = [r for r in mine if r.data.tags["chunk_sweep.role"] == "config"]
+        assert len(parents) == 1 and len(children) == 2, (mode, len(mine))
+        assert {r.info.status for r in mine} == {"FINISHED"}
+        assert {r.data.tags["mlflow.parentRunId"] for r in children} == {parents[0].info.run_id}
+        assert sorted(r.data.params["chunk.size"] for r in children) == ["128", "256"]

@@ -30,7 +30,7 @@ from sweep.config.compose import config_error_line, to_container
 from sweep.config.identity import config_hash
 from sweep.config.schema import Config
 from sweep.outputs import report as rp
-from sweep.outputs import tracking
+from sweep.outputs import tracking, tracking_worker
 from sweep.outputs.misses_html import write_views
 from sweep.pipeline.run import (
     load_corpus_cached,
@@ -93,7 +93,7 @@ def job(cfg: DictConfig) -> float:
         typed: Config = OmegaConf.to_object(cfg)  # type: ignore[assignment]
         check_config(typed)
         if typed.tracking.enabled:
-            tracking.set_store_wait(typed.tracking.store_wait_s)
+            tracking_worker.set_store_wait(typed.tracking.store_wait_s)
             tracking.preflight(typed.tracking.uri)
             resumed = _resume(typed, plain, job_dir)
             if resumed is not None:
@@ -124,21 +124,52 @@ def job(cfg: DictConfig) -> float:
         return _fail(plain, job_dir, write_error(job_dir, exc), multirun)
     _print_summary(rep, job_dir, multirun)
     if cfg.tracking.enabled:
-        try:
-            tracking.log_job(
-                cfg.tracking.uri, cfg.tracking.experiment, run_name=run_name(plain),
-                plain_config=plain, report=rep, artifacts=paths,
-                artifact_dirs={"hydra": job_dir / ".hydra"},
-                parent_run_id=os.environ.get(tracking.PARENT_ENV),
-                status=rep["status"], error=rep.get("error"),
-            )
-        except SweepError as exc:
-            rep["tracking_error"] = str(exc)
-            rp.write_report(job_dir, rep)
-            return _exit_or_nan(str(exc), multirun, exc)
+        store = (cfg.tracking.uri, cfg.tracking.experiment)
+        run = {"run_name": run_name(plain), "plain_config": plain, "report": rep,
+               "artifacts": paths, "artifact_dirs": {"hydra": job_dir / ".hydra"},
+               "parent_run_id": sweep_parent(), "status": rep["status"],
+               "error": rep.get("error")}
+        if multirun:
+            # Queued: the next job starts while the worker logs this one. A failure is
+            # reported at the next MLflow call or at the sweep's end, which exits 1.
+            tracking_worker.submit(tracking.log_job, *store, **run,
+                                   on_error=_not_logged(job_dir, rep, run["run_name"]))
+        else:
+            try:
+                tracking_worker.call(tracking.log_job, *store, **run)
+            except SweepError as exc:
+                rep["tracking_error"] = str(exc)
+                rp.write_report(job_dir, rep)
+                return _exit_or_nan(str(exc), multirun, exc)
     if gen_error is not None:
         return _exit_or_nan(rep["error"], multirun, gen_error)
     return float(rep["headline"]["value"])
+
+
+# Messages of the queued child runs that could not be logged, for the sweep's end (their
+# reports say it too, unless the report could not be written either).
+_NOT_LOGGED: list[str] = []
+
+
+def _not_logged(job_dir: Path, rep: dict[str, Any], name: str) -> tracking_worker.OnError:
+    """What a queued child run's failure does, whenever it is reported: one line naming the
+    configuration, ``tracking_error`` in its report.json, exit 1 at the sweep's end."""
+
+    def record(exc: SweepError) -> None:
+        _NOT_LOGGED.append(f"{name} ({job_dir}): {exc}")
+        log.error("configuration %s (%s) was not logged to MLflow: %s", name, job_dir, exc)
+        rep["tracking_error"] = str(exc)
+        try:
+            rp.write_report(job_dir, rep)
+        except OSError as write_exc:
+            log.error("%s", write_error(job_dir, write_exc))
+
+    return record
+
+
+# (tracking uri, experiment) whose configuration runs left RUNNING by a killed process were
+# closed when this sweep started: its jobs need not ask the store again, each before it runs.
+_STALE_CLOSED: set[tuple[str, str]] = set()
 
 
 def _resume(cfg: Config, plain: dict[str, Any], job_dir: Path) -> float | None:
@@ -150,18 +181,23 @@ def _resume(cfg: Config, plain: dict[str, Any], job_dir: Path) -> float | None:
     _, corpus_fp = load_corpus_cached(cfg)
     golden_fp = load_golden_cached(cfg.golden.path).fingerprint
     chash = config_hash(plain, corpus_fp, golden_fp)
-    stale = tracking.close_stale(cfg.tracking.uri, cfg.tracking.experiment, "config", chash)
+    if (cfg.tracking.uri, cfg.tracking.experiment) in _STALE_CLOSED:
+        stale = []
+    else:
+        stale = tracking_worker.call(tracking.close_stale, cfg.tracking.uri,
+                                     cfg.tracking.experiment, "config", chash)
     if stale:
         log.warning("closed %d run(s) of this configuration left RUNNING by a process that "
                     "ended (%s): KILLED, tagged %s", len(stale), ", ".join(stale),
                     tracking.STALE_TAG)
     if cfg.sweep.force:
         return None
-    run_id = tracking.find_finished(cfg.tracking.uri, cfg.tracking.experiment, chash)
+    run_id = tracking_worker.call(tracking.find_finished, cfg.tracking.uri,
+                                  cfg.tracking.experiment, chash)
     if run_id is None:
         return None
     try:
-        path = tracking.download_report(cfg.tracking.uri, run_id, job_dir)
+        path = tracking_worker.call(tracking.download_report, cfg.tracking.uri, run_id, job_dir)
         rep = json.loads(path.read_text(encoding="utf-8"))
     except (SweepError, OSError, json.JSONDecodeError) as exc:
         log.warning("run %s has this config_hash but its report cannot be read (%s); "
@@ -169,9 +205,9 @@ def _resume(cfg: Config, plain: dict[str, Any], job_dir: Path) -> float | None:
         return None
     rep["resumed_from_run"] = run_id
     rp.write_report(job_dir, rep)
-    parent = os.environ.get(tracking.PARENT_ENV)
+    parent = sweep_parent()
     if parent:  # so that `sweep compare` on this sweep still sees every configuration
-        tracking.tag_run(cfg.tracking.uri, parent, f"resumed.{chash}", run_id)
+        tracking_worker.call(tracking.tag_run, cfg.tracking.uri, parent, f"resumed.{chash}", run_id)
     log.info("skipped: this configuration (config_hash %s) is already FINISHED as run %s; "
              "sweep.force=true re-runs it", chash, run_id)
     return float(rep["headline"]["value"])
@@ -193,15 +229,22 @@ def _fail(plain: dict[str, Any], job_dir: Path, exc: BaseException, multirun: bo
     with contextlib.suppress(OSError):
         rp.write_report(job_dir, rep)
     if plain and plain.get("tracking", {}).get("enabled"):
-        try:
-            tracking.log_job(
-                plain["tracking"]["uri"], plain["tracking"]["experiment"],
-                run_name=run_name(plain), plain_config=plain, report=rep,
-                artifacts=[job_dir / rp.REPORT], parent_run_id=os.environ.get(tracking.PARENT_ENV),
-                status="FAILED", error=message)
-        except SweepError as tracking_exc:
+        def not_logged(tracking_exc: SweepError) -> None:
             if str(tracking_exc) != message:  # the store itself may be what failed
                 log.error("%s", tracking_exc)
+
+        store = (plain["tracking"]["uri"], plain["tracking"]["experiment"])
+        run = {"run_name": run_name(plain), "plain_config": plain, "report": rep,
+               "artifacts": [job_dir / rp.REPORT],
+               "parent_run_id": sweep_parent(), "status": "FAILED",
+               "error": message}
+        if multirun:
+            tracking_worker.submit(tracking.log_job, *store, **run, on_error=not_logged)
+        else:
+            try:
+                tracking_worker.call(tracking.log_job, *store, **run)
+            except SweepError as tracking_exc:
+                not_logged(tracking_exc)
     return _exit_or_nan(message, multirun, exc)
 
 
@@ -248,19 +291,55 @@ def _check_output_dir(path: str) -> None:
 
 # (tracking uri, parent run id) of the sweep in progress, for closing it KILLED on Ctrl-C.
 ACTIVE_PARENT: tuple[str, str] | None = None
+# The sweep's parent run while the worker creates it: the callback that asked for it, the
+# store, the promise of (experiment_id, run_id), and of the stale configuration runs closed.
+_STARTING: tuple[MlflowSweepCallback, str, tracking_worker.Promise,
+                 tracking_worker.Promise] | None = None
+
+
+def sweep_parent(*, exit_on_error: bool = True) -> str | None:
+    """The id of the running sweep's parent run (None outside a sweep). The worker creates it
+    while the first job runs, and the first ask waits for it: when the first job's run is
+    logged, or at a Ctrl-C. A store that could not create it ends the sweep with its one line,
+    as it did when the sweep started."""
+    global _STARTING, ACTIVE_PARENT
+    if _STARTING is not None:
+        callback, uri, parent, stale = _STARTING
+        try:  # (a Ctrl-C while this waits leaves it for `close_interrupted` to ask again)
+            callback.experiment_id, callback.parent = parent.result()
+        except SweepError as exc:
+            _STARTING = None
+            if not exit_on_error:
+                return None
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(1)
+        _STARTING = None
+        os.environ[tracking.PARENT_ENV] = callback.parent
+        ACTIVE_PARENT = (uri, callback.parent)
+        try:
+            closed = stale.result()
+        except SweepError as exc:
+            log.warning("%s", exc)
+        else:
+            if closed:
+                log.warning("closed %d configuration run(s) left RUNNING by a process that "
+                            "ended (%s): KILLED, tagged %s", len(closed), ", ".join(closed),
+                            tracking.STALE_TAG)
+    return os.environ.get(tracking.PARENT_ENV)
 
 
 def close_interrupted() -> str:
     """Close the running sweep's parent run as KILLED (finished child runs stay as they are);
     returns what to tell the user."""
     global ACTIVE_PARENT
+    sweep_parent(exit_on_error=False)
     if ACTIVE_PARENT is None:
         return "interrupted"
     uri, parent = ACTIVE_PARENT
     ACTIVE_PARENT = None
     try:
-        tracking.set_tags(uri, parent, {"interrupted": "true"})
-        tracking.kill_run(uri, parent)
+        tracking_worker.call(tracking.set_tags, uri, parent, {"interrupted": "true"})
+        tracking_worker.call(tracking.kill_run, uri, parent)
     except SweepError as exc:
         return f"interrupted (and could not close parent run {parent}: {exc})"
     return (f"interrupted: parent run {parent} closed KILLED; the configurations that finished "
@@ -280,13 +359,14 @@ def close_failed(exc: OSError) -> str:
         reason = str(write_error(None, exc))
     else:  # e.g. a file a job could not read: say what the system said, not "cannot write"
         reason = f"{exc.filename or 'a file'}: {exc.strerror or exc}"
+    sweep_parent(exit_on_error=False)
     if ACTIVE_PARENT is None:
         return f"error: {reason}"
     uri, parent = ACTIVE_PARENT
     ACTIVE_PARENT = None
     try:
-        tracking.set_tags(uri, parent, {"error": reason})
-        tracking.kill_run(uri, parent, status="FAILED")
+        tracking_worker.call(tracking.set_tags, uri, parent, {"error": reason})
+        tracking_worker.call(tracking.kill_run, uri, parent, status="FAILED")
     except SweepError as tracking_exc:
         return f"error: {reason} (and could not close parent run {parent}: {tracking_exc})"
     return (f"error: {reason}; the sweep stopped, parent run {parent} closed FAILED (the "
@@ -312,30 +392,51 @@ class MlflowSweepCallback(Callback):
         sweep_dir = str(config.hydra.sweep.dir)
         overrides = list(config.hydra.overrides.task)
         self.uri = str(config.tracking.uri)
-        tracking.set_store_wait(float(config.tracking.get("store_wait_s", tracking.STORE_WAIT_S)))
+        tracking_worker.set_store_wait(float(config.tracking.get("store_wait_s",
+                                                                 tracking.STORE_WAIT_S)))
         try:
-            self.experiment_id, self.parent = tracking.start_parent(
-                self.uri, str(config.tracking.experiment),
-                run_name=f"sweep {Path(sweep_dir).parent.name} {Path(sweep_dir).name}",
-                params={"overrides": " ".join(overrides)[:6000]},
-                tags={"sweep_dir": str(Path(sweep_dir).resolve())},
-            )
+            tracking.preflight(self.uri)  # here: what can be checked without MLflow
         except SweepError as exc:
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(1)
-        os.environ[tracking.PARENT_ENV] = self.parent
-        try:  # sweeps of this experiment killed before their end (SIGKILL)
-            tracking.close_stale(self.uri, str(config.tracking.experiment), "sweep")
-        except SweepError as exc:
-            log.warning("%s", exc)
-        global ACTIVE_PARENT
-        ACTIVE_PARENT = (self.uri, self.parent)
+        experiment = str(config.tracking.experiment)
+        # Sent, not waited for: the worker may still be importing MLflow, and nothing needs
+        # the parent before the first job's run is logged (`sweep_parent`).
+        parent = tracking_worker.begin(
+            tracking.start_parent, self.uri, experiment,
+            run_name=f"sweep {Path(sweep_dir).parent.name} {Path(sweep_dir).name}",
+            params={"overrides": " ".join(overrides)[:6000]},
+            tags={"sweep_dir": str(Path(sweep_dir).resolve())},
+        )
+        # Sweeps of this experiment killed before their end (SIGKILL), and their configuration
+        # runs: all at once here, instead of one configuration per job (a job of another
+        # experiment, e.g. of a swept corpus.name, still asks for its own).
+        tracking_worker.submit(tracking.close_stale, self.uri, experiment, "sweep",
+                               on_error=lambda exc: log.warning("%s", exc))
+        stale = tracking_worker.begin(tracking.close_stale, self.uri, experiment, "config")
+        _STALE_CLOSED.add((self.uri, experiment))
+        _NOT_LOGGED.clear()
+        global _STARTING
+        _STARTING = (self, self.uri, parent, stale)
+        launcher = str(config.hydra.launcher.get("_target_", ""))
+        # Jobs in other processes read the parent's id from the environment at launch; without
+        # the worker, the parent exists already (and a store that failed says so now).
+        if not launcher.endswith(".BasicLauncher") or tracking_worker.worker_pid() is None:
+            sweep_parent()
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global ACTIVE_PARENT
+        # The queued child runs first: their failures are in the reports read below (a Ctrl-C
+        # while this waits still closes the parent KILLED).
+        sweep_parent()
+        tracking_worker.drain()
         ACTIVE_PARENT = None
         sweep_dir = Path(str(config.hydra.sweep.dir))
         reports = [r for _, r in rp.read_reports(sweep_dir)]
+        # (a launcher's job process logs its own run and writes the error to the report)
+        not_logged = list(_NOT_LOGGED) or [f"{run_name(r.get('config') or {})}: "
+                                           f"{r['tracking_error']}"
+                                           for r in reports if r.get("tracking_error")]
         axes, rows = rp.comparison_rows(reports)
         artifacts = rp.write_comparison(sweep_dir, axes, rows)
         plot = rp.plot_sweep(axes, rows, sweep_dir / "comparison.png")
@@ -364,9 +465,9 @@ class MlflowSweepCallback(Callback):
                     f"(headline = {headline}); sweep folder `{sweep_dir.resolve()}`\n\n")
             note += rp.comparison_markdown(axes, rows, max_chars=7000 - len(note))
             try:
-                tracking.finish_parent(
-                    self.uri, self.parent, status="FAILED" if failed else "FINISHED",
-                    metrics=metrics,
+                tracking_worker.call(
+                    tracking.finish_parent, self.uri, self.parent,
+                    status="FAILED" if failed else "FINISHED", metrics=metrics,
                     tags={"best_config": ", ".join(f"{a}={best[a]}" for a in axes) if best
                           else "", tracking.NOTE_TAG: note},
                     artifacts=artifacts)
@@ -385,5 +486,10 @@ class MlflowSweepCallback(Callback):
         if failed:
             print(f"error: {len(failed)} of {len(rows)} configurations failed; first: "
                   f"{failed[0].get('error')}", file=sys.stderr)
+            sys.exit(1)
+        if not_logged:
+            print(f"error: {len(not_logged)} of {len(rows)} configurations were not logged to "
+                  f"MLflow (their reports are in the sweep folder); first: {not_logged[0]}",
+                  file=sys.stderr)
             sys.exit(1)
 

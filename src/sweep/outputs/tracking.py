@@ -42,6 +42,14 @@ def set_store_wait(seconds: float) -> None:
     STORE_WAIT_S = max(0.0, float(seconds))
 
 
+def preload() -> None:
+    """Import MLflow and its SQLAlchemy store (about 3 s of CPU, most of what the first call of
+    a process costs); `tracking_worker` calls it at once, on the other core."""
+    _quiet()
+    import mlflow
+    import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
+
+
 def _quiet() -> None:
     for name in ("alembic", "mlflow.tracking", "mlflow.store"):
         logging.getLogger(name).setLevel(logging.WARNING)
@@ -297,10 +305,22 @@ def _guard(what: str, uri: str) -> Any:
     return _Ctx()
 
 
+# The process the runs' tags name as their writer when it is not this one: the sweep's, in
+# the worker process that makes the MLflow calls for it (`tracking_worker`). It is the sweep
+# whose death leaves a run RUNNING, so the sweep is what a later process must find gone.
+_OWNER_PID: int | None = None
+
+
+def set_owner(pid: int | None) -> None:
+    global _OWNER_PID
+    _OWNER_PID = pid
+
+
 def _owner() -> dict[str, str]:
     """Which process writes a run: how a later process tells a run being logged right now
     from one whose writer was killed."""
-    return {"chunk_sweep.host": socket.gethostname(), "chunk_sweep.pid": str(os.getpid())}
+    return {"chunk_sweep.host": socket.gethostname(),
+            "chunk_sweep.pid": str(_OWNER_PID or os.getpid())}
 
 
 def _writer_gone(tags: Mapping[str, str]) -> bool:
@@ -312,7 +332,7 @@ def _writer_gone(tags: Mapping[str, str]) -> bool:
         pid = int(tags.get("chunk_sweep.pid", ""))
     except ValueError:
         return False
-    if pid == os.getpid():
+    if pid in (os.getpid(), _OWNER_PID):
         return False
     try:
         os.kill(pid, 0)
