@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from sweep.common.errors import SweepError
+from sweep.common.memory import tune_gc
 from sweep.outputs import tracking_worker
 
 
@@ -83,6 +84,7 @@ def main() -> None:
     # opening then run in the worker on the other core while this process sets up the sweep.
     if _needs_tracking(sys.argv[1:]):
         tracking_worker.start()
+    tune_gc()
     import hydra
 
     from sweep.cli.hydra_job import job

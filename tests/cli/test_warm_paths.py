@@ -98,10 +98,11 @@ def test_cache_info_and_clear_cover_token_starts_and_bm25(tmp_path: Path) -> Non
 
 # Runs the real sweep; at its end says whether this process imported MLflow.
 SWEEP_PROCESS = textwrap.dedent("""
-    import atexit, json, os, sys
+    import atexit, gc, json, os, sys
     atexit.register(lambda: print("SWEEP " + json.dumps(
         {"pid": os.getpid(), "mlflow": sorted(m for m in sys.modules
-                                              if m.split(".")[0] == "mlflow")[:3]})))
+                                              if m.split(".")[0] == "mlflow")[:3],
+         "gc": list(gc.get_threshold())})))
     sys.argv = ["sweep", *sys.argv[1:]]
     from sweep.__main__ import main
     main()
@@ -123,6 +124,10 @@ def test_a_sweep_leaves_mlflow_to_its_worker_process(tmp_path: Path) -> None:
         line = next(ln for ln in res.stdout.splitlines() if ln.startswith("SWEEP "))
         seen[mode] = json.loads(line.removeprefix("SWEEP "))
     assert seen["worker"]["mlflow"] == []
+    # and collects garbage cycles less often than CPython's default (700, 10, 10)
+    from sweep.common.memory import SWEEP_GC_THRESHOLDS
+
+    assert seen["worker"]["gc"] == list(SWEEP_GC_THRESHOLDS) != [700, 10, 10]
     assert seen["inproc"]["mlflow"] != []  # the check sees an import when there is one
 
     from helpers import mlflow_runs
