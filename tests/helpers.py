@@ -34,6 +34,16 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
                           capture_output=True, text=True, timeout=timeout)
 
 
+def import_covid(shared_data: Path, folder: Path) -> Path:
+    """COVID-QA from ../shared/data imported with `sweep import squad` into ``folder / "d"``
+    (``corpus/`` and ``golden.jsonl``); returns that folder."""
+    src = shared_data / "covid_qa" / "200423_covidQA.json"
+    res = run_cli("-m", "sweep.cli", "import", "squad", str(src), "--out", str(folder / "d"),
+                  cwd=folder)
+    assert res.returncode == 0, res.stderr[-2000:]
+    return folder / "d"
+
+
 def mlflow_runs(uri: str) -> tuple:
     """(client, every run of every experiment) in the MLflow store at ``uri``."""
     from mlflow import MlflowClient

@@ -7,16 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_cli
+from helpers import import_covid, run_cli
 
 pytestmark = pytest.mark.realdata
 
 
 def test_misses_page_is_bounded_on_covid_qa(shared_data: Path, tmp_path: Path) -> None:
-    src = shared_data / "covid_qa" / "200423_covidQA.json"
-    res = run_cli("-m", "sweep.cli", "import", "squad", str(src), "--out", str(tmp_path / "d"),
-                  cwd=tmp_path)
-    assert res.returncode == 0, res.stderr[-2000:]
+    import_covid(shared_data, tmp_path)
     res = run_cli("-m", "sweep", "retrieval=bm25", "retrieval.diagnose=false",
                   "eval.latency_sample=0", f"corpus.path={tmp_path}/d/corpus",
                   f"golden.path={tmp_path}/d/golden.jsonl", "corpus.name=covid",

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import old_run_all, run_cli, same_results
+from helpers import import_covid, old_run_all, same_results
 from sweep.chunking.chunkers import ChunkSpec, chunk_corpus
 from sweep.chunking.tokenizers import RegexTokenizer
 from sweep.data.corpus import load_corpus
@@ -23,10 +23,7 @@ pytestmark = pytest.mark.realdata
 
 
 def test_run_all_equals_the_old_code_on_covid_qa(shared_data: Path, tmp_path: Path) -> None:
-    src = shared_data / "covid_qa" / "200423_covidQA.json"
-    res = run_cli("-m", "sweep.cli", "import", "squad", str(src), "--out", str(tmp_path / "d"),
-                  cwd=tmp_path)
-    assert res.returncode == 0, res.stderr[-2000:]
+    import_covid(shared_data, tmp_path)
     docs = load_corpus(tmp_path / "d" / "corpus")
     questions = [item.question for item in load_golden(tmp_path / "d" / "golden.jsonl").items]
     chunks = chunk_corpus(docs, ChunkSpec("recursive", 256, 0), RegexTokenizer())

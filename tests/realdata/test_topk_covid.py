@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import check_rows_against_reference, run_cli
+from helpers import check_rows_against_reference, import_covid
 from sweep.chunking.chunkers import ChunkSpec, chunk_corpus
 from sweep.chunking.tokenizers import RegexTokenizer
 from sweep.data.corpus import load_corpus
@@ -27,10 +27,7 @@ pytestmark = pytest.mark.realdata
 
 def test_one_pass_metrics_equal_the_reference_on_covid_qa(shared_data: Path,
                                                           tmp_path: Path) -> None:
-    src = shared_data / "covid_qa" / "200423_covidQA.json"
-    res = run_cli("-m", "sweep.cli", "import", "squad", str(src), "--out", str(tmp_path / "d"),
-                  cwd=tmp_path)
-    assert res.returncode == 0, res.stderr[-2000:]
+    import_covid(shared_data, tmp_path)
     docs = load_corpus(tmp_path / "d" / "corpus")
     golden = load_golden(tmp_path / "d" / "golden.jsonl")
     resolved = resolve_all(golden.items, CorpusIndex(docs), None)
