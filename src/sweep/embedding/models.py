@@ -242,14 +242,16 @@ class Embedder:
         def run_model(todo: list[str]) -> np.ndarray:
             self.encoded_texts += len(todo)
             # What the model reads of each text, so that batches hold texts of one length
-            # (the lengths are the truncation check's, computed once and cached).
-            lengths = self._lengths_of(todo) if len(todo) > self.spec.batch_size else None
+            # (the lengths are the truncation check's, computed once and cached). A model that
+            # reads every token (static) has no truncation check and is not worth the count.
             limit = self.max_seq_length
+            lengths = (self._lengths_of(todo) if limit and len(todo) > self.spec.batch_size
+                       else None)
             if lengths is not None and limit:
                 lengths = [min(n, limit) for n in lengths]
             return encode_by_batch(self.model, todo, self.spec.batch_size,
                                    show_progress(progress) and len(todo) > self.spec.batch_size,
-                                   lengths if limit else None)
+                                   lengths)
 
         disk = self.cache
         keys = tiered([prefix + t for t in texts], self._cache,
