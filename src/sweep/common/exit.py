@@ -13,6 +13,7 @@ import atexit
 import contextlib
 import os
 import sys
+import threading
 from collections.abc import Callable
 from typing import NoReturn
 
@@ -37,8 +38,14 @@ def run_then_exit(main: Callable[[], object]) -> NoReturn:
     except SystemExit as exc:
         status = status_of(exc.code)
     run_handlers = getattr(atexit, "_run_exitfuncs", None)
-    if run_handlers is None:  # not CPython: the ordinary exit
+    join_threads = getattr(threading, "_shutdown", None)
+    if run_handlers is None or join_threads is None:  # not CPython: the ordinary exit
         sys.exit(status)
+    # CPython's own order: first the threads (and the hooks of `threading._register_atexit`,
+    # where concurrent.futures and joblib's loky tell their worker processes to stop), then
+    # the exit handlers. Handlers alone hung a joblib sweep: multiprocessing's handler waited
+    # for loky workers that no one had told to stop.
+    join_threads()
     run_handlers()
     for stream in (sys.stdout, sys.stderr):
         # a closed pipe or stream: nothing left to say

@@ -73,3 +73,27 @@ def test_status_of_follows_sys_exit(capsys: pytest.CaptureFixture[str]) -> None:
     assert (status_of(None), status_of(0), status_of(130)) == (0, 0, 130)
     assert status_of("bad input") == 1
     assert capsys.readouterr().err == "bad input\n"
+
+
+POOL = textwrap.dedent("""
+    import concurrent.futures, sys
+    from sweep.common.exit import run_then_exit
+
+    def main():
+        # Left running, as joblib's loky keeps its workers for the next call: at exit its
+        # threading hook tells the workers to stop, then multiprocessing waits for them.
+        pool = concurrent.futures.ProcessPoolExecutor(max_workers=2)
+        print(sum(pool.map(abs, [-1, -2, -3])), flush=True)
+        sys.exit(4)
+
+    run_then_exit(main)
+""")
+
+
+def test_worker_processes_left_running_do_not_hang_the_exit() -> None:
+    """The hang this fixed: a joblib sweep's process waited forever for loky's idle workers,
+    because the exit skipped the thread shutdown where their pool tells them to stop."""
+    res = subprocess.run([sys.executable, "-c", POOL], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 4, res.stderr[-2000:]
+    assert res.stdout.strip() == "6"
