@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sweep.common.sqlite import open_db, text_key
+from sweep.common.sqlite import open_db, select_keys, text_key, write_rows
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,6 @@ CREATE TABLE IF NOT EXISTS token_starts (
     PRIMARY KEY (tokenizer, key)
 ) WITHOUT ROWID;
 """
-_BATCH = 500
 _DTYPES = {"int32": np.int32, "int64": np.int64}
 FILE_NAME = "token_starts.sqlite"
 
@@ -51,29 +50,24 @@ class TokenStartsCache:
 
     def get_many(self, tokenizer: str, texts: Sequence[str]) -> dict[int, np.ndarray]:
         """Starts found for ``texts`` (by position); rows that fail the check are left out."""
-        keys = [text_key(t) for t in texts]
         where: dict[bytes, list[int]] = {}
-        for i, k in enumerate(keys):
-            where.setdefault(k, []).append(i)
-        unique = list(where)
+        for i, t in enumerate(texts):
+            where.setdefault(text_key(t), []).append(i)
         found: dict[int, np.ndarray] = {}
         bad = 0
-        for lo in range(0, len(unique), _BATCH):
-            part = unique[lo : lo + _BATCH]
-            marks = ",".join("?" * len(part))
-            for key, dtype, n, blob in self._db.execute(
-                    f"SELECT key, dtype, n, starts FROM token_starts WHERE tokenizer = ? AND "
-                    f"key IN ({marks})", [tokenizer, *part]):
-                kind = _DTYPES.get(dtype)
-                if kind is None or len(blob) != n * np.dtype(kind).itemsize:
+        for key, dtype, n, blob in select_keys(
+                self._db, "SELECT key, dtype, n, starts FROM token_starts WHERE tokenizer = ? "
+                "AND key IN ({marks})", [tokenizer], list(where)):
+            kind = _DTYPES.get(dtype)
+            if kind is None or len(blob) != n * np.dtype(kind).itemsize:
+                bad += 1
+                continue
+            starts = np.frombuffer(blob, dtype=kind)
+            for i in where[bytes(key)]:
+                if plausible(starts, len(texts[i])):
+                    found[i] = starts
+                else:
                     bad += 1
-                    continue
-                starts = np.frombuffer(blob, dtype=kind)
-                for i in where[bytes(key)]:
-                    if plausible(starts, len(texts[i])):
-                        found[i] = starts
-                    else:
-                        bad += 1
         if bad:
             log.warning("token starts cache %s: %d rows fail their check; those documents are "
                         "tokenised again", self.path, bad)
@@ -86,16 +80,9 @@ class TokenStartsCache:
             if arr.dtype.name not in _DTYPES:
                 arr = arr.astype(np.int64)
             rows.append((tokenizer, text_key(text), arr.dtype.name, int(arr.size), arr.tobytes()))
-        if not rows:
-            return
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            self._db.executemany("INSERT OR REPLACE INTO token_starts VALUES (?, ?, ?, ?, ?)",
-                                 rows)
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
+        if rows:
+            write_rows(self._db, "INSERT OR REPLACE INTO token_starts VALUES (?, ?, ?, ?, ?)",
+                       rows)
 
     def count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM token_starts").fetchone()[0])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from sweep.common.errors import SweepError
@@ -48,3 +48,28 @@ def open_db(path: Path, schema: str, what: str) -> sqlite3.Connection:
             from None
     return db
 
+
+
+# Keys per SELECT ... IN (...) (SQLite's variable limit is far above).
+KEYS_PER_SELECT = 500
+
+
+def select_keys(db: sqlite3.Connection, sql: str, params: Sequence[object],
+                keys: Sequence[bytes]) -> Iterator[tuple]:
+    """The rows of ``sql`` for every distinct key, a batch of keys per statement: ``sql`` ends
+    in ``key IN ({marks})``, ``params`` are its parameters before the keys."""
+    unique = list(dict.fromkeys(keys))
+    for lo in range(0, len(unique), KEYS_PER_SELECT):
+        part = unique[lo : lo + KEYS_PER_SELECT]
+        yield from db.execute(sql.format(marks=",".join("?" * len(part))), [*params, *part])
+
+
+def write_rows(db: sqlite3.Connection, sql: str, rows: Iterable[tuple]) -> None:
+    """``sql`` over ``rows`` in one transaction: a crash leaves all of them or none."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.executemany(sql, rows)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sweep.common.sqlite import open_db, parts_key
+from sweep.common.sqlite import open_db, parts_key, select_keys, write_rows
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,6 @@ CREATE TABLE IF NOT EXISTS facts (
     PRIMARY KEY (model, kind, key)
 ) WITHOUT ROWID;
 """
-_BATCH = 500  # keys per SELECT (SQLite's variable limit is far above)
 
 
 def checksum(model: str, key: bytes, vector: bytes) -> bytes:
@@ -122,29 +121,17 @@ class EmbeddingCache:
 
     def _select(self, columns: str, table: str, model: str, keys: Sequence[bytes]
                 ) -> Iterator[tuple]:
-        unique = list(dict.fromkeys(keys))
-        for lo in range(0, len(unique), _BATCH):
-            part = unique[lo : lo + _BATCH]
-            marks = ",".join("?" * len(part))
-            yield from self._db.execute(
-                f"SELECT key, {columns} FROM {table} WHERE model = ? AND key IN ({marks})",
-                [model, *part])
+        return select_keys(self._db, f"SELECT key, {columns} FROM {table} WHERE model = ? AND "
+                           "key IN ({marks})", [model], keys)
 
     def put_lengths(self, model: str, items: Iterable[tuple[bytes, int]]) -> int:
         rows = [(model, key, int(n)) for key, n in items]
         return self._insert("INSERT OR IGNORE INTO token_lengths VALUES (?, ?, ?)", rows)
 
     def get_facts(self, model: str, kind: str, keys: Sequence[bytes]) -> dict[bytes, float]:
-        found: dict[bytes, float] = {}
-        unique = list(dict.fromkeys(keys))
-        for lo in range(0, len(unique), _BATCH):
-            part = unique[lo : lo + _BATCH]
-            marks = ",".join("?" * len(part))
-            for key, value in self._db.execute(
-                    f"SELECT key, value FROM facts WHERE model = ? AND kind = ? AND key IN "
-                    f"({marks})", [model, kind, *part]):
-                found[bytes(key)] = float(value)
-        return found
+        return {bytes(key): float(value) for key, value in select_keys(
+            self._db, "SELECT key, value FROM facts WHERE model = ? AND kind = ? AND key IN "
+            "({marks})", [model, kind], keys)}
 
     def put_facts(self, model: str, kind: str, items: Iterable[tuple[bytes, float]]) -> int:
         rows = [(model, kind, key, float(v)) for key, v in items]
@@ -155,13 +142,7 @@ class EmbeddingCache:
         iterator, which is not counted: its caller knows)."""
         if isinstance(rows, Sequence) and not rows:
             return 0
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            self._db.executemany(sql, rows)
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
+        write_rows(self._db, sql, rows)
         return len(rows) if isinstance(rows, Sequence) else -1
 
     def info(self) -> dict[str, object]:
