@@ -1,6 +1,6 @@
 """What a warm run pays for (issue 21), asserted on structure, never on time: a multirun
 composes each job's configuration once, and the CI gate on a warm cache imports neither torch,
-sentence-transformers, MLflow nor numba."""
+sentence-transformers, MLflow nor numba (nor, answering from its memo, the pipeline)."""
 
 from __future__ import annotations
 
@@ -66,11 +66,16 @@ def test_the_gate_on_a_warm_cache_imports_no_model_and_no_mlflow(tmp_path: Path)
     assert cold.returncode == 0, cold.stderr[-2000:]
     # Cold, the default configuration's dense retrieval has to load the model.
     assert "torch" in cold.stdout.splitlines()[-1]
-    warm = run_cli("-c", HEAVY_MODULES, *gate, cwd=tmp_path)
+    # --rerun: the configuration runs (the memo is not read), on the warm cache
+    warm = run_cli("-c", HEAVY_MODULES, *gate, "--rerun", cwd=tmp_path)
     assert warm.returncode == 0, warm.stderr[-2000:]
     assert warm.stdout.splitlines()[-1] == "IMPORTED []"
     # The same verdict and figures as the cold run.
     assert warm.stdout.splitlines()[:-1] == cold.stdout.splitlines()[:-1]
+    # and from the memo (tests/cli/test_gate_memo.py): the same below its note
+    memo = run_cli("-c", HEAVY_MODULES, *gate, cwd=tmp_path)
+    lines = memo.stdout.splitlines()
+    assert lines[0].startswith("note: reused the run of ") and lines[1:] == warm.stdout.splitlines()
 
 
 def test_cache_info_and_clear_cover_token_starts_and_bm25(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """``sweep baseline``: the CI gate (logic in sweep.decide.baseline).
 
     sweep baseline check  [--tolerance 0.05] [--metrics recall_at_5,mrr,evidence_recall_at_5]
-                          [--baseline PATH] [--json] [overrides...]
+                          [--baseline PATH] [--json] [--rerun] [overrides...]
     sweep baseline update [--allow-regression] [--metrics ...] [--baseline PATH] [overrides...]
 """
 
@@ -15,6 +15,7 @@ from pathlib import Path
 
 from sweep.common.errors import SweepError
 from sweep.common.files import atomic_write
+from sweep.decide import memo
 from sweep.decide.baseline import (
     BASELINE_PATH,
     DEFAULT_TOLERANCE,
@@ -49,12 +50,17 @@ def _check(argv: Sequence[str]) -> int:
     parser.add_argument("--metrics", help="comma-separated (default: the baseline's)")
     parser.add_argument("--baseline", type=Path, default=BASELINE_PATH)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--rerun", action="store_true",
+                        help="run the configuration even when the memo of a run with the same "
+                        "inputs is in the cache")
     parser.add_argument("overrides", nargs="*", help="config overrides on top of the baseline's")
     args = parser.parse_intermixed_args(argv)
     base = read_baseline(args.baseline)
     metrics = _metrics_arg(args.metrics, list(base["metrics"]))
     overrides = [*base.get("overrides", []), *args.overrides]
-    run = evaluate_config(overrides)
+    run, reused = (None, "") if args.rerun else memo.lookup(overrides)
+    if run is None:
+        run, reused = evaluate_config(overrides), ""
     findings = compare_metrics(run["metrics"], base["metrics"], metrics, args.tolerance)
     k = int(base.get("found_at_k", run["prompt_k"]))
     lost, gained = flipped(base.get("per_question", {}), run["per_question"], k)
@@ -67,8 +73,12 @@ def _check(argv: Sequence[str]) -> int:
             "metrics": [{"metric": f.metric, "got": f.got, "baseline": f.baseline,
                          "ok": f.ok} for f in findings],
             "lost": lost, "gained": gained, "warning": warning, "config_changes": diffs,
+            "reused": reused or None,
         }, indent=2))
         return 1 if failed else 0
+    if reused:
+        print(f"note: {reused}: the corpus, golden set, models, configuration and code are "
+              "unchanged (--rerun runs it again)")
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
     if diffs:

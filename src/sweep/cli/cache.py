@@ -1,4 +1,5 @@
-"""``sweep cache info | clear``: the on-disk embedding cache.
+"""``sweep cache info | clear``: the on-disk embedding cache (and what is cached beside it: token
+starts, BM25 indexes, the gate's memos).
 
     sweep cache info|clear [overrides...]   (cache.dir=DIR picks the folder)
 """
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from sweep.chunking.cache import get_starts_cache
 from sweep.config.compose import compose
+from sweep.decide.memo import FOLDER as GATE_FOLDER
 from sweep.embedding.cache import get_cache
 from sweep.embedding.served import clear_ledger, ledger_summary
 from sweep.retrieval.bm25 import CACHE_FOLDER
@@ -20,7 +22,7 @@ from sweep.retrieval.bm25 import CACHE_FOLDER
 def cmd_cache(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="sweep cache",
                                      description="Inspect or empty the embedding cache (and the "
-                                     "token starts and BM25 indexes cached beside it).")
+                                     "token starts, BM25 indexes and gate memos cached beside it).")
     parser.add_argument("action", choices=["info", "clear"])
     parser.add_argument("overrides", nargs="*", help="config overrides, e.g. cache.dir=DIR")
     args = parser.parse_args(argv)
@@ -35,6 +37,10 @@ def cmd_cache(argv: Sequence[str]) -> int:
         n = len(list(bm25.iterdir())) if bm25.is_dir() else 0
         shutil.rmtree(bm25, ignore_errors=True)
         print(f"removed {n} BM25 indexes from {bm25}")
+        gate = Path(cfg.cache.dir) / GATE_FOLDER
+        n = len(list(gate.glob("*.json"))) if gate.is_dir() else 0
+        shutil.rmtree(gate, ignore_errors=True)
+        print(f"removed {n} gate memo{'' if n == 1 else 's'} from {gate}")
         return 0
     info = cache.info()
     print(f"{info['path']}: {info['vectors']} vectors, {info['token_lengths']} token lengths, "
@@ -44,6 +50,10 @@ def cmd_cache(argv: Sequence[str]) -> int:
     folders = [p for p in bm25.iterdir() if p.is_dir()] if bm25.is_dir() else []
     size = sum(f.stat().st_size for p in folders for f in p.iterdir())
     print(f"{bm25}: {len(folders)} BM25 indexes, {size / 1e6:.1f} MB")
+    gate = Path(cfg.cache.dir) / GATE_FOLDER
+    memos = list(gate.glob("*.json")) if gate.is_dir() else []
+    print(f"{gate}: {len(memos)} gate memo{'' if len(memos) == 1 else 's'} (the runs "
+          "`sweep baseline check` reuses while their inputs are unchanged)")
     for model, stats in info["models"].items():  # type: ignore[union-attr]
         print(f"  model {model}: {stats['vectors']} vectors")
     # what served models were paid for, and what the cache has answered since

@@ -1,14 +1,14 @@
-"""Replacing a file so that a crash leaves the old one or the new one, never half of either.
+"""Replacing a file so that a crash leaves the old one or the new one, never half of either;
+and the identity of a file or folder read from disk.
 
-Used for everything the tool overwrites: job reports, the golden file the labelling page
-edits, the baseline, exported winners.
+``atomic_write`` is used for everything the tool overwrites: job reports, the golden file the
+labelling page edits, the baseline, exported winners.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 
@@ -29,6 +29,9 @@ def fsync_dir(folder: Path) -> None:
 def atomic_write(path: Path, data: bytes | str) -> None:
     """Replace ``path`` with ``data`` (str as UTF-8, line ends as given): a temporary file in the
     same folder, fsync, the old file's permissions, rename, fsync of the folder."""
+    import shutil  # here: the gate's memo reads through this module on every check
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -44,3 +47,49 @@ def atomic_write(path: Path, data: bytes | str) -> None:
         Path(tmp).unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
+
+
+def folder_signature(path: str) -> str:
+    """Cheap identity of a model folder: file names, sizes and the first 64 KiB of each (the
+    weights are not read whole). A path that does not exist (a hub id) is its own identity."""
+    p = Path(path)
+    if not p.exists():
+        return path  # a hub id: its name is the best identity we have offline
+    h = hashlib.sha256()
+    for f in sorted(x for x in p.rglob("*") if x.is_file() and ".cache" not in x.parts):
+        h.update(str(f.relative_to(p)).encode())
+        h.update(str(f.stat().st_size).encode())
+        with f.open("rb") as fh:
+            h.update(fh.read(65536))
+    return h.hexdigest()
+
+
+def content_digest(path: str | Path) -> str:
+    """sha256 over every byte under ``path``: a file's content, or a folder's files (symbolic
+    links followed, ``__pycache__`` left out) with their paths relative to it, in sorted
+    order. ``"missing"`` when nothing is there. Any edit, added or removed file changes it."""
+    root = os.fspath(path)
+    if os.path.isfile(root):
+        files = [(os.path.basename(root), root)]
+    elif os.path.isdir(root):
+        # os.walk and plain strings: the gate's memo digests its inputs on every check, and
+        # pathlib's objects cost more than the hashing
+        cut = len(root.rstrip(os.sep)) + 1
+        files = []
+        seen: set[str] = set()
+        for top, dirs, names in os.walk(root, followlinks=True):
+            real = os.path.realpath(top)
+            if real in seen or "__pycache__" in top:  # a link back up the tree: once is enough
+                dirs[:] = []
+                continue
+            seen.add(real)
+            files.extend((full[cut:], full) for full in (os.path.join(top, n) for n in names))
+        files.sort()
+    else:
+        return "missing"
+    h = hashlib.sha256()
+    for rel, full in files:
+        with open(full, "rb") as fh:
+            h.update(rel.encode("utf-8", "surrogateescape") + b"\0"
+                     + hashlib.sha256(fh.read()).digest())
+    return h.hexdigest()

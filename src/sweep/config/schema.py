@@ -18,7 +18,7 @@ from omegaconf import MISSING, OmegaConf
 from sweep.chunking.chunkers import ALL_BOUNDARIES, HEADERS, ChunkSpec
 from sweep.chunking.tokenizers import DEFAULT_TOKENIZER
 from sweep.common.errors import SweepError
-from sweep.common.paths import PROJECT_ROOT
+from sweep.common.paths import PROJECT_ROOT, conf_path
 from sweep.data.parsers.registry import PARSERS
 from sweep.embedding.models import FAMILIES
 from sweep.retrieval.bm25 import BACKENDS
@@ -32,7 +32,7 @@ def conf_dir() -> Path:
     as the package is imported from elsewhere; an absolute path does not.
     ``$CHUNK_SWEEP_CONF_DIR`` overrides it (e.g. for a non-editable install).
     """
-    path = Path(os.environ.get("CHUNK_SWEEP_CONF_DIR") or PROJECT_ROOT / "conf").resolve()
+    path = conf_path()
     if not (path / "config.yaml").is_file():
         raise SweepError(f"config folder not found: {path}",
                          hint="run from a clone of chunk-sweep or set CHUNK_SWEEP_CONF_DIR")

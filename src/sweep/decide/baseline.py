@@ -13,17 +13,23 @@ it refuses to lower a metric unless told ``--allow-regression``.
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sweep.common.errors import SweepError
 from sweep.common.mapping import flatten
 from sweep.common.paths import PROJECT_ROOT
-from sweep.config.identity import RESULT_SECTIONS, active_sections, unhashed_flat_keys
+from sweep.config.identity import (
+    RESULT_SECTIONS,
+    active_sections,
+    gate_open,
+    unhashed_flat_keys,
+)
+
+log = logging.getLogger(__name__)
 
 BASELINE_PATH = PROJECT_ROOT / "evals" / "baseline.json"
 GATED = ("recall_at_5", "mrr", "evidence_recall_at_5")
@@ -33,8 +39,7 @@ _EPS = 1e-9
 
 # --- pure logic -----------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     metric: str
     got: float
     baseline: float
@@ -104,9 +109,16 @@ def lowered(old: Mapping[str, float], new: Mapping[str, float], metrics: Sequenc
 def config_differences(base: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
     # Sections switched off on both sides change no number (a baseline written before the
     # index axis has no index section; exact search is what it ran).
+    # Neither do the settings of a strategy not chosen (chunk.semantic.* without the semantic
+    # boundary), which a baseline written before the setting existed lacks.
     used = set(active_sections(base)) | set(active_sections(now))
-    a = flatten({k: base.get(k, {}) for k in RESULT_SECTIONS if k in used})
-    b = flatten({k: now.get(k, {}) for k in RESULT_SECTIONS if k in used})
+
+    def counted(plain: Mapping[str, Any]) -> dict[str, Any]:
+        return flatten({s: {k: v for k, v in (plain.get(s) or {}).items()
+                            if gate_open(s, k, plain.get(s) or {})}
+                        for s in RESULT_SECTIONS if s in used})
+
+    a, b = counted(base), counted(now)
     return [f"{k}={b.get(k)} (baseline {a.get(k)})" for k in sorted(set(a) | set(b))
             if a.get(k) != b.get(k) and k not in unhashed_flat_keys()]
 
@@ -129,17 +141,20 @@ def read_baseline(path: Path) -> dict[str, Any]:
 def evaluate_config(overrides: Sequence[str]) -> dict[str, Any]:
     """Run the composed configuration in-process; the numbers the gate needs."""
     from sweep.config.checks import check_config
-    from sweep.config.compose import compose
+    from sweep.config.compose import compose, to_container
+    from sweep.decide import memo
     from sweep.pipeline.run import run_config
 
     cfg = compose(list(overrides))
     check_config(cfg)
     # Timing is not gated: skip the per-question latency pass (it never changes a metric).
     cfg.eval.latency_sample = 0
+    # digested before the run: a file edited while it runs makes the memo stale, not wrong
+    inputs, why_not = memo.run_inputs(to_container(cfg))
     result = run_config(cfg, progress=False)
     rep = result.report
     plain = rep["config"]
-    return {
+    run = {
         "metrics": dict(rep["metrics"]),
         "n_questions": int(rep["metrics"].get("n_questions", 0)),
         "n_scored": int(rep["metrics"].get("n_scored", 0)),
@@ -149,10 +164,17 @@ def evaluate_config(overrides: Sequence[str]) -> dict[str, Any]:
         "fingerprints": rep.get("fingerprints", {}),
         "per_question": {str(r["qid"]): r.get("first_relevant_rank") for r in result.rows},
     }
+    if why_not:
+        log.info("the gate's run is not memoised: %s", why_not)
+    else:
+        memo.store(overrides, plain, inputs, run)
+    return run
 
 
 def baseline_document(run: Mapping[str, Any], overrides: Sequence[str],
                       metrics: Sequence[str]) -> dict[str, Any]:
+    from datetime import UTC, datetime
+
     return {
         "about": "Headline retrieval metrics of the configuration below on its golden set; "
                  "`sweep baseline check` fails when one drops by more than the tolerance. "

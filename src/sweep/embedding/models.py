@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from sweep.common.errors import SweepError, model_load_error
+from sweep.common.files import folder_signature
 from sweep.common.hf import quiet_transformers
 from sweep.common.progress import show_progress
 from sweep.common.sqlite import text_key
@@ -93,7 +94,7 @@ def distilled_model_path(spec: EmbeddingSpec) -> Path:
     from filelock import FileLock
 
     source = resolve_model_path(spec.distill_from)
-    key = hashlib.sha256(f"{_fingerprint_path(source)}|pca={spec.pca_dims}".encode()).hexdigest()
+    key = hashlib.sha256(f"{folder_signature(source)}|pca={spec.pca_dims}".encode()).hexdigest()
     target = cache_root() / "models" / f"{spec.name}-{key[:12]}"
     if (target / "model.safetensors").exists():
         return target
@@ -116,20 +117,6 @@ def distilled_model_path(spec: EmbeddingSpec) -> Path:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return target
-
-
-def _fingerprint_path(path: str) -> str:
-    """Cheap identity of a model folder: file names, sizes and the first 64 KiB of each."""
-    p = Path(path)
-    if not p.exists():
-        return path  # a hub id: its name is the best identity we have offline
-    h = hashlib.sha256()
-    for f in sorted(x for x in p.rglob("*") if x.is_file() and ".cache" not in x.parts):
-        h.update(str(f.relative_to(p)).encode())
-        h.update(str(f.stat().st_size).encode())
-        with f.open("rb") as fh:
-            h.update(fh.read(65536))
-    return h.hexdigest()
 
 
 # The local families: name -> the sentence-transformers folder (or hub id) a spec loads. A
@@ -194,7 +181,7 @@ class Embedder:
         # Everything that changes a vector: the weights (file names, sizes, first bytes), the
         # prefixes, truncation length and normalisation.
         self.fingerprint = hashlib.sha256(
-            f"{_fingerprint_path(path)}|{spec.query_prefix}|{spec.document_prefix}|"
+            f"{folder_signature(path)}|{spec.query_prefix}|{spec.document_prefix}|"
             f"{self.max_seq_length}|l2".encode()
         ).hexdigest()[:16]
         self._cache: dict[bytes, np.ndarray] = {}

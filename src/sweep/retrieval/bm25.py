@@ -108,13 +108,15 @@ def _import_bm25s() -> ModuleType:
 
     if "bm25s" in sys.modules or "numba" in sys.modules:
         import bm25s
-
-        return bm25s
-    sys.modules["numba"] = None  # type: ignore[assignment]  # makes `import numba` fail
-    try:
-        import bm25s
-    finally:
-        del sys.modules["numba"]
+    else:
+        sys.modules["numba"] = None  # type: ignore[assignment]  # makes `import numba` fail
+        try:
+            import bm25s
+        finally:
+            del sys.modules["numba"]
+    # bm25s 0.3 sets its own logger to DEBUG at import, so every index build printed "DEBUG
+    # bm25s: Building index from IDs" past the CLI's WARNING level: back to the root's level.
+    logging.getLogger("bm25s").setLevel(logging.NOTSET)
     return bm25s
 
 

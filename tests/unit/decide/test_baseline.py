@@ -86,6 +86,9 @@ def _fake_run(metrics, ranks):
 
 
 def test_update_then_check_with_stubbed_runs(tmp_path, monkeypatch, capsys):
+    # A cache of its own: no memo of a real run of the default configuration (the session's
+    # cache may hold one) answers for the stub.
+    monkeypatch.setenv("CHUNK_SWEEP_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "baseline.json"
     ranks = {f"q{i}": 1 for i in range(40)}
     monkeypatch.setattr(baseline_cmd, "evaluate_config", lambda overrides: _fake_run(BASE, ranks))

@@ -113,3 +113,13 @@ def test_other_code_is_another_key(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert BM25Index(texts, backend="bm25s", cache_dir=tmp_path).from_cache
     monkeypatch.setattr(bm25_module, "source_key", lambda path: "edited")
     assert not BM25Index(texts, backend="bm25s", cache_dir=tmp_path).from_cache
+
+
+def test_bm25s_logs_at_the_callers_level(caplog: pytest.LogCaptureFixture) -> None:
+    """bm25s sets its logger to DEBUG when imported; building an index must not print its
+    debug lines past a WARNING root (what `sweep` configures)."""
+    logging.getLogger("bm25s").setLevel(logging.DEBUG)  # as bm25s's import leaves it
+    with caplog.at_level(logging.WARNING):
+        BM25Index(_texts(), backend="bm25s")
+    assert logging.getLogger("bm25s").level == logging.NOTSET
+    assert [r for r in caplog.records if r.name.startswith("bm25s")] == []

@@ -1,0 +1,256 @@
+"""The gate's run memo: ``sweep baseline check`` does not run again what nothing has changed.
+
+A CI gate re-runs on every pull request, and most pull requests touch neither the corpus, the
+golden set, the configuration nor the code that scores them. When every input of the gated run
+is as it was, its numbers are too (the pipeline is deterministic given its inputs and the caches
+a warm run reads), so ``check`` reads them from ``<cache.dir>/gate/<key>.json`` and compares them
+with the baseline without importing the pipeline. The idea is DVC's run cache: a stage whose
+dependencies and parameters hash the same is not run.
+
+Two layers, so that a lookup needs only the standard library:
+
+- the **key** hashes what determines the composed configuration and the code: the overrides,
+  every file under ``conf/`` (experiments included), the environment variables the
+  configuration can read, the working directory, the package's source, the installed
+  distributions and the Python version;
+- the memo lists the **inputs** the composed configuration reads, each with its digest: the
+  corpus and the golden set by content, each local model folder by ``folder_signature``. A
+  lookup recomputes them; one that differs means a run.
+
+A configuration with a part whose answers are not on disk (an endpoint: served embeddings or
+reranking, a Chroma server, generation, a judge, contextual headers; a model named by hub id)
+is never memoised. Neither is one with ``cache.enabled=false``. ``check --rerun`` ignores the
+memo; ``sweep cache clear`` removes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sweep.common.files import atomic_write, content_digest, folder_signature
+from sweep.common.paths import PACKAGE_DIR, PROJECT_ROOT, conf_path
+
+log = logging.getLogger(__name__)
+
+FOLDER = "gate"
+FORMAT = 1
+# Variables that move a default (the cache, the config folder, where models are found) or that
+# a library reads when it loads a model. Values whose names look secret stay out of the key.
+_ENV_PREFIXES = ("CHUNK_SWEEP_", "HF_", "SENTENCE_TRANSFORMERS", "TRANSFORMERS_", "TIKTOKEN_")
+# ...apart from those that change how a run talks or logs, never what it computes.
+_ENV_IGNORED = frozenset({"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE",
+                          "HF_HUB_DISABLE_PROGRESS_BARS", "HF_HUB_DISABLE_TELEMETRY",
+                          "TRANSFORMERS_VERBOSITY", "CHUNK_SWEEP_PROGRESS", "CHUNK_SWEEP_DEBUG"})
+_SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+_OC_ENV = re.compile(r"oc\.env\s*:\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+# --- the key ---------------------------------------------------------------------------------
+
+def _conf_texts(folder: Path) -> Iterable[str]:
+    for top, _dirs, names in os.walk(folder, followlinks=True):
+        for name in names:
+            if name.endswith((".yaml", ".yml")):
+                try:
+                    yield (Path(top) / name).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+
+
+def _environment(conf: Path, overrides: Sequence[str],
+                 texts: Sequence[str] | None = None) -> dict[str, str]:
+    texts = list(_conf_texts(conf)) if texts is None else texts
+    named = {m for text in (*texts, *overrides) for m in _OC_ENV.findall(text)}
+    named |= {k for k in os.environ if k.startswith(_ENV_PREFIXES)}
+    return {k: os.environ.get(k, "\0unset") for k in sorted(named - _ENV_IGNORED)
+            if not _SECRET.search(k)}
+
+
+def _distributions() -> list[str]:
+    """Every installed distribution's name and version, as its metadata folder names them
+    (a listing of each import path; nothing is imported)."""
+    found: set[str] = set()
+    for entry in sys.path:
+        try:
+            with os.scandir(entry or ".") as it:
+                found.update(e.name for e in it if e.name.endswith((".dist-info", ".egg-info")))
+        except OSError:
+            continue
+    return sorted(found)
+
+
+def memo_key(overrides: Sequence[str]) -> str | None:
+    """What decides the composed configuration and the code that runs it, hashed; None when
+    configuration can come from outside ``conf/`` (a Hydra search path names other folders)."""
+    conf = conf_path()
+    texts = list(_conf_texts(conf))
+    if any("searchpath" in t for t in (*texts, *overrides)):
+        return None
+    payload = {
+        "format": FORMAT,
+        "overrides": list(overrides),
+        "conf": content_digest(conf),
+        "env": _environment(conf, overrides, texts),
+        "cwd": os.getcwd(),
+        "project_root": str(PROJECT_ROOT),
+        "source": content_digest(PACKAGE_DIR),
+        "distributions": _distributions(),
+        "python": sys.version,
+        "executable": sys.executable,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def predicted_cache_dir(overrides: Sequence[str]) -> Path | None:
+    """``cache.dir`` as composing would give it, read off the overrides and the environment
+    (the default's own rule); None when the overrides leave it to an interpolation. A memo is
+    written only where the composed configuration agrees (``store`` checks)."""
+    given = [o.split("=", 1)[1] for o in overrides
+             if o.lstrip("+").split("=", 1)[0] == "cache.dir" and "=" in o]
+    if given:
+        value = given[-1]
+        return None if "${" in value else Path(value).resolve()
+    env = os.environ.get("CHUNK_SWEEP_CACHE_DIR")
+    return Path(env).resolve() if env else (PROJECT_ROOT / ".cache").resolve()
+
+
+def _memo_path(overrides: Sequence[str]) -> tuple[Path, str] | None:
+    cache = predicted_cache_dir(overrides)
+    if cache is None or any(o.lstrip("+") in ("cache.enabled=false", "cache.enabled=False")
+                            for o in overrides):
+        return None
+    key = memo_key(overrides)
+    return None if key is None else (cache / FOLDER / f"{key}.json", key)
+
+
+# --- the inputs ------------------------------------------------------------------------------
+
+def _digest(item: Mapping[str, str]) -> str:
+    if item["kind"] == "content":
+        return content_digest(item["path"])
+    return folder_signature(item["path"])
+
+
+def run_inputs(plain: Mapping[str, Any]) -> tuple[list[dict[str, str]], str]:
+    """The files and folders the resolved configuration ``plain`` reads, with their digests
+    now; or no inputs and the reason it cannot be memoised."""
+    from sweep.config.identity import active_sections
+    from sweep.embedding.models import resolve_model_path
+
+    sections = active_sections(plain)
+    emb = plain.get("embedding") or {}
+    rerank = plain.get("rerank") or {}
+    chunk = plain.get("chunk") or {}
+    index = plain.get("index") or {}
+    if not (plain.get("cache") or {}).get("enabled", False):
+        return [], "cache.enabled=false"
+    remote = [name for name, on in (
+        ("generation", "generation" in sections),
+        ("a judge", "judge" in sections),
+        ("embedding.family=openai", emb.get("family") == "openai"),
+        ("rerank.method=cohere", rerank.get("method") == "cohere"),
+        ("index.kind=chroma", index.get("kind") == "chroma"),
+        ("chunk.header=contextual", chunk.get("header") == "contextual")) if on]
+    if remote:
+        return [], f"{remote[0]} answers from outside the machine's files"
+    inputs = [{"kind": "content", "path": str(Path(plain["corpus"]["path"]).resolve())},
+              {"kind": "content", "path": str(Path(plain["golden"]["path"]).resolve())}]
+    models = {"embedding.name": emb.get("name", "")}
+    if emb.get("family") == "model2vec_distill":
+        models["embedding.distill_from"] = emb.get("distill_from", "")
+    if rerank.get("method") == "cross_encoder":
+        models["rerank.model"] = rerank.get("model", "")
+    if Path(str(chunk.get("tokenizer", ""))).exists():  # a tokenizer folder, not a name
+        models["chunk.tokenizer"] = chunk["tokenizer"]
+    for group in ("semantic", "cluster"):
+        if (chunk.get(group) or {}).get("model"):
+            models[f"chunk.{group}.model"] = chunk[group]["model"]
+    for key, name in models.items():
+        if not name:
+            continue
+        path = Path(resolve_model_path(str(name)))
+        if key == "embedding.name" and emb.get("family") == "model2vec_distill":
+            continue  # the distilled folder is derived from distill_from (its key holds it)
+        if not path.exists():
+            return [], f"{key}={name!r} is not a folder on this machine (a hub id)"
+        inputs.append({"kind": "model", "path": str(path.resolve())})
+    for item in inputs:
+        item["digest"] = _digest(item)
+    return inputs, ""
+
+
+def changed_input(inputs: Iterable[Mapping[str, str]]) -> str | None:
+    """The first input whose digest is not the recorded one, or None."""
+    for item in inputs:
+        if _digest(item) != item["digest"]:
+            return item["path"]
+    return None
+
+
+# --- reading and writing ---------------------------------------------------------------------
+
+def lookup(overrides: Sequence[str]) -> tuple[dict[str, Any] | None, str]:
+    """The memoised run for ``overrides`` when every input is unchanged, and a line saying
+    where it came from or why there is none."""
+    where = _memo_path(overrides)
+    if where is None:
+        return None, ("no memo: the cache is off, its folder is an interpolation, or a Hydra "
+                      "search path reaches outside conf/")
+    path, key = where
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, "no memo for these inputs"
+    except (OSError, ValueError) as exc:
+        log.warning("%s: unreadable memo (%s); running", path, exc)
+        return None, f"{path}: unreadable memo"
+    if (not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("key") != key
+            or not isinstance(doc.get("inputs"), list) or not isinstance(doc.get("run"), dict)):
+        log.warning("%s: not a memo of this version; running", path)
+        return None, f"{path}: not a memo of this version"
+    try:
+        changed = changed_input(doc["inputs"])
+    except (KeyError, TypeError, OSError):
+        return None, f"{path}: unreadable inputs"
+    if changed is not None:
+        return None, f"{changed} changed since the memo"
+    return doc["run"], f"reused the run of {doc.get('written', '?')} ({path})"
+
+
+def _scalar(value: Any) -> Any:
+    """A numpy scalar as the Python number it holds (json writes it as that number)."""
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} in the run is not JSON")
+
+
+def store(overrides: Sequence[str], plain: Mapping[str, Any], inputs: list[dict[str, str]],
+          run: Mapping[str, Any]) -> Path | None:
+    """Write the memo of ``run`` (its ``inputs`` digested before it ran) where ``lookup`` will
+    look; None, and nothing written, where the composed cache folder is not the predicted one
+    or the cache cannot be written (the gate still reports its numbers)."""
+    where = _memo_path(overrides)
+    if where is None or not inputs:
+        return None
+    from datetime import UTC, datetime
+
+    path, key = where
+    if Path(str(plain["cache"]["dir"])).resolve() != path.parent.parent:
+        return None
+    doc = {"format": FORMAT, "key": key,
+           "written": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "overrides": list(overrides), "inputs": inputs, "run": run}
+    try:
+        atomic_write(path, json.dumps(doc, indent=1, default=_scalar) + "\n")
+    except (OSError, TypeError) as exc:
+        log.warning("%s: could not write the gate's memo (%s)", path, exc)
+        return None
+    return path
