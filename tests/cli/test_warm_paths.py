@@ -32,19 +32,29 @@ COUNT_COMPOSITIONS = textwrap.dedent("""
 """)
 
 
-def test_a_multirun_composes_each_job_once(tmp_path: Path) -> None:
+def test_a_multirun_composes_one_job_of_a_value_sweep(tmp_path: Path) -> None:
     res = run_cli("-c", COUNT_COMPOSITIONS, "-m", "chunk.size=128,256", "retrieval=bm25",
                   "tracking.enabled=false", f"cache.dir={tmp_path}/cache",
                   f"hydra.sweep.dir={tmp_path}/sweep", cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-2000:]
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("COMPOSED "))
     calls = json.loads(line.removeprefix("COMPOSED "))
-    for size in (128, 256):
-        # Hydra's sweeper composes each job to check the batch, its launcher again to run it.
-        assert sum(f"chunk.size={size}" in c for c in calls) == 1, calls
+    # Hydra's sweeper composes each job to check the batch, its launcher again to run it; here
+    # the first job is composed once and the second, which differs only in a value, is made
+    # from it (tests/unit/config/test_derive_job.py).
+    assert sum("chunk.size=128" in c for c in calls) == 1, calls
+    assert sum("chunk.size=256" in c for c in calls) == 0, calls
     reports = {json.loads(p.read_text())["config"]["chunk"]["size"]
                for p in (tmp_path / "sweep").glob("*/report.json")}
     assert reports == {128, 256}
+    import yaml
+
+    for job in (tmp_path / "sweep").glob("[0-9]*"):
+        size = json.loads((job / "report.json").read_text())["config"]["chunk"]["size"]
+        overrides = yaml.safe_load((job / ".hydra" / "overrides.yaml").read_text())
+        assert f"chunk.size={size}" in overrides
+        assert yaml.safe_load((job / ".hydra" / "config.yaml").read_text())["chunk"]["size"] \
+            == size
 
 
 # Runs the real command, then names the heavy modules the process imported.
