@@ -117,6 +117,7 @@ SWEEP_PROCESS = textwrap.dedent("""
     atexit.register(lambda: print("SWEEP " + json.dumps(
         {"pid": os.getpid(), "mlflow": sorted(m for m in sys.modules
                                               if m.split(".")[0] == "mlflow")[:3],
+         "matplotlib": "matplotlib" in sys.modules,
          "gc": list(gc.get_threshold())})))
     sys.argv = ["sweep", *sys.argv[1:]]
     from sweep.__main__ import main
@@ -125,8 +126,8 @@ SWEEP_PROCESS = textwrap.dedent("""
 
 
 def test_a_sweep_leaves_mlflow_to_its_worker_process(tmp_path: Path) -> None:
-    """MLflow's import and the store's opening overlap the sweep's own work in a worker
-    process; the runs still name the sweep's process as their writer (stale-run detection asks
+    """MLflow's import and the store's opening (and the closing plot's matplotlib) overlap the
+    sweep's own work in a worker process; the runs still name the sweep's process as their writer (stale-run detection asks
     whether that one is alive). ``CHUNK_SWEEP_TRACKING_INPROC=1`` does it all in-process."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     args = ["-c", SWEEP_PROCESS, "-m", "chunk.size=128,256", "retrieval=bm25",
@@ -139,6 +140,11 @@ def test_a_sweep_leaves_mlflow_to_its_worker_process(tmp_path: Path) -> None:
         line = next(ln for ln in res.stdout.splitlines() if ln.startswith("SWEEP "))
         seen[mode] = json.loads(line.removeprefix("SWEEP "))
     assert seen["worker"]["mlflow"] == []
+    # the closing plot is drawn by the worker too; without it, here
+    assert seen["worker"]["matplotlib"] is False and seen["inproc"]["matplotlib"] is True
+    for mode in ("worker", "inproc"):
+        png = tmp_path / mode / "comparison.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", mode
     # and collects garbage cycles less often than CPython's default (700, 10, 10)
     from sweep.common.memory import SWEEP_GC_THRESHOLDS
 

@@ -439,10 +439,16 @@ class MlflowSweepCallback(Callback):
                                            for r in reports if r.get("tracking_error")]
         axes, rows = rp.comparison_rows(reports)
         artifacts = rp.write_comparison(sweep_dir, axes, rows)
-        plot = rp.plot_sweep(axes, rows, sweep_dir / "comparison.png")
-        if plot is not None:
-            artifacts.append(plot)
+        # Drawn by the MLflow worker where there is one (it imported matplotlib while the jobs
+        # ran), while this process prints the table; else here, as `call` runs it then.
+        drawing = tracking_worker.begin(tracking.plot_sweep, axes, rows,
+                                        sweep_dir / "comparison.png")
         rp.print_comparison(axes, rows)
+        drawn = drawing.result()
+        if drawn[0] == "oserror":
+            raise OSError(*drawn[1:])
+        if drawn[1] is not None:
+            artifacts.append(drawn[1])
         served = rp.served_totals(reports)
         if rp.served_line(served):
             print(rp.served_line(served))

@@ -30,6 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from sweep.chunking.chunkers import Chunk
 
 MISS_CAUSES: tuple[str, ...] = ("lost_in_parsing", "orphan", "truncated", "evidence_split",
@@ -181,6 +183,11 @@ def miss_views(rows: Sequence[Mapping[str, Any]], spans_by_row: Sequence[Sequenc
     by_doc: dict[str, list[Chunk]] = {}
     for c in chunks:
         by_doc.setdefault(c.doc_id, []).append(c)
+    # Each document's chunk bounds as arrays: a passage's chunks are found with one comparison
+    # over them instead of a loop over the document's chunks per evidence span (most of the
+    # views' cost on long documents); in the documents' chunk order, as the loop had them.
+    bounds = {d: (np.array([c.start for c in cs]), np.array([c.end for c in cs]))
+              for d, cs in by_doc.items()}
     views = []
     for n, (row, spans) in enumerate(zip(rows, spans_by_row, strict=True)):
         relevant = set(str(row.get("relevant_ids", "")).split())
@@ -206,9 +213,13 @@ def miss_views(rows: Sequence[Mapping[str, Any]], spans_by_row: Sequence[Sequenc
             text = texts.get(doc_id, "")
             w0, w1 = max(0, s - context), min(len(text), e + context)
             segs = []
-            for c in by_doc.get(doc_id, []):
-                if c.end <= w0 or c.start >= w1:
-                    continue
+            doc_chunks = by_doc.get(doc_id, [])
+            if doc_chunks:
+                starts, ends = bounds[doc_id]
+                shown = [doc_chunks[j] for j in np.flatnonzero((ends > w0) & (starts < w1))]
+            else:
+                shown = []
+            for c in shown:
                 segs.append({"chunk_id": c.chunk_id, "start": max(c.start, w0),
                              "end": min(c.end, w1), "n_tokens": c.n_tokens,
                              "header": c.embed_text[: len(c.embed_text) - len(c.text)].strip(),

@@ -15,7 +15,7 @@ import re
 import socket
 import subprocess
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,29 @@ def preload() -> None:
     _quiet()
     import mlflow
     import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
+
+
+def preload_plot() -> None:
+    """Import matplotlib (~0.7 s) for the sweep's closing plot (`plot_sweep`); the worker does
+    it the first time it has waited a while for a call (the parent run is begun by then)."""
+    from sweep.outputs.report import pyplot
+
+    pyplot()
+
+
+def plot_sweep(axes: Sequence[str], rows: Sequence[dict[str, Any]], path: Path
+               ) -> tuple[Any, ...]:
+    """`report.plot_sweep` where the worker runs it: matplotlib was imported there while the
+    jobs ran, so the sweep's own process neither imports it nor waits for it. An OSError (a
+    full disk) comes back as data, ``("oserror", errno, strerror, filename)``, for the sweep to
+    raise as the same OSError; else ``("ok", path or None)``."""
+    from sweep.outputs.report import plot_sweep as plot
+
+    try:
+        return ("ok", plot(axes, rows, path))
+    except OSError as exc:
+        return ("oserror", exc.errno, exc.strerror,
+                None if exc.filename is None else str(exc.filename))
 
 
 def _quiet() -> None:

@@ -44,6 +44,8 @@ from sweep.common.errors import SweepError
 from sweep.outputs import tracking
 
 INPROC_ENV = "CHUNK_SWEEP_TRACKING_INPROC"
+# How long the worker waits for a call before it spends its idle time importing matplotlib.
+IDLE_S = 0.5
 OnError = Callable[[SweepError], None]
 
 
@@ -344,8 +346,13 @@ def _serve(conn: Connection, owner: int) -> None:
     # The expensive part, before the first call arrives; an import error surfaces at that call.
     with contextlib.suppress(Exception):
         tracking.preload()
+    plot_ready = False
     while True:
         try:
+            if not plot_ready and not conn.poll(IDLE_S):
+                plot_ready = True
+                with contextlib.suppress(Exception):
+                    tracking.preload_plot()
             name, args, kwargs = conn.recv()
         except (EOFError, OSError):
             return
