@@ -149,8 +149,7 @@ def evaluate_config(overrides: Sequence[str]) -> dict[str, Any]:
     check_config(cfg)
     # Timing is not gated: skip the per-question latency pass (it never changes a metric).
     cfg.eval.latency_sample = 0
-    # digested before the run: a file edited while it runs makes the memo stale, not wrong
-    inputs, why_not = memo.run_inputs(to_container(cfg))
+    pending = memo.prepare(overrides, to_container(cfg))  # key and inputs taken now
     result = run_config(cfg, progress=False)
     rep = result.report
     plain = rep["config"]
@@ -164,10 +163,10 @@ def evaluate_config(overrides: Sequence[str]) -> dict[str, Any]:
         "fingerprints": rep.get("fingerprints", {}),
         "per_question": {str(r["qid"]): r.get("first_relevant_rank") for r in result.rows},
     }
-    if why_not:
-        log.info("the gate's run is not memoised: %s", why_not)
+    if isinstance(pending, str):
+        log.info("the gate's run is not memoised: %s", pending)
     else:
-        memo.store(overrides, plain, inputs, run)
+        memo.store(pending, run)
     return run
 
 

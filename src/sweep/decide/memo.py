@@ -33,7 +33,7 @@ import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sweep.common.files import atomic_write, content_digest, folder_signature
 from sweep.common.paths import PACKAGE_DIR, PROJECT_ROOT, conf_path
@@ -50,6 +50,8 @@ _ENV_IGNORED = frozenset({"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS
                           "HF_HUB_DISABLE_PROGRESS_BARS", "HF_HUB_DISABLE_TELEMETRY",
                           "TRANSFORMERS_VERBOSITY", "CHUNK_SWEEP_PROGRESS", "CHUNK_SWEEP_DEBUG"})
 _SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+# chunk.tokenizer values that name a tokenizer shipped in an installed package
+_NAMED_TOKENIZERS = ("minilm", "regex", "cl100k")
 _OC_ENV = re.compile(r"oc\.env\s*:\s*([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -168,8 +170,15 @@ def run_inputs(plain: Mapping[str, Any]) -> tuple[list[dict[str, str]], str]:
         models["embedding.distill_from"] = emb.get("distill_from", "")
     if rerank.get("method") == "cross_encoder":
         models["rerank.model"] = rerank.get("model", "")
-    if Path(str(chunk.get("tokenizer", ""))).exists():  # a tokenizer folder, not a name
-        models["chunk.tokenizer"] = chunk["tokenizer"]
+    # Files named by value: a tokenizer.json (or its folder), a stop-word list.
+    tokenizer = str(chunk.get("tokenizer", ""))
+    if tokenizer not in _NAMED_TOKENIZERS:
+        if not Path(tokenizer).exists():
+            return [], f"chunk.tokenizer={tokenizer!r} is not a file on this machine (a hub id)"
+        inputs.append({"kind": "content", "path": str(Path(tokenizer).resolve())})
+    stopwords = str((plain.get("retrieval") or {}).get("bm25_stopwords", "english"))
+    if stopwords not in ("english", "none", ""):
+        inputs.append({"kind": "content", "path": str(Path(stopwords).resolve())})
     for group in ("semantic", "cluster"):
         if (chunk.get(group) or {}).get("model"):
             models[f"chunk.{group}.model"] = chunk[group]["model"]
@@ -232,25 +241,43 @@ def _scalar(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} in the run is not JSON")
 
 
-def store(overrides: Sequence[str], plain: Mapping[str, Any], inputs: list[dict[str, str]],
-          run: Mapping[str, Any]) -> Path | None:
-    """Write the memo of ``run`` (its ``inputs`` digested before it ran) where ``lookup`` will
-    look; None, and nothing written, where the composed cache folder is not the predicted one
-    or the cache cannot be written (the gate still reports its numbers)."""
+class Pending(NamedTuple):
+    """A run about to be made: where its memo goes, under which key, from which inputs."""
+
+    path: Path
+    key: str
+    overrides: list[str]
+    inputs: list[dict[str, str]]
+
+
+def prepare(overrides: Sequence[str], plain: Mapping[str, Any]) -> Pending | str:
+    """Before the run of ``plain`` (composed from ``overrides``): its key and its inputs'
+    digests, both taken now, so that a file edited while the configuration runs makes the memo
+    stale, never wrong; or why the run is not memoised."""
+    inputs, why = run_inputs(plain)
+    if why:
+        return why
     where = _memo_path(overrides)
-    if where is None or not inputs:
-        return None
+    if where is None:
+        return "its cache folder is an interpolation, or a Hydra search path leaves conf/"
+    path, key = where
+    composed = Path(str(plain["cache"]["dir"])).resolve()
+    if composed != path.parent.parent:
+        return f"cache.dir composes to {composed}, not the {path.parent.parent} a check reads"
+    return Pending(path, key, list(overrides), inputs)
+
+
+def store(pending: Pending, run: Mapping[str, Any]) -> Path | None:
+    """Write the memo of ``run``; None where the cache cannot be written (a warning: the gate
+    still reports its numbers)."""
     from datetime import UTC, datetime
 
-    path, key = where
-    if Path(str(plain["cache"]["dir"])).resolve() != path.parent.parent:
-        return None
-    doc = {"format": FORMAT, "key": key,
+    doc = {"format": FORMAT, "key": pending.key,
            "written": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "overrides": list(overrides), "inputs": inputs, "run": run}
+           "overrides": pending.overrides, "inputs": pending.inputs, "run": run}
     try:
-        atomic_write(path, json.dumps(doc, indent=1, default=_scalar) + "\n")
+        atomic_write(pending.path, json.dumps(doc, indent=1, default=_scalar) + "\n")
     except (OSError, TypeError) as exc:
-        log.warning("%s: could not write the gate's memo (%s)", path, exc)
+        log.warning("%s: could not write the gate's memo (%s)", pending.path, exc)
         return None
-    return path
+    return pending.path

@@ -165,11 +165,30 @@ def test_inputs_of_the_demo_are_its_corpus_golden_set_and_model(tmp_path: Path) 
     ({"chunk": {"header": "contextual"}}, "chunk.header=contextual"),
     ({"rerank": {"method": "cross_encoder", "model": "org/not-here"}}, "rerank.model="),
     ({"embedding": {"name": "org/hub-model"}}, "embedding.name="),
+    ({"chunk": {"tokenizer": "org/hub-tokenizer"}}, "chunk.tokenizer="),
     ({"cache": {"enabled": False, "dir": "/x"}}, "cache.enabled=false"),
 ])
 def test_what_is_not_memoised(tmp_path: Path, sections: dict, reason: str) -> None:
     inputs, why = memo.run_inputs(_plain(tmp_path, **sections))
     assert inputs == [] and reason in why
+
+
+def test_a_tokenizer_file_and_a_stop_word_list_are_inputs(tmp_path: Path) -> None:
+    from sweep.chunking.tokenizers import minilm_path
+
+    tok = tmp_path / "tokenizer.json"
+    shutil.copy(Path(minilm_path()) / "tokenizer.json", tok)
+    stop = tmp_path / "stop.txt"
+    stop.write_text("the\nof\n")
+    inputs, why = memo.run_inputs(_plain(tmp_path, chunk={"tokenizer": str(tok)},
+                                         retrieval={"method": "bm25",
+                                                    "bm25_stopwords": str(stop)}))
+    assert why == ""
+    assert {(i["kind"], i["path"]) for i in inputs} >= {("content", str(tok.resolve())),
+                                                         ("content", str(stop.resolve()))}
+    assert memo.changed_input(inputs) is None
+    stop.write_text("the\nof\nand\n")
+    assert memo.changed_input(inputs) == str(stop.resolve())
 
 
 # --- store and lookup ------------------------------------------------------------------------
@@ -184,8 +203,9 @@ def test_a_stored_run_is_found_until_an_input_changes(tmp_path: Path) -> None:
     shutil.copytree(DEMO / "corpus", corpus)
     plain = _plain(tmp_path, corpus={"path": str(corpus)})
     overrides = [f"cache.dir={tmp_path / 'cache'}", f"corpus.path={corpus}"]
-    inputs, _ = memo.run_inputs(plain)
-    path = memo.store(overrides, plain, inputs, RUN)
+    pending = memo.prepare(overrides, plain)
+    assert isinstance(pending, memo.Pending)
+    path = memo.store(pending, RUN)
     assert path is not None and path.parent == (tmp_path / "cache" / memo.FOLDER).resolve()
     run, line = memo.lookup(overrides)
     assert run == RUN and str(path) in line
@@ -201,27 +221,26 @@ def test_numpy_numbers_are_stored_as_plain_numbers(tmp_path: Path) -> None:
 
     plain = _plain(tmp_path)
     overrides = [f"cache.dir={tmp_path / 'cache'}"]
-    inputs, _ = memo.run_inputs(plain)
     run = {**RUN, "metrics": {"recall_at_5": np.float64(0.75)}, "n_scored": np.int64(3)}
-    memo.store(overrides, plain, inputs, run)
+    memo.store(memo.prepare(overrides, plain), run)
     got, _ = memo.lookup(overrides)
     assert got is not None and got["metrics"]["recall_at_5"] == 0.75
     assert type(got["n_scored"]) is int
 
 
 def test_no_memo_where_the_composed_cache_is_not_the_predicted_one(tmp_path: Path) -> None:
+    """The reasons `prepare` gives instead of a memo to write."""
     plain = _plain(tmp_path)  # cache.dir = tmp/cache
-    inputs, _ = memo.run_inputs(plain)
-    assert memo.store([f"cache.dir={tmp_path / 'other'}"], plain, inputs, RUN) is None
-    assert not (tmp_path / "other").exists() and not (tmp_path / "cache").exists()
-    assert memo.store(["cache.dir=${oc.env:HOME}"], plain, inputs, RUN) is None
+    why = memo.prepare([f"cache.dir={tmp_path / 'other'}"], plain)
+    assert isinstance(why, str) and "cache.dir composes to" in why
+    assert "interpolation" in memo.prepare(["cache.dir=${oc.env:HOME}"], plain)
+    assert "generation" in memo.prepare([], _plain(tmp_path, generation={"method": "openai"}))
 
 
 def test_a_damaged_memo_means_a_run(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     plain = _plain(tmp_path)
     overrides = [f"cache.dir={tmp_path / 'cache'}"]
-    inputs, _ = memo.run_inputs(plain)
-    path = memo.store(overrides, plain, inputs, RUN)
+    path = memo.store(memo.prepare(overrides, plain), RUN)
     assert path is not None
     path.write_text(path.read_text()[:50])
     run, line = memo.lookup(overrides)
@@ -230,3 +249,23 @@ def test_a_damaged_memo_means_a_run(tmp_path: Path, caplog: pytest.LogCaptureFix
     doc = {"format": memo.FORMAT, "key": "not-this-one", "inputs": [], "run": RUN}
     path.write_text(json.dumps(doc))
     assert memo.lookup(overrides)[0] is None
+
+
+def test_what_changes_while_the_configuration_runs_is_not_memoised_as_unchanged(
+        tmp_path: Path, conf_copy: Path) -> None:
+    """The key and the digests are taken before the run (`prepare`), not when the memo is
+    written: an edit made meanwhile means the next check runs."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(DEMO / "corpus", corpus)
+    plain = _plain(tmp_path, corpus={"path": str(corpus)})
+    overrides = [f"cache.dir={tmp_path / 'cache'}"]
+    pending = memo.prepare(overrides, plain)
+    yaml = conf_copy / "chunk" / "default.yaml"
+    yaml.write_text(yaml.read_text() + "\n# edited during the run\n")
+    memo.store(pending, RUN)
+    assert memo.lookup(overrides) == (None, "no memo for these inputs")
+    pending = memo.prepare(overrides, plain)  # under the edited conf/
+    (corpus / "during.md").write_text("written while the run ran\n")
+    memo.store(pending, RUN)
+    run, line = memo.lookup(overrides)
+    assert run is None and "changed since the memo" in line
