@@ -14,12 +14,14 @@ character of the document.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import pickle
 import re
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -27,6 +29,8 @@ from sweep.chunking.cache import TokenStartsCache
 from sweep.chunking.external import external_spans, token_text_spans
 from sweep.chunking.tokenizers import ChunkTokenizer
 from sweep.common.errors import SweepError
+from sweep.common.sqlite import source_key, text_key
+from sweep.data import corpus as _corpus
 from sweep.data.corpus import Document, Section
 
 
@@ -324,6 +328,8 @@ ALL_BOUNDARIES = (*BOUNDARIES, *EMBEDDED_BOUNDARIES)
 # The boundaries whose chunks are trimmed pieces that tile the document (the invariants the
 # property tests hold them to); other tools' chunkers keep those tools' whitespace rules.
 TILING_BOUNDARIES = ("fixed", "sentence", "paragraph", "heading", "recursive")
+# The code that cuts them (`spans_key`): this module and the document model it reads.
+_SPANS_SOURCE = f"{source_key(__file__)}|{source_key(_corpus.__file__)}"
 
 
 def _no_header(doc: Document, heading_path: tuple[str, ...]) -> str:
@@ -449,12 +455,41 @@ def chunk_corpus(
     return chunks
 
 
+def spans_key(doc: Document, spec: ChunkSpec, tokenizer_fingerprint: str) -> bytes:
+    """What a tiling boundary's cuts of ``doc`` depend on, hashed: the whole document (its
+    text's sha256, every other field pickled), boundary, size, overlap, the tokenizer (its fingerprint covers
+    the token starts) and the source of this module and of `sweep.data.corpus`, whose code
+    cuts."""
+    h = hashlib.sha256(f"spans1|{_SPANS_SOURCE}|{tokenizer_fingerprint}|{spec.boundary}|"
+                       f"{spec.size}|{spec.overlap}|".encode())
+    h.update(text_key(doc.text))  # the text by its hash: no second copy of a big document
+    h.update(pickle.dumps(replace(doc, text=""), protocol=5))
+    return h.digest()
+
+
 def corpus_spans(docs: Sequence[Document], spec: ChunkSpec, tokenizer: ChunkTokenizer,
-                 starts: Sequence[np.ndarray]) -> list[list[tuple[int, int]]]:
-    """`chunk_spans` of every document: what `chunk_corpus` cuts, before headers."""
+                 starts: Sequence[np.ndarray], cache: TokenStartsCache | None = None
+                 ) -> list[list[tuple[int, int]]]:
+    """`chunk_spans` of every document: what `chunk_corpus` cuts, before headers. With
+    ``cache`` (and a tiling boundary, a tokenizer with a fingerprint), each document's spans
+    are read from it, or cut and written to it."""
     spec.validate()
-    return [chunk_spans(doc, doc_starts, spec, tokenizer)
-            for doc, doc_starts in zip(docs, starts, strict=True)]
+    fingerprint = getattr(tokenizer, "fingerprint", "")
+    if cache is None or not fingerprint or spec.boundary not in TILING_BOUNDARIES:
+        return [chunk_spans(doc, doc_starts, spec, tokenizer)
+                for doc, doc_starts in zip(docs, starts, strict=True)]
+    keys = [spans_key(doc, spec, fingerprint) for doc in docs]
+    found = cache.get_spans(keys, [len(d.text) for d in docs])
+    out: list[list[tuple[int, int]]] = []
+    fresh = []
+    for i, (doc, doc_starts) in enumerate(zip(docs, starts, strict=True)):
+        if i in found:
+            out.append(found[i])
+            continue
+        out.append(chunk_spans(doc, doc_starts, spec, tokenizer))
+        fresh.append((keys[i], out[-1]))
+    cache.put_spans(fresh)
+    return out
 
 
 def chunk_stats(chunks: Sequence[Chunk]) -> dict[str, float]:

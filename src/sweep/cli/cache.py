@@ -32,7 +32,9 @@ def cmd_cache(argv: Sequence[str]) -> int:
     if args.action == "clear":
         clear_ledger(cache.path)
         print(f"removed {cache.clear()} vectors (and their token lengths) from {cache.path}")
-        print(f"removed the token starts of {starts.clear()} documents from {starts.path}")
+        spans = starts.count_spans()
+        print(f"removed the token starts of {starts.clear()} documents and {spans} documents' "
+              f"chunk spans from {starts.path}")
         bm25 = Path(cfg.cache.dir) / CACHE_FOLDER
         n = len(list(bm25.iterdir())) if bm25.is_dir() else 0
         shutil.rmtree(bm25, ignore_errors=True)
@@ -45,7 +47,8 @@ def cmd_cache(argv: Sequence[str]) -> int:
     info = cache.info()
     print(f"{info['path']}: {info['vectors']} vectors, {info['token_lengths']} token lengths, "
           f"{info['bytes_on_disk'] / 1e6:.1f} MB on disk")
-    print(f"{starts.path}: token starts of {starts.count()} documents")
+    print(f"{starts.path}: token starts of {starts.count()} documents, chunk spans of "
+          f"{starts.count_spans()} (document, boundary, size, overlap)")
     bm25 = Path(cfg.cache.dir) / CACHE_FOLDER
     folders = [p for p in bm25.iterdir() if p.is_dir()] if bm25.is_dir() else []
     size = sum(f.stat().st_size for p in folders for f in p.iterdir())

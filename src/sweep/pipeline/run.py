@@ -190,7 +190,8 @@ def chunks_for(docs: list[Document], fingerprint: str, spec: ChunkSpec,
             # The cuts do not depend on the header: chunk.header=none,path cut once.
             cut = (fingerprint, tokenizer, spec.boundary, spec.size, spec.overlap)
             if cut not in _MEMO.spans:  # offsets only: small beside the chunks kept above
-                _MEMO.spans[cut] = corpus_spans(docs, spec, tok, starts)
+                _MEMO.spans[cut] = corpus_spans(
+                    docs, spec, tok, starts, get_starts_cache(cache_dir) if cache_dir else None)
             _MEMO.chunks[key] = chunk_corpus(docs, spec, tok, starts, _MEMO.spans[cut])
         else:
             sent: list[int] = []
