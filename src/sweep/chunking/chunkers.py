@@ -457,9 +457,9 @@ def chunk_corpus(
 
 def spans_key(doc: Document, spec: ChunkSpec, tokenizer_fingerprint: str) -> bytes:
     """What a tiling boundary's cuts of ``doc`` depend on, hashed: the whole document (its
-    text's sha256, every other field pickled), boundary, size, overlap, the tokenizer (its fingerprint covers
-    the token starts) and the source of this module and of `sweep.data.corpus`, whose code
-    cuts."""
+    text's sha256, every other field pickled), boundary, size, overlap, the tokenizer (its
+    fingerprint covers the token starts) and the source of this module and of
+    `sweep.data.corpus`, whose code cuts."""
     h = hashlib.sha256(f"spans1|{_SPANS_SOURCE}|{tokenizer_fingerprint}|{spec.boundary}|"
                        f"{spec.size}|{spec.overlap}|".encode())
     h.update(text_key(doc.text))  # the text by its hash: no second copy of a big document
