@@ -14,12 +14,14 @@ Two layers, so that a lookup needs only the standard library:
   configuration can read, the working directory, the package's source, the installed
   distributions and the Python version;
 - the memo lists the **inputs** the composed configuration reads, each with its digest: the
-  corpus and the golden set by content, each local model folder by ``folder_signature``. A
-  lookup recomputes them; one that differs means a run.
+  corpus and the golden set by content, each local model folder by ``folder_signature``, a
+  tokenizer.json and a stop-word file by content. A lookup recomputes them; one that differs
+  means a run. Both are taken before the run (`prepare`): a file edited while it runs makes
+  the memo stale, never wrong.
 
 A configuration with a part whose answers are not on disk (an endpoint: served embeddings or
-reranking, a Chroma server, generation, a judge, contextual headers; a model named by hub id)
-is never memoised. Neither is one with ``cache.enabled=false``. ``check --rerun`` ignores the
+reranking, a Chroma server, generation, a judge, contextual headers; a model or tokenizer
+named by hub id) is never memoised. Neither is one with ``cache.enabled=false``. ``check --rerun`` ignores the
 memo; ``sweep cache clear`` removes it.
 """
 
@@ -114,7 +116,7 @@ def memo_key(overrides: Sequence[str]) -> str | None:
 def predicted_cache_dir(overrides: Sequence[str]) -> Path | None:
     """``cache.dir`` as composing would give it, read off the overrides and the environment
     (the default's own rule); None when the overrides leave it to an interpolation. A memo is
-    written only where the composed configuration agrees (``store`` checks)."""
+    written only where the composed configuration agrees (`prepare` checks)."""
     given = [o.split("=", 1)[1] for o in overrides
              if o.lstrip("+").split("=", 1)[0] == "cache.dir" and "=" in o]
     if given:
