@@ -89,7 +89,7 @@ def content_digest(path: str | Path) -> str:
         return "missing"
     h = hashlib.sha256()
     for rel, full in files:
-        with open(full, "rb") as fh:
+        with open(full, "rb") as fh:  # streamed: a corpus file may be hundreds of MB
             h.update(rel.encode("utf-8", "surrogateescape") + b"\0"
-                     + hashlib.sha256(fh.read()).digest())
+                     + hashlib.file_digest(fh, "sha256").digest())
     return h.hexdigest()
