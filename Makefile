@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-slow test-all lint ui clean compare gate mlflow-server bench bench-big bench-index browser repro-chroma chroma-venv chroma-start chroma-stop \
+.PHONY: help install demo test test-slow test-all lint docs docs-serve ui clean compare gate mlflow-server bench bench-big bench-index browser repro-chroma chroma-venv chroma-start chroma-stop \
 	infinity-venv model-server model-server-stop
 
 help: ## show this help
@@ -96,6 +96,16 @@ bench-index: install ## exact vs FAISS HNSW/IVF-PQ/IVF-Flat, 384-d (SIZES=10000,
 lint: install ## ruff, then the import contracts (pyproject.toml [tool.importlinter])
 	$(PY) -m ruff check src tests
 	$(VENV)/bin/lint-imports
+
+# The reference pages (configuration keys, commands, metrics) are generated from the code by
+# docs/hooks.py at build time; --strict turns a broken link or anchor into a failure.
+DOCS_OUT ?= site
+docs: install ## the documentation site (MkDocs Material, strict) -> $(DOCS_OUT)/ (DOCS_OUT=... to move it)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir $(abspath $(DOCS_OUT))
+	@echo ">> the site is in $(abspath $(DOCS_OUT)) (open index.html, or make docs-serve)"
+
+docs-serve: install ## serve the documentation on http://127.0.0.1:8001, rebuilt on every edit
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict --dev-addr 127.0.0.1:8001
 
 ui: install ## the MLflow UI on the local store (port 5000, PORT=... to change); prints the link to the latest sweep's runs
 	$(PY) -m sweep.cli ui --port $(PORT)

@@ -16,7 +16,7 @@ Data (``--data``):
   sphere, each vector a centre plus isotropic noise of norm ~0.75 (so a vector's cosine to its
   own centre is ~0.8 and to another centre ~0), normalised; queries drawn the same way.
 
-Build settings, per size n (the ones a team would start from, see README "Scale"):
+Build settings, per size n (the ones a team would start from, see docs/guide/indexes.md):
 - HNSW: M=32, ef_construction=40 (FAISS's default efConstruction, at the M its docs use) at
   every size: Chroma's M=16/100 costs twice as much to build, and 32/200 would take hours at
   1M here;

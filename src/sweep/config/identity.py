@@ -189,3 +189,32 @@ def inapplicable_keys(flat: Mapping[str, Any]) -> set[str]:
         if off or not gate_open(section, top, plain.get(section, {})):
             out.add(name)
     return out
+
+
+def describe_key(section: str, key: str, sub: str | None = None) -> str:
+    """Whether ``section.key[.sub]`` enters a configuration's identity (`config_hash`), in
+    words, for the generated configuration reference: ``yes``, ``no`` or ``yes, when ...``,
+    read off this module's tables (tests/unit/dev/test_reference.py checks each answer
+    against `config_hash` itself)."""
+    if section in OPERATIONAL_SECTIONS:
+        return "no (how a run is done or recorded)"
+    if section in INPUT_SECTIONS:
+        how = INPUT_KEYS[section].get(key)
+        return ("yes, through the fingerprint of what it loads" if how == "fingerprint"
+                else "no (a name)")
+    if key in UNHASHED_KEYS.get(section, ()):
+        return "no"
+    if sub is not None and sub in UNHASHED_NESTED_KEYS.get(section, {}).get(key, ()):
+        return "no"
+    conditions = []
+    selector = SELECTORS.get(section)
+    # the judge grades generated answers: its keys, its selector too, need generation on
+    if section in NEEDS:
+        conditions.append(f"{NEEDS[section]} runs")
+    gate = GATED_KEYS.get(section, {}).get(key)
+    # a gate on the selector itself (index.kind is hnsw) already says the stage is on
+    if selector is not None and key != selector and (gate is None or gate[0] != selector):
+        conditions.append(f"{section}.{selector} is not {_OFF_VALUES[section]}")
+    if gate is not None:
+        conditions.append(f"{section}.{gate[0]} is {' or '.join(gate[1])}")
+    return "yes, when " + " and ".join(conditions) if conditions else "yes"

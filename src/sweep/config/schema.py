@@ -108,7 +108,7 @@ class CorpusConfig:
         ".md", ".markdown", ".txt", ".pdf", ".html", ".htm", ".docx"])
     # The parser of each non-markdown format: a sweep axis (the text, hence the evidence and
     # every metric, depends on it). Defaults: the parser that kept the most evidence on the
-    # Debian Reference (README "Documents other than markdown").
+    # Debian Reference (docs/results/parsers.md).
     pdf_parser: PdfParser = PdfParser.pdfplumber
     html_parser: HtmlParser = HtmlParser.trafilatura
     docx_parser: DocxParser = DocxParser.python_docx
@@ -179,8 +179,7 @@ class EmbeddingConfig:
     # Local models (sentence_transformers, model2vec_distill): where they run. auto = cuda, else
     # mps, else cpu.
     device: str = "auto"
-    # family=openai: a model behind an OpenAI-compatible endpoint (README, "Models behind an
-    # endpoint"). `model` is the name the endpoint serves; `name` stays the label in tables.
+    # family=openai: a model behind an OpenAI-compatible endpoint (docs/guide/served-models.md). `model` is the name the endpoint serves; `name` stays the label in tables.
     base_url: str = ""
     model: str = ""
     api_key_env: str = ""  # the NAME of the variable holding the key ("" = send none)
@@ -241,7 +240,7 @@ class RerankConfig:
 
 @dataclass
 class IndexConfig:
-    """The vector index the dense stage searches (README, "Index"). ``exact`` is the numpy
+    """The vector index the dense stage searches (docs/guide/indexes.md). ``exact`` is the numpy
     search and the reference every other kind is measured against (the ANN tax)."""
 
     # The defaults are IndexSpec's (retrieval/index.py), the one home of the index defaults.

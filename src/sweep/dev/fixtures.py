@@ -5,7 +5,7 @@ latency, and says nothing about reranking quality.
 
     python -m sweep.dev.fixtures .cache/untrained-reranker
 
-A development command: the test suite and the README's offline reranking example use it.
+A development command: the test suite and the offline reranking example (docs/guide/retrieval.md) use it.
 """
 
 from __future__ import annotations

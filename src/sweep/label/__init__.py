@@ -1,8 +1,8 @@
 """`sweep label`: a local page to label golden questions quickly and safely.
 
 Type a question, compare what BM25 and dense search retrieve, read documents in full,
-select the evidence with the mouse and save one line to the golden file. See the README
-section "Labelling questions (`sweep label`)" and server.py for the security model.
+select the evidence with the mouse and save one line to the golden file. See
+docs/guide/labelling.md and server.py for the security model.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ class CrossEncoderReranker:
         except Exception as exc:
             raise model_load_error("rerank.model", spec.model, "cross-encoder", exc,
                                    "offline, rerank.model must be a local CrossEncoder folder "
-                                   "(see README, 'Reranking')") from None
+                                   "(see docs/guide/retrieval.md, 'Reranking')") from None
 
     def scores(self, query: str, texts: Sequence[str]) -> np.ndarray:
         if not texts:

@@ -19,11 +19,12 @@ from sweep.chunking.tokenizers import HFTokenizer, load_chunk_tokenizer, piece_b
 
 
 def real_text() -> str:
-    """About 80k characters of real text that ships with the repo: the README (prose, code,
-    tables, runs of blank lines, ±, —, →, ≤, ligatures) and the demo corpus."""
+    """About 80k characters of real text that ships with the repo: the documentation pages
+    (prose, code, tables, runs of blank lines, ±, —, →, ≤, ligatures) and the demo corpus."""
     demo = "\n\n".join(p.read_text(encoding="utf-8")
                        for p in sorted((DEMO / "corpus").rglob("*.md")))
-    return (ROOT / "README.md").read_text(encoding="utf-8")[:50_000] + "\n\n" + demo[:30_000]
+    docs = "\n\n".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").rglob("*.md")))
+    return docs[:50_000] + "\n\n" + demo[:30_000]
 
 
 @pytest.fixture(scope="module")

@@ -45,8 +45,7 @@ PARSERS: dict[str, dict[str, Parser]] = {
     },
 }
 
-# The parser that keeps the most evidence on the real data (README: "Documents other than
-# markdown"): pdfplumber at x_tolerance=1, trafilatura's XML rendered here, python-docx.
+# The parser that keeps the most evidence on the real data (docs/results/parsers.md): pdfplumber at x_tolerance=1, trafilatura's XML rendered here, python-docx.
 DEFAULT_PARSERS: dict[str, str] = {"pdf": "pdfplumber", "html": "trafilatura",
                                    "docx": "python_docx"}
 
