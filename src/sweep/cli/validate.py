@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from sweep.config.checks import check_config
 from sweep.config.compose import compose
+from sweep.data.drift import corpus_drift
 from sweep.data.golden import load_golden
 from sweep.data.validate import cap_problems, check_golden
 from sweep.pipeline.run import load_corpus_cached, resolve_golden
@@ -72,6 +73,10 @@ def cmd_validate(argv: Sequence[str]) -> int:
     result = check_golden(golden, resolved, docs)
     failing = result.problems if args.strict else result.errors
     levels = quote_levels_by_parser(args.overrides, golden, docs) if args.quotes else None
+    # Warnings, not errors: labels on a corpus that moved may still be right (an edit after
+    # every passage moves nothing); `sweep golden rebase` tells which are.
+    drift = corpus_drift(golden.path, docs)
+    pending = len(golden.pending)
     if args.json:
         print(json.dumps({
             "golden": golden.path, "corpus": cfg.corpus.path, "items": result.n_items,
@@ -81,6 +86,8 @@ def cmd_validate(argv: Sequence[str]) -> int:
                           "message": p.message, "severity": p.severity}
                          for p in result.problems],
             **({"quote_levels": levels} if levels is not None else {}),
+            "corpus_drift": drift.as_dict() if drift else None,
+            "pending_review": pending,
         }, indent=2))
     else:
         shown, notes = cap_problems(result.problems, per_item=0 if args.all else 5)
@@ -90,6 +97,11 @@ def cmd_validate(argv: Sequence[str]) -> int:
             print(note)
         if levels is not None:
             print_quote_levels(levels)
+        if drift is not None:
+            print(f"warning: {drift.message}", file=sys.stderr)
+        if pending:
+            print(f"warning: {pending} items await review after a rebase and are not scored "
+                  "(sweep label --review FILE)", file=sys.stderr)
         verdict = "FAILED" if failing else "OK"
         print(f"{verdict}: {golden.path}: {result.n_items} items checked against "
               f"{len(docs)} documents; {len(result.errors)} errors, "

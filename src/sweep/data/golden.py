@@ -27,8 +27,14 @@ from sweep.common.errors import SweepError
 
 KNOWN_FIELDS = {
     "qid", "question", "relevant_chunk_ids", "answer_must_mention", "relevant_doc_ids",
-    "evidence", "notes", "tags",
+    "evidence", "notes", "tags", "rebase",
 }
+# `rebase.status` of an item carried to a new corpus version by `sweep golden rebase`
+# (sweep.data.rebase): the PENDING ones wait for a human (`sweep label --review`) and are never
+# scored; the rest are scored. "unplaced": its evidence could not be placed in the old corpus
+# either, so there was nothing to carry.
+PENDING_STATUSES = ("edited", "removed", "unplaced")
+REBASE_STATUSES = ("unchanged", "moved", *PENDING_STATUSES, "accepted", "reselected")
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,10 @@ class GoldenSet:
     problems: list[Problem]
     fingerprint: str
     reference: dict[str, Any] | None = None  # the chunking its chunk ids were labelled with
+    # Items a rebase left for review (`rebase.status` edited / removed / unplaced): kept in the
+    # file with their old text, left out of `items`, so no sweep scores them; each has a
+    # warning in `problems`.
+    pending: list[GoldenItem] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Problem]:
@@ -152,6 +162,28 @@ def _evidence(value: Any, add: Any) -> tuple[EvidenceRef, ...]:
     return tuple(refs)
 
 
+def _rebase(value: Any, add: Any) -> None:
+    """`rebase` is written by `sweep golden rebase`; only its status decides anything (whether
+    the item is scored), so only the status is checked strictly."""
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        add("rebase", f"must be an object, got {type(value).__name__}")
+        return
+    status = value.get("status")
+    if status not in REBASE_STATUSES:
+        add("rebase.status", f"must be one of {', '.join(REBASE_STATUSES)}, got {status!r}")
+    elif status in PENDING_STATUSES:
+        add("rebase.status", f"{status} by `sweep golden rebase`: not scored until reviewed "
+            "(sweep label --review FILE)", "warning")
+
+
+def is_pending(item: GoldenItem) -> bool:
+    """Whether a rebase left ``item`` for a human (it is then never scored)."""
+    rebase = item.extra.get("rebase")
+    return isinstance(rebase, dict) and rebase.get("status") in PENDING_STATUSES
+
+
 def parse_golden_lines(text: str, file: str) -> tuple[list[GoldenItem], list[Problem]]:
     """Parse JSONL text into items and problems. Items with errors are left out of the list
     (their problems say why); structural warnings keep the item."""
@@ -204,13 +236,14 @@ def parse_golden_lines(text: str, file: str) -> tuple[list[GoldenItem], list[Pro
         mentions = _str_list(obj.get("answer_must_mention"), "answer_must_mention", add)
         doc_ids = _str_list(obj.get("relevant_doc_ids"), "relevant_doc_ids", add)
         evidence = _evidence(obj.get("evidence"), add)
+        _rebase(obj.get("rebase"), add)
         if (not chunk_ids and not evidence and not doc_ids
                 and not any(p.severity == "error" for p in problems[errors_before:])):
             add("relevant_chunk_ids", "empty, and no `evidence` or `relevant_doc_ids`: "
                 "nothing says where the answer lives")
         if any(p.severity == "error" for p in problems[errors_before:]):
             continue
-        extra = {k: obj[k] for k in ("notes", "tags") if k in obj}
+        extra = {k: obj[k] for k in ("notes", "tags", "rebase") if k in obj}
         items.append(GoldenItem(qid, question, chunk_ids, mentions, doc_ids, evidence, lineno,
                                 extra))
     if not items and not problems:
@@ -246,7 +279,13 @@ def load_golden(path: str | Path) -> GoldenSet:
     if ref_path.exists():
         reference = load_reference(ref_path)
     fingerprint = hashlib.sha256(data).hexdigest()[:16]
-    return GoldenSet(str(path), items, problems, fingerprint, reference)
+    pending = [item for item in items if is_pending(item)]
+    items = [item for item in items if not is_pending(item)]
+    if pending and not items:
+        problems.append(Problem(str(path), 0, "", f"all {len(pending)} items await review after "
+                                "`sweep golden rebase` (sweep label --review FILE): none can "
+                                "be scored"))
+    return GoldenSet(str(path), items, problems, fingerprint, reference, pending)
 
 
 REFERENCE_KEYS = {"boundary", "size", "overlap", "tokenizer"}

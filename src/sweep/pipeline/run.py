@@ -48,6 +48,7 @@ from sweep.config.specs import (
     served_rerank_spec,
 )
 from sweep.data.corpus import Document, corpus_fingerprint, load_corpus
+from sweep.data.drift import Drift, corpus_drift
 from sweep.data.golden import (
     GoldenSet,
     load_golden,
@@ -119,6 +120,7 @@ class _Memo:
     bm25: dict[tuple, tuple[BM25Index, float]] = field(default_factory=dict)
     goldens: dict[str, GoldenSet] = field(default_factory=dict)
     resolved: dict[tuple, list[ResolvedItem]] = field(default_factory=dict)
+    drift: dict[tuple, Drift | None] = field(default_factory=dict)
     cut_texts: dict[tuple, int] = field(default_factory=dict)  # texts embedded for cutting
     # The last approximate index built (the scored pass and the latency pass share it);
     # one only, as an index can be as large as the vectors.
@@ -349,6 +351,20 @@ def resolve_golden(golden: GoldenSet, docs: list[Document], fingerprint: str
     return _MEMO.resolved[key]
 
 
+def golden_drift(golden: GoldenSet, docs: list[Document], fingerprint: str) -> Drift | None:
+    """The golden set's corpus record against ``docs``, warned about once per process (a
+    sweep runs many jobs on one corpus), with the pending items' count."""
+    key = (golden.fingerprint, fingerprint)
+    if key not in _MEMO.drift:
+        _MEMO.drift[key] = corpus_drift(golden.path, docs)
+        if _MEMO.drift[key] is not None:
+            log.warning("%s: %s", golden.path, _MEMO.drift[key].message)
+        if golden.pending:
+            log.warning("%s: %d items await review after `sweep golden rebase` and are not "
+                        "scored (sweep label --review FILE)", golden.path, len(golden.pending))
+    return _MEMO.drift[key]
+
+
 def load_golden_cached(path: str) -> GoldenSet:
     key = str(Path(path).resolve())
     if key not in _MEMO.goldens:
@@ -490,6 +506,7 @@ def run_config(cfg: Config, *, progress: bool = True,
         golden = load_golden_cached(cfg.golden.path)
         resolved = resolve_golden(golden, docs, corpus_fp)
         raise_first_error([p for r in resolved for p in r.problems])
+        drift = golden_drift(golden, docs, corpus_fp)
     with stage_timer(timings, "chunk_s"):  # the cutting model and the headers' model included
         spec = chunk_spec(cfg)
         cut_texts = None
@@ -581,6 +598,10 @@ def run_config(cfg: Config, *, progress: bool = True,
         + [str(p) for r in resolved for p in r.problems if p.severity == "warning"],
         "n_documents": len(docs),
         "parsing": parsing_summary(cfg),
+        # Not scored, and said so: items a rebase left for review, and a corpus that moved
+        # since the labels were made (sweep.data.drift).
+        "golden_pending_review": len(golden.pending),
+        "golden_corpus_drift": drift.as_dict() if drift else None,
     }
     return JobResult(report, rows, chunks, list(resolved), rankings, misses.views)
 
