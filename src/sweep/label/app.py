@@ -22,10 +22,12 @@ import yaml
 
 from sweep.chunking.chunkers import Chunk, ChunkSpec
 from sweep.common.errors import SweepError
+from sweep.data import drift
 from sweep.data.corpus import DEFAULT_MAX_FILE_MB, Document, corpus_fingerprint, load_corpus
 from sweep.data.golden import load_golden, load_reference, reference_path
 from sweep.data.validate import NumberIndex, check_golden
 from sweep.evaluation.relevance import CorpusIndex, resolve_item
+from sweep.label import review
 from sweep.label.checks import Span, label_warnings, occurrences, suggest_mentions, trim
 from sweep.label.store import Entry, GoldenFile, StaleError
 from sweep.retrieval.bm25 import BM25Index
@@ -192,6 +194,7 @@ class LabelApp:
         self._search_lock = threading.Lock()
         self._ranks: tuple[tuple[float, int], SweepRanks] | None = None
         self._ranks_lock = threading.Lock()
+        self.review_queue: Path | None = None  # `sweep label --review FILE` (label/review.py)
 
     def _inside(self, doc: Document) -> bool:
         try:
@@ -315,6 +318,8 @@ class LabelApp:
                **obj,
                "evidence": [self.evidence_json(s) for s in spans],
                **({"notes": notes.strip()[:MAX_TEXT]} if notes.strip() else {})}
+        if base is not None and review.is_pending(base):  # re-selected after a rebase
+            obj["rebase"] = review.reviewed_record(base["rebase"], "reselected")
         return obj, spans
 
     def check(self, payload: Any) -> dict[str, Any]:
@@ -373,16 +378,31 @@ class LabelApp:
         log.warning("wrote %s (the reference chunking of the new golden set)", ref)
         self.reference_from = "sidecar"
 
+    def _write_record(self) -> None:
+        """The corpus these labels are made against (`sweep.data.drift`): every document on
+        the first save; later, only documents the record does not hold yet, so saving one
+        item never hides that the others' documents changed."""
+        existing = drift.read_record(self.store.path)
+        recorded = (existing or {}).get("documents", {})
+        if existing is not None and all(d.source in recorded for d in self.docs):
+            return
+        drift.write_record(self.store.path, self.docs, self.settings.corpus, "sweep label",
+                           keep=recorded)
+
     def save_new(self, payload: Any) -> dict[str, Any]:
         obj, spans = self.build(payload)
         entry = self.store.append(obj)
         self._write_reference()
+        self._write_record()
         return self._saved(entry, obj, spans, payload)
 
     def save_edit(self, qid: str, digest: str, payload: Any) -> dict[str, Any]:
         base = self._entry(qid, digest).obj or {}
         obj, spans = self.build(payload, base)
         entry = self.store.replace(qid, digest, obj)
+        self._write_record()
+        if self.review_queue is not None and review.is_pending(base):
+            review.log_decision(self.review_queue, qid, "reselected", obj)
         return self._saved(entry, obj, spans, payload)
 
     def delete(self, qid: str, digest: str) -> dict[str, Any]:
@@ -585,6 +605,9 @@ def build_app(settings: LabelSettings, *, dense_spec: Any = None, cache_dir: str
                            lambda q: embedder.encode_uncached(q, query=True))
         note = ""
     app = LabelApp(settings, docs, chunks, reference_from, dense, note)
+    moved = drift.corpus_drift(store.path, docs)
+    if moved is not None:
+        say(f"warning: {moved.message}")
     if app.hidden:
         say(f"warning: {len(app.hidden)} documents are symlinks to files outside "
             f"{app.corpus_root} and are not shown: {', '.join(sorted(app.hidden)[:5])}")

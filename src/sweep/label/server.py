@@ -26,11 +26,12 @@ import threading
 from collections.abc import Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from sweep.common.errors import SweepError
-from sweep.label import pages
+from sweep.label import pages, review
 from sweep.label.app import LabelApp, LabelSettings, build_app
 from sweep.label.store import StaleError
 from sweep.outputs.misses_html import load_views, render_page
@@ -57,6 +58,7 @@ class LabelServer(ThreadingHTTPServer):
     def __init__(self, port: int, app: LabelApp | None = None, *, quiet: bool = True) -> None:
         self.app = app
         self.quiet = quiet
+        self.review: Path | None = None  # the queue of `sweep label --review FILE`
         super().__init__((HOST, port), LabelHandler)
         self.port = int(self.server_address[1])
         self.hosts = {f"127.0.0.1:{self.port}", f"localhost:{self.port}"}
@@ -215,6 +217,10 @@ class LabelHandler(BaseHTTPRequestHandler):
                     "mode": "new", "qid": app.store.next_qid(), "evidence": [],
                     "answer_must_mention": [], "question": (query.get("q") or [""])[0]}
                 self._html(HTTPStatus.OK, pages.label_page(app, state, nonce), nonce)
+            elif path == "/review" and self.server.review is not None:
+                nonce = secrets.token_urlsafe(12)
+                self._html(HTTPStatus.OK, review.review_page(app, self.server.review, nonce),
+                           nonce)
             elif path == "/items":
                 nonce = secrets.token_urlsafe(12)
                 ranks = app.sweep_ranks(refresh=bool(query.get("refresh")))
@@ -286,6 +292,8 @@ class LabelHandler(BaseHTTPRequestHandler):
                 self._json(HTTPStatus.OK, app.check(body))
             elif path == "/api/items":
                 self._json(HTTPStatus.CREATED, app.save_new(body))
+            elif len(parts) == 3 and parts[:2] == ["api", "review"] and self.server.review:
+                self._json(HTTPStatus.OK, review.decide(app, self.server.review, parts[2], body))
             elif len(parts) in (3, 4) and parts[:2] == ["api", "items"]:
                 digest = body.get("digest") if isinstance(body, dict) else None
                 if not isinstance(digest, str):
@@ -355,6 +363,9 @@ def cmd_label(argv: Sequence[str]) -> int:
     parser.add_argument("--no-dense", action="store_true",
                         help="BM25 only: do not load the embedding model")
     parser.add_argument("--verbose", action="store_true", help="log every request")
+    parser.add_argument("--review", metavar="FILE",
+                        help="a review queue of `sweep golden rebase` (OUT.review.jsonl): its "
+                             "golden file and corpus, and the page /review")
     parser.add_argument("overrides", nargs="*", help="config overrides, e.g. golden.path=FILE")
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
@@ -366,6 +377,14 @@ def cmd_label(argv: Sequence[str]) -> int:
     from sweep.config.compose import compose
 
     overrides = list(args.overrides)
+    queue = Path(args.review) if args.review else None
+    if queue is not None:
+        golden, corpus = review.queue_paths(review.load_queue(queue), queue)
+        args.golden = args.golden or golden
+        args.corpus = args.corpus or corpus
+        if not args.corpus:
+            raise SweepError(f"{queue}: the new corpus was a git revision; pass --corpus DIR "
+                             "(that revision checked out, or the folder it came from)")
     if args.corpus:
         overrides.append(f"corpus.path={args.corpus}")
     if args.golden:
@@ -392,8 +411,12 @@ def cmd_label(argv: Sequence[str]) -> int:
     except BaseException:
         server.server_close()
         raise
+    server.app.review_queue = queue
+    server.review = queue
     print(f"sweep label: serving on {server.url} (127.0.0.1 only; open it in your browser; "
           "Ctrl-C to stop)", flush=True)
+    if queue is not None:
+        print(f"sweep label: review queue {queue}: {server.url}review", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
