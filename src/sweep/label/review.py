@@ -7,7 +7,9 @@ The page (``/review``) shows each item's old passage and the proposed new one si
 with three decisions:
 
 - **accept**: the proposal becomes the evidence (the golden line already holds it as its
-  evidence; accepting marks it reviewed, so a sweep scores it);
+  evidence; accepting marks it reviewed, so a sweep scores it); not offered when a passage has
+  no proposal or an ``answer_must_mention`` string is missing from the proposal (the answer
+  changed: re-select and edit the mentions);
 - **re-select**: the labelling page opens the item (``/?edit=QID``) on the new corpus; saving
   there writes the new selection and marks it reviewed (`reviewed_record`);
 - **drop**: the item leaves the golden file; its whole line is kept in the decisions log.
@@ -111,6 +113,12 @@ def decide(app: LabelApp, queue: Path, qid: str, body: Any) -> dict[str, Any]:
         if not passages or any(not isinstance(p, dict) or not p.get("new") for p in passages):
             raise SweepError(f"item {qid!r} has a passage with no proposal: re-select its "
                              "evidence or drop it")
+        missing = entry.obj["rebase"].get("mentions_missing") or []
+        if missing:
+            # The expected answer is not in the proposal: the fact changed, and the mentions
+            # with it; accepting would keep a mention no passage holds.
+            raise SweepError(f"item {qid!r}: answer_must_mention {missing[0]!r} is not in the "
+                             "proposed text: re-select (and edit the mentions) or drop it")
         obj = {**entry.obj, "rebase": reviewed_record(entry.obj["rebase"], "accepted")}
         new = app.store.replace(qid, body["digest"], obj)
         log_decision(queue, qid, "accepted", obj)
@@ -153,9 +161,10 @@ def review_page(app: LabelApp, queue_path: Path, nonce: str) -> str:
             f'<div class="small muted">{e(p.get("reason") or "")}</div></td>'
             f'{_passage(p.get("old"), "")}{_passage(p.get("new"), "no counterpart found")}</tr>'
             for p in q["passages"] if isinstance(p, dict))
-        missing = q.get("mentions_missing") or []
-        can_accept = bool(q["passages"]) and all(isinstance(p, dict) and p.get("new")
-                                                 for p in q["passages"])
+        # The line on disk wins over the queue: the reviewer may have fixed it since.
+        missing = (rebase if isinstance(rebase, dict) else q).get("mentions_missing") or []
+        can_accept = not missing and bool(q["passages"]) and all(
+            isinstance(p, dict) and p.get("new") for p in q["passages"])
         actions = ""
         if entry is not None and not state:
             actions = (

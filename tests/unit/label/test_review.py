@@ -64,6 +64,13 @@ def test_accept_marks_the_proposal_reviewed_and_logs_it(tmp_path: Path) -> None:
     new, out, queue = rebased(tmp_path)
     app = app_for(new, out, queue)
     assert [i.qid for i in load_golden(out).pending] == ["q1", "q2"]
+    with pytest.raises(SweepError, match="answer_must_mention '30 days' is not in the proposed"):
+        review.decide(app, queue, "q1", {"digest": digest(app, "q1"), "decision": "accept"})
+    # The reviewer fixes the expected answer on the line (as the editor would), then accepts.
+    entry = next(e for e in app.store.entries() if e.qid == "q1")
+    rebase = {**entry.obj["rebase"], "mentions_missing": []}
+    app.store.replace("q1", entry.digest, {**entry.obj, "answer_must_mention": ["14 days"],
+                                           "rebase": rebase})
     result = review.decide(app, queue, "q1", {"digest": digest(app, "q1"), "decision": "accept"})
     assert result["decision"] == "accepted"
     obj = json.loads(next(e.raw for e in app.store.entries() if e.qid == "q1"))
@@ -114,7 +121,8 @@ def test_the_page_shows_old_and_proposed_text_side_by_side(tmp_path: Path) -> No
     assert "2</span> of 2 items to decide" in html
     assert REFUND in html and REFUND.replace("30", "14") in html
     assert "no counterpart found" in html
-    assert html.count('class="accept primary"') == 1  # q2 has nothing to accept
+    # q1's expected answer changed (30 -> 14 days) and q2 has no proposal: nothing to accept.
+    assert html.count('class="accept primary"') == 0
     assert '/?edit=q2' in html
 
 
