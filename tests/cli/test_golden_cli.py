@@ -105,3 +105,52 @@ def test_fingerprint_refuses_to_hide_a_moved_corpus(repo: Path, tmp_path: Path) 
     with pytest.raises(SweepError, match="2 documents changed since these labels were made"):
         cmd_golden(["fingerprint", "--golden", str(golden), "--corpus", str(repo / "docs")],
                    say=lambda _: None)
+
+
+def test_validate_warns_of_drift_and_pending_items(repo: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from sweep.cli.validate import cmd_validate
+
+    out = tmp_path / "g2.jsonl"
+    cmd_golden(["rebase", "--golden", str(golden_file(tmp_path)), "--old", "HEAD",
+                "--corpus", str(repo / "docs"), "--out", str(out), f"cache.dir={tmp_path}/c"],
+               say=lambda _: None)
+    args = [f"corpus.path={repo / 'docs'}", f"golden.path={out}", "tracking=off",
+            f"cache.dir={tmp_path}/c"]
+    assert cmd_validate(args) == 0
+    err = capsys.readouterr().err
+    assert "warning: 1 items await review after a rebase and are not scored" in err
+    assert "changed since these labels were made" not in err
+    (repo / "docs" / "policy.md").write_text("# Policy\n\nRewritten entirely.\n")
+    from sweep.pipeline.run import clear_memo
+
+    clear_memo()  # one process, one corpus: the next command would be a new process
+    assert cmd_validate(args) == 1  # the moved quotes are gone: errors, as always
+    err = capsys.readouterr().err
+    assert "warning: 1 document changed since these labels were made (1 edited;" in err
+
+
+def test_an_html_corpus_is_rebased_through_the_parsers_text(tmp_path: Path) -> None:
+    from sweep.data.corpus import load_corpus
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    new.mkdir()
+    page = ("<html><head><title>Help</title></head><body><main><h1>Returns</h1>"
+            "<p>{intro}</p><p>{refund}</p></main></body></html>")
+    (old / "help.html").write_text(page.format(intro="Read this.", refund=REFUND))
+    (new / "help.html").write_text(page.format(intro="Read this page before anything else.",
+                                               refund=REFUND))
+    golden = tmp_path / "g.jsonl"
+    golden.write_text(json.dumps({"qid": "q1", "question": "refund window?", "evidence": [
+        {"path": "help.html", "quote": REFUND}]}) + "\n")
+    out = tmp_path / "g2.jsonl"
+    cmd_golden(["rebase", "--golden", str(golden), "--old", str(old), "--new", str(new),
+                "--out", str(out), f"cache.dir={tmp_path}/c"], say=lambda _: None)
+    line = json.loads(out.read_text())
+    [passage] = line["rebase"]["passages"]
+    assert passage["status"] == "moved"
+    parsed = next(d for d in load_corpus(new) if d.source == "help.html")
+    assert parsed.parser  # read by an HTML parser, not as markup
+    assert parsed.text[passage["new"]["start"]:passage["new"]["end"]] == REFUND
+    assert "<p>" not in parsed.text

@@ -112,6 +112,10 @@ def test_reselect_through_the_editor_writes_the_new_span_and_marks_it_reviewed(t
     assert obj["rebase"]["passages"][0]["old"]["text"] == SHIPPING  # the old text is kept
     logged = json.loads(review.decisions_path(queue).read_text().splitlines()[-1])
     assert (logged["qid"], logged["decision"]) == ("q2", "reselected")
+    # The corpus record the rebase wrote is kept: it already holds every document.
+    from sweep.data.drift import read_record
+
+    assert read_record(out)["written_by"] == "sweep golden rebase"
 
 
 def test_the_page_shows_old_and_proposed_text_side_by_side(tmp_path: Path) -> None:
