@@ -90,6 +90,9 @@ def test_two_revisions_and_nothing_is_overwritten(repo: Path, tmp_path: Path) ->
     cmd_golden(args, say=lambda _: None)
     with pytest.raises(SweepError, match=r"g2\.jsonl exists"):
         cmd_golden(args, say=lambda _: None)
+    with pytest.raises(SweepError, match="--new: name the new corpus"):
+        cmd_golden(["rebase", "--golden", str(golden), "--old", str(repo / "docs"), "--out",
+                    str(tmp_path / "g3.jsonl")], say=lambda _: None)
     with pytest.raises(SweepError, match="is the golden file itself"):
         cmd_golden([*args[:-2], str(golden), args[-1]], say=lambda _: None)
 

@@ -101,6 +101,12 @@ def rebase(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, An
         raise SweepError(f"{golden_path}: {len(golden.pending)} items still await review from "
                          "an earlier rebase (sweep label --review); review them before "
                          "rebasing again")
+    if args.new is None and args.corpus is None and not any(
+            o.startswith("corpus.path=") for o in args.overrides):
+        # Otherwise the default corpus (the demo) would silently be "the new version".
+        raise SweepError("--new: name the new corpus (a folder or a git revision), or the "
+                         "corpus folder with --corpus DIR (its working tree is then the new "
+                         "version)")
     corpus_dir = args.corpus or cfg.corpus.path
     with tempfile.TemporaryDirectory(prefix="sweep-rebase-") as tmp:
         old_src = corpus_at(args.old, corpus_dir, Path(tmp) / "old")

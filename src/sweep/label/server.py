@@ -379,7 +379,10 @@ def cmd_label(argv: Sequence[str]) -> int:
     overrides = list(args.overrides)
     queue = Path(args.review) if args.review else None
     if queue is not None:
-        golden, corpus = review.queue_paths(review.load_queue(queue), queue)
+        lines = review.load_queue(queue)
+        if not lines:
+            raise SweepError(f"{queue}: empty: the rebase left nothing to review")
+        golden, corpus = review.queue_paths(lines, queue)
         args.golden = args.golden or golden
         args.corpus = args.corpus or corpus
         if not args.corpus:
