@@ -7,7 +7,7 @@ OLD and NEW are corpus folders, or git revisions of the corpus folder (``--corpu
 default ``corpus.path``) read with git itself: ``--old HEAD~20``; ``--new`` defaults to the
 corpus folder as it is on disk. The corpora are read as a sweep reads them (the ``corpus.*``
 settings: extensions, parsers), so a PDF's passages are carried through the parser's text.
-See docs/rebase.md.
+See docs/guide/rebase.md.
 """
 
 from __future__ import annotations
