@@ -157,3 +157,14 @@ def test_an_html_corpus_is_rebased_through_the_parsers_text(tmp_path: Path) -> N
     assert parsed.parser  # read by an HTML parser, not as markup
     assert parsed.text[passage["new"]["start"]:passage["new"]["end"]] == REFUND
     assert "<p>" not in parsed.text
+
+
+def test_a_set_still_under_review_is_not_rebased_again(repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "g2.jsonl"
+    cmd_golden(["rebase", "--golden", str(golden_file(tmp_path)), "--old", "HEAD",
+                "--corpus", str(repo / "docs"), "--out", str(out), f"cache.dir={tmp_path}/c"],
+               say=lambda _: None)
+    with pytest.raises(SweepError, match="1 items still await review from an earlier rebase"):
+        cmd_golden(["rebase", "--golden", str(out), "--old", str(repo / "docs"),
+                    "--corpus", str(repo / "docs"), "--out", str(tmp_path / "g3.jsonl")],
+                   say=lambda _: None)

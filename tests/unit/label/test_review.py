@@ -135,3 +135,31 @@ def test_a_broken_queue_line_is_one_line_naming_the_file_and_line(tmp_path: Path
     queue.write_text('{"qid": "a", "passages": []}\n{"qid": 3}\n')
     with pytest.raises(SweepError, match=r"q.review.jsonl:2: qid: each line must be an object"):
         review.load_queue(queue)
+
+
+def test_the_first_save_records_the_corpus_and_a_moved_corpus_is_warned_at_start(
+        tmp_path: Path) -> None:
+    from sweep.data.drift import read_record
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text(f"# A\n\n{REFUND}\n")
+    golden = tmp_path / "g.jsonl"
+    app = build_app(LabelSettings(corpus=str(corpus), golden=str(golden)), say=lambda _: None)
+    start = app.by_id["a"].text.index(REFUND)
+    app.save_new({"question": "refund window?",
+                  "evidence": [{"doc_id": "a", "start": start, "end": start + len(REFUND)}]})
+    record = read_record(golden)
+    assert record["written_by"] == "sweep label" and set(record["documents"]) == {"a.md"}
+    (corpus / "a.md").write_text(f"# A\n\nEdited.\n\n{REFUND}\n")
+    (corpus / "b.md").write_text("# B\n\nnew\n")
+    said: list[str] = []
+    app = build_app(LabelSettings(corpus=str(corpus), golden=str(golden)), say=said.append)
+    assert any(s.startswith("warning: 1 document changed since these labels were made") for s in
+               said)
+    start = app.by_id["b"].text.index("new")
+    app.save_new({"question": "what is new?",
+                  "evidence": [{"doc_id": "b", "start": start, "end": start + 3}]})
+    # b.md is added; a.md keeps the fingerprint it had when its label was made.
+    after = read_record(golden)["documents"]
+    assert set(after) == {"a.md", "b.md"} and after["a.md"] == record["documents"]["a.md"]
