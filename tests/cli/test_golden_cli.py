@@ -168,3 +168,29 @@ def test_a_set_still_under_review_is_not_rebased_again(repo: Path, tmp_path: Pat
         cmd_golden(["rebase", "--golden", str(out), "--old", str(repo / "docs"),
                     "--corpus", str(repo / "docs"), "--out", str(tmp_path / "g3.jsonl")],
                    say=lambda _: None)
+
+
+@pytest.mark.parametrize("parser", ["pdfplumber", "pypdf"])
+def test_a_pdf_corpus_is_rebased_through_each_parsers_text(tmp_path: Path, parser: str) -> None:
+    from pdfgen import make_pdf
+    from sweep.data.corpus import load_corpus
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    new.mkdir()
+    title = (18.0, True, "Returns")
+    (old / "guide.pdf").write_bytes(make_pdf([[title, (11.0, False, REFUND)]]))
+    (new / "guide.pdf").write_bytes(make_pdf([[title, (11.0, False, "Read this first."),
+                                               (11.0, False, REFUND)]]))
+    golden = tmp_path / "g.jsonl"
+    golden.write_text(json.dumps({"qid": "q1", "question": "refund window?", "evidence": [
+        {"path": "guide.pdf", "quote": REFUND}]}) + "\n")
+    out = tmp_path / "g2.jsonl"
+    cmd_golden(["rebase", "--golden", str(golden), "--old", str(old), "--new", str(new),
+                "--out", str(out), f"corpus.pdf_parser={parser}", f"cache.dir={tmp_path}/c"],
+               say=lambda _: None)
+    [passage] = json.loads(out.read_text())["rebase"]["passages"]
+    assert passage["status"] == "moved"
+    [doc] = load_corpus(new, parsers={"pdf": parser})
+    assert doc.parser == parser
+    assert doc.text[passage["new"]["start"]:passage["new"]["end"]] == REFUND
