@@ -75,6 +75,7 @@ def compose(overrides: Sequence[str]) -> Any:
                                    job_name="sweep"):
             cfg = hydra_compose(config_name="config", overrides=list(overrides))
         refuse_secrets_in(cfg)
+        refuse_unknown_keys(cfg)
         typed: Config = OmegaConf.to_object(cfg)  # type: ignore[assignment]
         return typed
     except (HydraException, OmegaConfBaseException) as exc:
@@ -217,6 +218,50 @@ def refuse_secrets_in(cfg: Any) -> None:
         raise SweepError(secret_error(key, reason), hint=HINT)
 
 
+def unknown_keys(cfg: Any) -> list[str]:
+    """Keys of a composed config that the schema does not have, each as one line with the
+    nearest known key: a ``+`` override (``+chunk.sise=256``, the form Hydra's own hint
+    suggests) adds a key struct mode would refuse, and nothing would ever read it."""
+    import dataclasses
+    import difflib
+
+    from omegaconf import DictConfig, OmegaConf
+
+    found: list[str] = []
+
+    def walk(node: Any, prefix: str) -> None:
+        kind = OmegaConf.get_type(node)
+        if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)):
+            return  # a plain mapping field: any key is its own business
+        known = [f.name for f in dataclasses.fields(kind)]
+        for key in node:
+            key = str(key)
+            dotted = f"{prefix}{key}"
+            if not prefix and key == "hydra":
+                continue
+            if key not in known:
+                near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+                found.append(f"config: {dotted}: unknown key"
+                             + (f"; did you mean {prefix}{near[0]}?" if near else
+                                f" (known under {prefix.rstrip('.') or 'the root'}: "
+                                f"{', '.join(known)})"))
+                continue
+            child = node._get_node(key)
+            if isinstance(child, DictConfig) and not child._is_missing() \
+                    and not child._is_none():
+                walk(child, dotted + ".")
+
+    if OmegaConf.is_config(cfg):
+        walk(cfg, "")
+    return found
+
+
+def refuse_unknown_keys(cfg: Any) -> None:
+    found = unknown_keys(cfg)
+    if found:
+        raise SweepError(found[0], hint="nothing reads a key the schema lacks")
+
+
 def refuse_secrets(overrides: Sequence[str]) -> None:
     """The same rule on the command-line overrides themselves, before anything is composed
     (so ``generation.api_key=...`` gets this message, not Hydra's "use +")."""
@@ -278,6 +323,7 @@ def preflight_secrets(overrides: Sequence[str], config_name: str = "config") -> 
             except Exception:
                 continue
             refuse_secrets_in(cfg)
+            refuse_unknown_keys(cfg)
 
 
 def check_duplicate_overrides(overrides: Sequence[str]) -> list[str]:
