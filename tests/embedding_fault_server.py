@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,8 @@ class Fault:
     delay_s: float = 0.0
     body: str | None = None  # sent verbatim
     edit: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # changes the good answer
+    drip_s: float = 0.0  # the body one byte at a time, this long apart
+    repeat_to: int = 0  # send ``body`` over and over until this many bytes are out
 
 
 class FaultServer(ScriptedJsonServer):
@@ -56,6 +59,20 @@ class FaultServer(ScriptedJsonServer):
             good = self.answer(path, payload)
             data = json.dumps(fault.edit(good) if fault.edit else good).encode()
         return fault.delay_s, fault.status, fault.headers, data
+
+    def write_body(self, wfile: Any, data: bytes, fault: Fault) -> None:
+        if fault.repeat_to:
+            sent = 0
+            while sent < fault.repeat_to:
+                wfile.write(data)
+                sent += len(data)
+        elif fault.drip_s:
+            for i in range(len(data)):
+                wfile.write(data[i:i + 1])
+                wfile.flush()
+                time.sleep(fault.drip_s)
+        else:
+            wfile.write(data)
 
     def answer(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
         if path.endswith("/rerank"):

@@ -41,13 +41,17 @@ class ScriptedJsonServer:
                                                                        scripted)
                     time.sleep(delay_s)
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
+                    given = {k.lower() for k in headers}
+                    if "content-type" not in given:
+                        self.send_header("Content-Type", "application/json")
+                    if "content-length" not in given:
+                        self.send_header("Content-Length", str(len(data)))
                     for k, v in headers.items():
-                        self.send_header(k, v)
+                        if v:  # an empty value leaves the header out
+                            self.send_header(k, v)
                     self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
+                    server.write_body(self.wfile, data, scripted)
+                except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
                     pass  # the client gave up (the timeout tests)
                 finally:
                     with server._lock:
@@ -65,6 +69,10 @@ class ScriptedJsonServer:
 
     def answer_for(self, path: str, payload: dict[str, Any], scripted: Any) -> Answer:
         raise NotImplementedError
+
+    def write_body(self, wfile: Any, data: bytes, scripted: Any) -> None:
+        """Send the body (a subclass may drip it or stream more than it holds)."""
+        wfile.write(data)
 
     def __enter__(self) -> Self:
         self._thread.start()

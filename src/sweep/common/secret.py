@@ -58,7 +58,37 @@ def secret_error(key: str, reason: str) -> str:
     return f"config: {key} {reason}; a config is written to several files, so it never holds one"
 
 
+# A fragment this long of a key is masked wherever it appears: servers echo a key cut at a
+# field's width or with its middle masked, and a message is cut again at our own width.
+FRAGMENT = 6
+
+
 def scrub(text: str, secret: str) -> str:
-    """``text`` with every occurrence of ``secret`` replaced by ``***`` (values shorter than
-    4 characters are left alone: they would mangle ordinary text and are no real key)."""
-    return text.replace(secret, "***") if secret and len(secret) >= 4 else text
+    """``text`` with ``secret`` and every run of at least `FRAGMENT` characters of it replaced by
+    ``***`` (values shorter than 4 characters are left alone: they would mangle ordinary text
+    and are no real key). A fragment is a substring of the key (its head cut at the end of the
+    text, its tail after a mask), so no part of the key longer than that survives.
+
+    >>> scrub("bad key sk-abcdef0123 (sk-abcd...ef0123), echo sk-abcdef01", "sk-abcdef0123")
+    'bad key *** (***...***), echo ***'
+    """
+    if not secret or len(secret) < 4:
+        return text
+    text = text.replace(secret, "***")
+    n = min(FRAGMENT, len(secret))
+    if len(text) < n:
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        # the longest run from i that is a part of the key
+        j = i + n
+        if j <= len(text) and text[i:j] in secret:
+            while j < len(text) and text[i:j + 1] in secret:
+                j += 1
+            out.append("***")
+            i = j
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)

@@ -38,6 +38,7 @@ import numpy as np
 
 from sweep.common.errors import SweepError
 from sweep.common.net import connect_error
+from sweep.common.secret import scrub
 from sweep.common.sqlite import open_db
 from sweep.embedding.models import Embedder, EmbeddingSpec, tiered
 
@@ -47,6 +48,9 @@ logging.getLogger("httpx").setLevel(logging.WARNING)
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 60.0  # a longer Retry-After fails the call rather than stall a sweep
+# 256 texts of 3,072 floats written as JSON take about 20 MB: four times that is no answer.
+MAX_BODY_BYTES = 80 * 2**20
+MAX_ERROR_BYTES = 64 * 2**10
 
 
 @dataclass(frozen=True)
@@ -98,14 +102,6 @@ class Usage:
 
     def copy(self) -> Usage:
         return self.minus(Usage())
-
-
-def _scrub(text: str, secret: str) -> str:
-    if secret and len(secret) >= 4:
-        text = text.replace(secret, "***")
-        if len(secret) >= 16:  # servers often echo a key with its middle masked
-            text = text.replace(secret[-8:], "***").replace(secret[:8], "***")
-    return text
 
 
 def retry_after_s(value: str | None) -> float | None:
@@ -208,7 +204,11 @@ class HttpEndpoint:
             return self._client
 
     def post(self, route: str, body: dict[str, Any], tokens_estimate: int = 0) -> Any:
-        """The parsed JSON answer to one request; raises a one-line `SweepError`."""
+        """The parsed JSON answer to one request; raises a one-line `SweepError`.
+
+        Each attempt has ``timeout_s`` in total (a server that drips its body a byte at a time
+        never trips httpx's per-read timeout) and reads at most `MAX_BODY_BYTES`. Redirects are
+        not followed: the key would go with the request to wherever the server points."""
         import httpx
 
         client = self._http()
@@ -223,28 +223,28 @@ class HttpEndpoint:
             self._budget.take(tokens_estimate)
             wait_s: float | None = None
             try:
-                resp = client.post(url, json=body, headers=headers)
+                status, resp_headers, raw = self._exchange(client, url, body, headers)
+            except _Deadline:
+                last = f"no complete answer within {s}.timeout_s={self.ep.timeout_s}"
             except httpx.TimeoutException:
                 last = f"no answer within {s}.timeout_s={self.ep.timeout_s}"
             except httpx.TransportError as exc:
                 last = f"connection failed ({type(exc).__name__})"
             else:
-                if resp.status_code == 200:
-                    try:
-                        data = resp.json()
-                    except (json.JSONDecodeError, UnicodeDecodeError):
-                        raise self._error(f"{url}: HTTP 200 with a body that is not JSON "
-                                          f"(truncated?): {resp.text[:80]!r}", key) from None
+                if status == 200:
+                    data = self._json_200(raw, resp_headers, url, key)
                     with self._lock:
                         self.usage.requests += 1
                     return data
-                detail = _detail(resp)
-                if resp.status_code not in RETRY_STATUSES:
-                    raise self._error(self._status_line(resp.status_code, url, detail), key)
-                last = f"HTTP {resp.status_code}{': ' + detail if detail else ''}"
-                wait_s = retry_after_s(resp.headers.get("retry-after"))
+                if 300 <= status < 400:
+                    raise self._error(_redirect_line(status, url, resp_headers, s), key)
+                detail = _detail(raw)
+                if status not in RETRY_STATUSES:
+                    raise self._error(self._status_line(status, url, detail), key)
+                last = f"HTTP {status}{': ' + detail if detail else ''}"
+                wait_s = retry_after_s(resp_headers.get("retry-after"))
                 if wait_s is not None and wait_s > MAX_RETRY_AFTER_S:
-                    raise self._error(f"{url}: HTTP {resp.status_code} asks to retry after "
+                    raise self._error(f"{url}: HTTP {status} asks to retry after "
                                       f"{wait_s:.0f} s (more than {MAX_RETRY_AFTER_S:.0f} s); "
                                       f"lower {s}.requests_per_minute or {s}.concurrency", key)
             if attempt == tries:
@@ -252,11 +252,54 @@ class HttpEndpoint:
             with self._lock:
                 self.usage.retries += 1
             delay = wait_s if wait_s is not None else backoff_s(attempt)
-            log.info("%s: %s from %s; retry %d of %d in %.1f s", s, last, url, attempt + 1,
-                     tries, delay)
+            # The log goes to the job's log file: the server's words may hold the key.
+            log.info("%s: %s from %s; retry %d of %d in %.1f s", s, scrub(last, key), url,
+                     attempt + 1, tries, delay)
             time.sleep(delay)
         hint = f"; lower {s}.concurrency or set {s}.requests_per_minute" if "429" in last else ""
         raise self._error(f"{url}: {last} (after {tries} retries){hint}", key)
+
+    def _exchange(self, client: Any, url: str, body: dict[str, Any], headers: dict[str, str]
+                  ) -> tuple[int, Any, bytes]:
+        """One request: status, headers and at most `MAX_BODY_BYTES` of the body (an error
+        answer: its first `MAX_ERROR_BYTES`), all within ``timeout_s``."""
+        deadline = time.monotonic() + self.ep.timeout_s
+        with client.stream("POST", url, json=body, headers=headers) as resp:
+            status = resp.status_code
+            cap = MAX_BODY_BYTES if status == 200 else MAX_ERROR_BYTES
+            declared = resp.headers.get("content-length", "")
+            if status == 200 and declared.isdigit() and int(declared) > cap:
+                raise self._error(f"{url}: an answer of {int(declared):,} bytes, more than "
+                                  f"{cap:,} (lower {self.ep.section}.max_texts_per_request)",
+                                  self._key())
+            chunks: list[bytes] = []
+            size = 0
+            for chunk in resp.iter_bytes():
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > cap:
+                    if status != 200:
+                        break  # the start of an error body is all a message needs
+                    raise self._error(f"{url}: an answer of more than {cap:,} bytes (lower "
+                                      f"{self.ep.section}.max_texts_per_request)", self._key())
+                if time.monotonic() > deadline:
+                    raise _Deadline
+            return status, resp.headers, b"".join(chunks)[:cap]
+
+    def _json_200(self, raw: bytes, headers: Any, url: str, key: str) -> Any:
+        kind = headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind == "text/html" or raw.lstrip()[:1] == b"<":
+            raise self._error(f"{url}: HTTP 200 with an HTML page, not JSON (a login page or a "
+                              "proxy in front of the endpoint?)", key)
+        try:
+            return json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            text = raw[:80].decode("utf-8", "replace")
+            raise self._error(f"{url}: HTTP 200 with a body that is not JSON "
+                              f"(truncated?): {text!r}", key) from None
+        except RecursionError:
+            raise self._error(f"{url}: HTTP 200 with JSON nested too deeply to be an "
+                              "answer", key) from None
 
     def _status_line(self, status: int, url: str, detail: str) -> str:
         s = self.ep.section
@@ -272,7 +315,7 @@ class HttpEndpoint:
         return f"{url}: HTTP {status}{': ' + detail if detail else ''}"
 
     def _error(self, message: str, key: str) -> SweepError:
-        return SweepError(_scrub(" ".join(f"{self.ep.section}: {message}".split()), key))
+        return SweepError(scrub(" ".join(f"{self.ep.section}: {message}".split()), key))
 
     def close(self) -> None:
         if self._client is not None:
@@ -280,12 +323,25 @@ class HttpEndpoint:
             self._client = None
 
 
-def _detail(resp: Any) -> str:
+class _Deadline(Exception):
+    """An answer still arriving when the attempt's ``timeout_s`` ran out."""
+
+
+def _redirect_line(status: int, url: str, headers: Any, section: str) -> str:
+    target = urlparse(headers.get("location", ""))
+    # scheme, host and path only: a query string may carry a token
+    where = (f"{target.scheme}://{target.netloc}{target.path}" if target.netloc
+             else target.path or "nowhere")
+    return (f"{url}: HTTP {status} redirects to {where}; not followed (the key would go with "
+            f"it): set {section}.base_url to the address that answers")
+
+
+def _detail(raw: bytes) -> str:
     """The server's error message, short: ``error.message``, ``detail``, ``message``, or text."""
     try:
-        data = resp.json()
-    except Exception:
-        return resp.text[:160].strip()
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return raw[:160].decode("utf-8", "replace").strip()
     if isinstance(data, dict):
         err = data.get("error")
         for value in (err.get("message") if isinstance(err, dict) else err,
@@ -344,11 +400,20 @@ def parse_embeddings(data: Any, n: int, dimensions: int, url: str) -> np.ndarray
             raise SweepError(f"embedding: {url}: bad or repeated index {idx!r} in 'data'")
         if isinstance(vec, str):  # encoding_format=base64 servers that ignore "float"
             import base64
+            import binascii
 
-            vec = np.frombuffer(base64.b64decode(vec), dtype=np.float32)
+            try:
+                vec = np.frombuffer(base64.b64decode(vec, validate=True), dtype=np.float32)
+            except (binascii.Error, ValueError):
+                raise SweepError(f"embedding: {url}: vector {idx} is a string that is not "
+                                 "base64 of float32 values") from None
         rows[idx] = vec
     try:
-        arr = np.asarray(rows, dtype=np.float32)
+        with np.errstate(over="ignore"):  # a float64 beyond float32 becomes inf, refused below
+            arr = np.asarray(rows, dtype=np.float32)
+    except OverflowError:
+        raise SweepError(f"embedding: {url}: vectors with numbers too large for a float") \
+            from None
     except (TypeError, ValueError):
         raise SweepError(f"embedding: {url}: vectors of different lengths or not numbers") \
             from None
@@ -487,7 +552,7 @@ class ServedEmbedder(Embedder):
                 body["input_type"] = input_type
             estimate = sum(tokens[i] for i in batch)
             data = self.http.post("embeddings", body, estimate)
-            vecs = parse_embeddings(data, len(batch), sv.dimensions or self._dim, url)
+            vecs = parse_embeddings(data, len(batch), sv.dimensions, url)
             reported = usage_tokens(data)
             return batch, vecs, estimate if reported is None else reported, reported is None
 
