@@ -49,18 +49,29 @@ def atomic_write(path: Path, data: bytes | str) -> None:
     fsync_dir(path.parent)
 
 
+# (path, size, mtime, ctime, inode) -> sha256: a model folder is read whole once per process.
+# ctime is in the key because no user call sets it: an edit that restores the mtime still moves it.
+_FILE_DIGESTS: dict[tuple[str, int, int, int, int], bytes] = {}
+
+
 def folder_signature(path: str) -> str:
-    """Cheap identity of a model folder: file names, sizes and the first 64 KiB of each (the
-    weights are not read whole). A path that does not exist (a hub id) is its own identity."""
+    """Identity of a model folder: file names, sizes and the sha256 of every byte (weights
+    changed past their first bytes are another model; a fine-tune keeps the size). Each file is
+    read once per process while its stat is unchanged. A path that does not exist (a hub id) is
+    its own identity."""
     p = Path(path)
     if not p.exists():
         return path  # a hub id: its name is the best identity we have offline
     h = hashlib.sha256()
     for f in sorted(x for x in p.rglob("*") if x.is_file() and ".cache" not in x.parts):
+        st = f.stat()
         h.update(str(f.relative_to(p)).encode())
-        h.update(str(f.stat().st_size).encode())
-        with f.open("rb") as fh:
-            h.update(fh.read(65536))
+        h.update(str(st.st_size).encode())
+        stamp = (str(f), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        if stamp not in _FILE_DIGESTS:
+            with f.open("rb") as fh:
+                _FILE_DIGESTS[stamp] = hashlib.file_digest(fh, "sha256").digest()
+        h.update(_FILE_DIGESTS[stamp])
     return h.hexdigest()
 
 

@@ -23,11 +23,20 @@ A configuration with a part whose answers are not on disk (an endpoint: served e
 reranking, a Chroma server, generation, a judge, contextual headers; a model or tokenizer
 named by hub id) is never memoised. Neither is one with ``cache.enabled=false``. ``check --rerun`` ignores the
 memo; ``sweep cache clear`` removes it.
+
+A memo is **sealed**: an HMAC-SHA256 of its whole content, keyed by ``$CHUNK_SWEEP_MEMO_SECRET``
+when that is set (a CI secret) and by nothing otherwise (a self-check). A memo whose seal does
+not match (its numbers edited, or sealed under another secret or none) means a run, with a
+warning. The self-check catches an edit by hand or by a script that does not know the seal; it
+does not stop someone who reads this module, who can recompute it. Only the secret does: a job
+without it (a pull request from a fork) cannot write a memo that a job with it accepts. The
+threat model is docs/endpoints-and-caches.md's.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
 import os
@@ -43,7 +52,8 @@ from sweep.common.paths import PACKAGE_DIR, PROJECT_ROOT, conf_path
 log = logging.getLogger(__name__)
 
 FOLDER = "gate"
-FORMAT = 1
+FORMAT = 2  # 2: sealed
+SECRET_ENV = "CHUNK_SWEEP_MEMO_SECRET"  # a secret-looking name: never part of the key
 # Variables that move a default (the cache, the config folder, where models are found) or that
 # a library reads when it loads a model. Values whose names look secret stay out of the key.
 _ENV_PREFIXES = ("CHUNK_SWEEP_", "HF_", "SENTENCE_TRANSFORMERS", "TRANSFORMERS_", "TIKTOKEN_")
@@ -206,6 +216,31 @@ def changed_input(inputs: Iterable[Mapping[str, str]]) -> str | None:
     return None
 
 
+# --- the seal --------------------------------------------------------------------------------
+
+def _sealed_with() -> str:
+    return "secret" if os.environ.get(SECRET_ENV) else "self-check"
+
+
+def seal(doc: Mapping[str, Any]) -> str:
+    """The HMAC of everything in ``doc`` but its seal, under `SECRET_ENV` (empty when unset)."""
+    body = {k: v for k, v in doc.items() if k != "seal"}
+    text = json.dumps(body, sort_keys=True, default=_scalar, separators=(",", ":"))
+    return hmac.new(os.environ.get(SECRET_ENV, "").encode(), text.encode(),
+                    hashlib.sha256).hexdigest()
+
+
+def _seal_problem(doc: Mapping[str, Any]) -> str | None:
+    if doc.get("sealed_with") != _sealed_with():
+        return (f"sealed with {doc.get('sealed_with') or 'nothing'!s}, and this check has "
+                f"{'$' + SECRET_ENV if _sealed_with() == 'secret' else 'no ' + SECRET_ENV}")
+    given = doc.get("seal")
+    if not isinstance(given, str) or not hmac.compare_digest(given, seal(doc)):
+        return ("its content does not match its seal (edited, or sealed under another "
+                f"${SECRET_ENV})")
+    return None
+
+
 # --- reading and writing ---------------------------------------------------------------------
 
 def lookup(overrides: Sequence[str]) -> tuple[dict[str, Any] | None, str]:
@@ -227,6 +262,10 @@ def lookup(overrides: Sequence[str]) -> tuple[dict[str, Any] | None, str]:
             or not isinstance(doc.get("inputs"), list) or not isinstance(doc.get("run"), dict)):
         log.warning("%s: not a memo of this version; running", path)
         return None, f"{path}: not a memo of this version"
+    problem = _seal_problem(doc)
+    if problem is not None:
+        log.warning("%s: not used: %s; running", path, problem)
+        return None, f"{path}: {problem}"
     try:
         changed = changed_input(doc["inputs"])
     except (KeyError, TypeError, OSError):
@@ -276,8 +315,10 @@ def store(pending: Pending, run: Mapping[str, Any]) -> Path | None:
 
     doc = {"format": FORMAT, "key": pending.key,
            "written": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "overrides": pending.overrides, "inputs": pending.inputs, "run": run}
+           "overrides": pending.overrides, "inputs": pending.inputs, "run": run,
+           "sealed_with": _sealed_with()}
     try:
+        doc["seal"] = seal(doc)
         atomic_write(pending.path, json.dumps(doc, indent=1, default=_scalar) + "\n")
     except (OSError, TypeError) as exc:
         log.warning("%s: could not write the gate's memo (%s)", pending.path, exc)

@@ -269,3 +269,95 @@ def test_what_changes_while_the_configuration_runs_is_not_memoised_as_unchanged(
     memo.store(pending, RUN)
     run, line = memo.lookup(overrides)
     assert run is None and "changed since the memo" in line
+
+
+# --- a poisoned memo (issue 30) --------------------------------------------------------------
+
+def _stored(tmp_path: Path, plain: dict | None = None) -> tuple[list[str], Path]:
+    overrides = [f"cache.dir={tmp_path / 'cache'}"]
+    path = memo.store(memo.prepare(overrides, plain or _plain(tmp_path)), RUN)
+    assert path is not None and memo.lookup(overrides)[0] == RUN
+    return overrides, path
+
+
+def test_a_memo_edited_to_claim_better_metrics_means_a_run(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Failed before the seal: the edited numbers were the gate's."""
+    overrides, path = _stored(tmp_path)
+    doc = json.loads(path.read_text())
+    doc["run"]["metrics"]["recall_at_5"] = 1.0
+    path.write_text(json.dumps(doc, indent=1))
+    run, line = memo.lookup(overrides)
+    assert run is None and "does not match its seal" in line
+    assert any("not used" in r.getMessage() for r in caplog.records)
+    # the same edit with a seal recomputed the way this module does it: the self-check's limit
+    doc["seal"] = memo.seal(doc)
+    path.write_text(json.dumps(doc, indent=1))
+    assert memo.lookup(overrides)[0]["metrics"]["recall_at_5"] == 1.0
+
+
+def test_the_seal_is_an_hmac_under_the_secret_when_one_is_set(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import hmac
+
+    monkeypatch.setenv(memo.SECRET_ENV, "ci-secret-1")
+    overrides, path = _stored(tmp_path)
+    doc = json.loads(path.read_text())
+    body = {k: v for k, v in doc.items() if k != "seal"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    assert doc["seal"] == hmac.new(b"ci-secret-1", text.encode(), "sha256").hexdigest()
+    assert doc["sealed_with"] == "secret"
+    # an attacker without the secret: an edit sealed under another one, or under none
+    doc["run"]["metrics"]["mrr"] = 0.99
+    monkeypatch.setenv(memo.SECRET_ENV, "guessed")
+    doc["seal"] = memo.seal(doc)
+    monkeypatch.setenv(memo.SECRET_ENV, "ci-secret-1")
+    path.write_text(json.dumps(doc))
+    assert memo.lookup(overrides)[0] is None
+    monkeypatch.delenv(memo.SECRET_ENV)
+    doc["sealed_with"] = "self-check"
+    doc["seal"] = memo.seal(doc)
+    path.write_text(json.dumps(doc))
+    assert memo.lookup(overrides)[0] is not None  # without the secret, the self-check holds
+    monkeypatch.setenv(memo.SECRET_ENV, "ci-secret-1")
+    run, line = memo.lookup(overrides)
+    assert run is None and "sealed with self-check" in line
+    # the secret is in no file and not in the key
+    assert "ci-secret-1" not in path.read_text()
+    assert memo.memo_key(overrides) == path.stem
+
+
+def test_a_corpus_file_changed_with_its_size_and_mtime_kept_means_a_run(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    shutil.copytree(DEMO / "corpus", corpus)
+    overrides, _ = _stored(tmp_path, _plain(tmp_path, corpus={"path": str(corpus)}))
+    overrides = [*overrides]
+    first = sorted(corpus.rglob("*.md"))[0]
+    st = first.stat()
+    data = bytearray(first.read_bytes())
+    data[len(data) // 2] ^= 0x20  # one letter's case
+    first.write_bytes(bytes(data))
+    os.utime(first, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert first.stat().st_size == st.st_size and first.stat().st_mtime_ns == st.st_mtime_ns
+    run, line = memo.lookup(overrides)
+    assert run is None and str(corpus) in line
+
+
+def test_a_model_file_changed_past_its_first_bytes_means_a_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Failed before: a model folder's identity read 64 KiB of each file, so weights changed
+    further in (same size, same mtime) reused the memo and the cached vectors."""
+    model = tmp_path / "model"
+    model.mkdir()
+    weights = model / "model.safetensors"
+    weights.write_bytes(bytes(range(256)) * 1024)  # 256 KiB
+    (model / "config.json").write_text("{}")
+    plain = _plain(tmp_path, embedding={"name": str(model)})
+    overrides, _ = _stored(tmp_path, plain)
+    st = weights.stat()
+    data = bytearray(weights.read_bytes())
+    data[200 * 1024] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    run, line = memo.lookup(overrides)
+    assert run is None and str(model) in line
