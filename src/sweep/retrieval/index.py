@@ -27,6 +27,14 @@ import numpy as np
 from sweep.common.errors import SweepError
 from sweep.retrieval.ranking import Ranking, dense_search
 
+log = logging.getLogger(__name__)
+
+
+MAX_PARAMETER = 2**31 - 1
+MAX_M = 512
+# FAISS's k-means wants this many training points per cell (its min_points_per_centroid).
+POINTS_PER_CELL = 39
+
 
 @dataclass(frozen=True)
 class IndexSpec:
@@ -45,8 +53,14 @@ class IndexSpec:
 
     def validate(self) -> IndexSpec:
         for name in ("M", "ef_construction", "ef_search", "nlist", "nprobe", "pq_m", "rescore"):
-            if getattr(self, name) < 1:
-                raise SweepError(f"index.{name}={getattr(self, name)} must be >= 1")
+            value = getattr(self, name)
+            if value < 1:
+                raise SweepError(f"index.{name}={value} must be >= 1")
+            if value > MAX_PARAMETER:  # FAISS takes a C int: a larger one is a traceback
+                raise SweepError(f"index.{name}={value} must be <= {MAX_PARAMETER:,}")
+        if self.M > MAX_M:
+            raise SweepError(f"index.M={self.M} must be <= {MAX_M}: HNSW keeps 2*M links per "
+                             "vector in memory, and past that more links only cost memory")
         if self.kind not in BUILDERS:
             raise SweepError(f"index.kind={self.kind!r} is not one of {', '.join(BUILDERS)}")
         return self
@@ -96,12 +110,20 @@ class FaissIndex:
     kind: str
     build_s: float
     nbytes: int
+    _warned: bool = False
 
     def search(self, query_vecs: np.ndarray, depth: int) -> list[Ranking]:
         k = min(depth, self.index.ntotal)
         if k == 0:
             return [Ranking((), ()) for _ in range(query_vecs.shape[0])]
         scores, ids = self.index.search(_f32(query_vecs), k)
+        short = int(((ids >= 0).sum(axis=1) < k).sum())
+        if short and not self._warned:
+            # IVF visits nprobe cells only: their chunks may be fewer than the depth asked
+            self._warned = True
+            log.warning("index.kind=%s: %d of %d queries got fewer than %d chunks back (the "
+                        "cells searched hold fewer); their rankings are shorter, and scored "
+                        "as they are", self.kind, short, len(ids), k)
         return _rankings(scores, ids, self.tiebreak)
 
 
@@ -186,9 +208,12 @@ def _need(n: int, at_least: int, what: str) -> None:
 def _hnsw(spec: IndexSpec, vecs: np.ndarray) -> Any:
     faiss = _faiss()
     index = faiss.IndexHNSWFlat(vecs.shape[1], spec.M, faiss.METRIC_INNER_PRODUCT)
-    index.hnsw.efConstruction = spec.ef_construction
+    # FAISS allocates a candidate heap of ef entries; past the number of vectors the heap
+    # never fills, so capping there gives the same graph and answers without gigabytes.
+    n = max(1, vecs.shape[0])
+    index.hnsw.efConstruction = min(spec.ef_construction, n)
     index.add(vecs)
-    index.hnsw.efSearch = spec.ef_search
+    index.hnsw.efSearch = min(spec.ef_search, n)
     return index
 
 
@@ -208,6 +233,13 @@ def _ivf(spec: IndexSpec, vecs: np.ndarray, pq: bool) -> Any:
         index = faiss.IndexIVFFlat(coarse, d, spec.nlist, faiss.METRIC_INNER_PRODUCT)
     index.cp.seed = spec.seed
     index.cp.verbose = False
+    if n < POINTS_PER_CELL * spec.nlist:
+        # said here, once, as one line (FAISS would print its own warning to stderr)
+        log.warning("index.nlist=%d on %d chunks: %.1f per cell, fewer than the %d k-means "
+                    "wants; cells this small make IVF's recall a matter of luck (lower "
+                    "index.nlist or raise index.nprobe)", spec.nlist, n, n / spec.nlist,
+                    POINTS_PER_CELL)
+        index.cp.min_points_per_centroid = 1
     index.train(vecs)
     index.add(vecs)
     index.nprobe = min(spec.nprobe, spec.nlist)
