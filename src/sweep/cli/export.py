@@ -1,7 +1,7 @@
 """``sweep export``: the winner of a sweep as a Hydra experiment file
 (``experiment=winners/NAME``).
 
-    sweep export --metric M [--name NAME] [--out-dir DIR] [--experiment NAME]
+    sweep export [--metric M] [--top] [--name NAME] [--out-dir DIR] [--experiment NAME]
                  [--sweep latest|PARENT_RUN_ID] [--tracking-uri URI]
 """
 
@@ -21,14 +21,19 @@ def cmd_export(argv: Sequence[str]) -> int:
         prog="sweep export",
         description="Write the sweep's winner as a Hydra experiment (experiments/winners/).")
     selection_args(parser)
-    parser.add_argument("--metric", required=True, help="choose the winner on this metric")
+    parser.add_argument("--metric", help="choose the winner on this metric (default: the "
+                        "sweep's headline, as `sweep compare`)")
+    parser.add_argument("--top", action="store_true",
+                        help="take the top row of `sweep compare` as it is (default: the "
+                        "cheapest of the configurations not distinguishable from it)")
     parser.add_argument("--name", help="file name (default: from the winning config)")
     parser.add_argument("--out-dir", default=None,
                         help=f"folder to write NAME.yaml into (default: {WINNERS_DIR})")
     args = parser.parse_args(argv)
     uri = args.tracking_uri or default_uri()
     out_dir = Path(args.out_dir) if args.out_dir else WINNERS_DIR
-    e = export_winner(uri, args.experiment, args.sweep, args.metric, args.name, out_dir)
+    e = export_winner(uri, args.experiment, args.sweep, args.metric, args.name, out_dir,
+                      top=args.top)
     t, winner = e.table, e.winner
     best = t.rows[0]
     print(f"winner: {winner_name(e.config)} (run {winner['run_id']}, "

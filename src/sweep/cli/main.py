@@ -23,7 +23,7 @@ commands:
   import          FORMAT SRC --out DIR: squad | beir | chroma data -> corpus/ + golden.jsonl
   compare         [--experiment NAME] [--sweep latest|RUN_ID] [--metric M] [--json] [--plot DIR]:
                   a sweep's configurations from MLflow, best first, each tested against the best
-  export          --metric M [--name NAME] [--out-dir DIR]: the winner -> experiments/winners/
+  export          [--metric M] [--top] [--name NAME] [--out-dir DIR]: the winner -> experiments/winners/
   flips           RUN_A RUN_B [--metric M]: questions one configuration gets right, the other not
   baseline        check [--tolerance T] [overrides...] | update [--allow-regression]: the CI gate
   rerun           --top N [--sweep latest|RUN_ID] [--metric M] [overrides...]: the best N of a

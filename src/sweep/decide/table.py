@@ -32,10 +32,13 @@ from sweep.outputs.report import (
     NOT_APPLICABLE,
     differing_keys,
     format_value,
+    lower_is_better,
     plot_metric_vs_size,
     pyplot,
+    rank_key,
     save_figure,
 )
+from sweep.outputs.report import rank_number as _num
 
 DEFAULT_METRIC = "recall_at_5"
 N_RESAMPLES = 10_000
@@ -46,12 +49,6 @@ SEED = 0
 WINNERS_DIR = PROJECT_ROOT / "experiments" / "winners"
 # Params that never make a configuration different.
 _IGNORED_PARAM_PREFIXES = ("tracking.",)
-_LOWER_IS_BETTER = ("context_tokens_", "latency_", "time_", "index_bytes_", "index_build_",
-                    "ann_tax_", "ann_lost_",
-                    "n_orphans", "truncated_fraction", "n_oversize", "retrieval_tax",
-                    "ungraded_count", "n_ungraded", "n_retrieval_bug", "n_generation_bug",
-                    "n_oracle_fail", "cost_estimate_usd", "gen_", "judge_", "n_requests",
-                    "served_cost_usd", "embedding_", "rerank_")
 
 
 # --- statistics (pure) ---------------------------------------------------------------------
@@ -89,10 +86,6 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], n: int = N_RESAMPLE
     lo, hi = np.percentile(boots, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)])
     p = min(1.0, 2.0 * min(float((boots <= 0).mean()), float((boots >= 0).mean())))
     return float(np.round(d.mean(), 12)), float(lo), float(hi), p
-
-
-def lower_is_better(metric: str) -> bool:
-    return metric.startswith(_LOWER_IS_BETTER)
 
 
 @dataclass
@@ -162,25 +155,13 @@ def swept_params(param_rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return [k for k in differing_keys(param_rows) if not k.startswith(_IGNORED_PARAM_PREFIXES)]
 
 
-def _num(value: Any) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return math.inf
-    return v if math.isfinite(v) else math.inf
-
-
 def rank_rows(rows: list[dict[str, Any]], metric: str, cost: str, latency: str
               ) -> list[dict[str, Any]]:
-    """Best first on ``metric``; equal values ordered by cost, then latency, then run id."""
-    sign = 1.0 if lower_is_better(metric) else -1.0
-
-    def key(r: dict[str, Any]) -> tuple[float, float, float, str]:
-        v = _num(r.get(metric))
-        primary = v * sign if math.isfinite(v) else math.inf
-        return (primary, _num(r.get(cost)), _num(r.get(latency)), str(r.get("run_id")))
-
-    return sorted(rows, key=key)
+    """Best first on ``metric``; equal values ordered by cost, then latency, then the
+    configuration's hash (`rank_key`, the end-of-sweep table's order too)."""
+    return sorted(rows, key=lambda r: rank_key(metric, r.get(metric), r.get(cost),
+                                               r.get(latency),
+                                               str(r.get("config_hash") or r.get("run_id"))))
 
 
 def choose_winner(rows: Sequence[dict[str, Any]], metric: str, cost: str, latency: str
@@ -361,6 +342,7 @@ def finished_records(uri: str, parent: Mapping[str, Any]) -> tuple[list[dict[str
             continue
         seen.update({key, r["run_id"]})
         rec: dict[str, Any] = {"run_id": r["run_id"],
+                               "config_hash": chash if isinstance(chash, str) else None,
                                "params": {c[len("params."):]: r[c] for c in param_cols
                                           if isinstance(r[c], str)}}
         # The content fingerprints of the corpus and golden set the run scored (its tags).
@@ -561,13 +543,19 @@ class Export:
     existed: bool
 
 
-def export_winner(uri: str, experiment: str | None, sweep: str, metric: str,
-                  name: str | None, out_dir: Path) -> Export:
-    """Choose the sweep's winner on ``metric``, write it to ``out_dir/NAME.yaml`` (sections
-    that differ from the defaults) and tag the runs in MLflow."""
+def export_winner(uri: str, experiment: str | None, sweep: str, metric: str | None,
+                  name: str | None, out_dir: Path, *, top: bool = False) -> Export:
+    """Choose the sweep's winner on ``metric`` (None: the sweep's headline), write it to
+    ``out_dir/NAME.yaml`` (sections that differ from the defaults) and tag the runs in MLflow.
+    ``top``: the first row of `sweep compare`, without the cheaper-among-ties rule."""
     with tempfile.TemporaryDirectory(prefix="sweep-export-") as tmp:
         t = load_table(uri, experiment, sweep, metric, Path(tmp))
-        winner, rule = choose_winner(t.rows, t.metric, t.cost, t.latency)
+        if top:
+            winner = t.rows[0]
+            rule = (f"the top row of `sweep compare` (best {t.metric}; ties by fewer {t.cost}, "
+                    f"then lower {t.latency}, then config hash)")
+        else:
+            winner, rule = choose_winner(t.rows, t.metric, t.cost, t.latency)
         cfg_path = tracking.download_artifact(uri, winner["run_id"], "config.yaml",
                                               Path(tmp) / "winner")
         if cfg_path is None:

@@ -151,6 +151,38 @@ def differing_keys(rows: Sequence[Mapping[str, Any]]) -> list[str]:
             if len({json.dumps(r[k], sort_keys=True) for r in rows if k in r}) > 1]
 
 
+# Metrics where less is better; every other one ranks highest first.
+LOWER_IS_BETTER = ("context_tokens_", "latency_", "time_", "index_bytes_", "index_build_",
+                   "ann_tax_", "ann_lost_",
+                   "n_orphans", "truncated_fraction", "n_oversize", "retrieval_tax",
+                   "ungraded_count", "n_ungraded", "n_retrieval_bug", "n_generation_bug",
+                   "n_oracle_fail", "cost_estimate_usd", "gen_", "judge_", "n_requests",
+                   "served_cost_usd", "embedding_", "rerank_")
+
+
+def lower_is_better(metric: str) -> bool:
+    return metric.startswith(LOWER_IS_BETTER)
+
+
+def rank_number(value: Any) -> float:
+    """A value to sort on: missing, non-numeric and non-finite values last (infinity)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return math.inf
+    return v if math.isfinite(v) else math.inf
+
+
+def rank_key(metric: str, value: Any, cost: Any, latency: Any, tiebreak: str
+             ) -> tuple[float, float, float, str]:
+    """The one order of configurations, best first: ``metric`` (in its direction), then
+    fewer context tokens, then lower latency, then ``tiebreak`` (the config hash). The
+    end-of-sweep table and `sweep compare` both sort by it, so they agree on ties."""
+    v = rank_number(value)
+    primary = (v if lower_is_better(metric) else -v) if math.isfinite(v) else math.inf
+    return (primary, rank_number(cost), rank_number(latency), tiebreak)
+
+
 def varying_params(reports: Sequence[dict[str, Any]]) -> list[str]:
     """Config keys whose value differs between jobs: the sweep's axes."""
     return differing_keys([flatten(r.get("config", {})) for r in reports])
@@ -177,7 +209,8 @@ NOT_APPLICABLE = "n/a"
 
 def comparison_rows(reports: Sequence[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
     """Rows for the comparison table, best headline first (failed jobs last)."""
-    axes = varying_params([r for r in reports if r.get("status") == "FINISHED"] or reports)
+    axes_all = varying_params([r for r in reports if r.get("status") == "FINISHED"] or reports)
+    axes = axes_all
     rows = []
     seen: dict[str, dict[str, Any]] = {}
     for rep in reports:
@@ -203,14 +236,31 @@ def comparison_rows(reports: Sequence[dict[str, Any]]) -> tuple[list[str], list[
         row["misses"] = miss_summary(rep.get("metrics") or {})
         row["error"] = rep.get("error", "")
         row["found_only_by"] = rep.get("found_only_by") or {}
+        metrics = rep.get("metrics") or {}
+        prompt_k = (rep.get("config") or {}).get("eval", {}).get("prompt_k", 5)
+        row["_cost"] = metrics.get(f"context_tokens_at_{prompt_k}")
+        row["_latency"] = metrics.get("latency_end_to_end_p95_ms")
+        row["_hash"] = str(chash or "")
         rows.append(row)
 
-    def key(row: dict[str, Any]) -> tuple[int, float]:
+    def key(row: dict[str, Any]) -> tuple[int, tuple[float, float, float, str]]:
         value = row["headline"]
         ok = row["status"] == "FINISHED" and isinstance(value, int | float)
-        return (0 if ok else 1, -(value if ok else 0.0))
+        return (0 if ok else 1, rank_key(row["headline_metric"] or "", value if ok else None,
+                                         row["_cost"], row["_latency"], row["_hash"]))
 
     rows.sort(key=key)
+    for row in rows:
+        del row["_cost"], row["_latency"], row["_hash"]
+    # A key is swept when configurations that read it differ on it: a job reused from another
+    # sweep brings its inapplicable settings (exact search and its index.ef_search).
+    axes = [a for a in axes
+            if len({json.dumps(r[a], sort_keys=True, default=str) for r in rows
+                    if r.get(a) != NOT_APPLICABLE and r["status"] == "FINISHED"}
+                   or {json.dumps(r.get(a), default=str) for r in rows}) > 1]
+    for row in rows:
+        for a in set(row) & (set(axes_all) - set(axes)):
+            del row[a]
     return axes, rows
 
 

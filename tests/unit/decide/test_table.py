@@ -355,3 +355,81 @@ def test_compare_shows_a_resumed_configuration_once_with_unread_settings_na(tmp_
     by_id = {r["run_id"]: r for r in t.rows}
     assert by_id[ids["exact"]]["index.ef_search"] == "n/a"
     assert by_id[ids["hnsw8"]]["index.ef_search"] == 8
+
+
+# --- one order everywhere, and export's defaults (issue 30) ----------------------------------
+
+def _tie_store(tmp_path: Path) -> tuple[str, dict[str, str], list[dict]]:
+    """Four configurations with one recall: two also share their tokens (latency decides),
+    and two share tokens and latency too (only the config hash can order them)."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    _, parent = tracking.start_parent(uri, "chunk-sweep-demo", run_name="sweep ties",
+                                      params={"overrides": "index.ef_search=8,16,32,64"},
+                                      tags={"sweep_dir": str(tmp_path / "multirun")})
+    ids, reports = {}, []
+    for ef, tokens, latency in [(8, 900.0, 12.0), (16, 900.0, 9.0), (32, 700.0, 20.0),
+                                (64, 700.0, 20.0)]:
+        folder = tmp_path / "multirun" / str(ef)
+        report = _job(folder, 256, "heading", [1] * 30 + [0] * 10, tokens)
+        report["config"]["index"] = {"kind": "hnsw", "ef_search": ef}
+        report["config_hash"] = f"hash-{100 - ef:03d}"  # 64 sorts first, 8 last
+        report["metrics"]["latency_end_to_end_p95_ms"] = latency
+        (folder / "report.json").write_text(json.dumps(report))
+        reports.append(report)
+        ids[ef] = tracking.log_job(
+            uri, "chunk-sweep-demo", run_name=f"ef{ef}", plain_config=report["config"],
+            report=report, artifacts=[folder / f for f in
+                                      ("report.json", "per_question.csv", "config.yaml")],
+            parent_run_id=parent)
+    tracking.finish_parent(uri, parent, status="FINISHED", metrics={}, tags={}, artifacts=[])
+    return uri, ids, reports
+
+
+def test_the_end_of_sweep_table_and_compare_break_ties_the_same_way(tmp_path):
+    """Failed before: the end-of-sweep table kept job order on a tied headline (ef_search=8
+    first), `sweep compare` ordered by tokens, latency and run id (another order)."""
+    from sweep.outputs.report import comparison_rows
+
+    uri, ids, reports = _tie_store(tmp_path)
+    axes, rows = comparison_rows(reports)
+    assert axes == ["index.ef_search"]
+    # by hand: tokens 700 before 900; among the 700s the hash (64's sorts first); among the
+    # 900s latency 9 (ef 16) before 12 (ef 8)
+    assert [r["index.ef_search"] for r in rows] == [64, 32, 16, 8]
+    t = decide.load_table(uri, None, "latest", None, tmp_path / "t", n=200)
+    assert [r["run_id"] for r in t.rows] == [ids[64], ids[32], ids[16], ids[8]]
+
+
+def test_export_defaults_to_the_headline_and_top_takes_the_first_row(tmp_path, capsys):
+    """Failed before: without --metric, export exited 2; there was no way to take the top."""
+    uri, ids, _ = _tie_store(tmp_path)
+    assert cmd_export(["--tracking-uri", uri, "--out-dir", str(tmp_path / "w"),
+                       "--name", "default"]) == 0
+    out = capsys.readouterr().out
+    assert "recall_at_5=0.750" in out
+    assert ("decided by: 2 configurations tied on recall_at_5, context_tokens_at_5 and "
+            "latency_end_to_end_p95_ms: kept the one ranked first") in out
+    assert tracking.run_info(uri, ids[64])["tags"]["winner"] == "true"
+    assert cmd_export(["--top", "--tracking-uri", uri, "--out-dir", str(tmp_path / "w"),
+                       "--name", "top"]) == 0
+    out = capsys.readouterr().out
+    assert f"(run {ids[64]}," in out and "decided by: the top row of `sweep compare`" in out
+    assert yaml.safe_load((tmp_path / "w" / "top.yaml").read_text())["index"]["ef_search"] == 64
+
+
+def test_a_key_no_configuration_reads_differently_is_not_an_axis() -> None:
+    """Failed before: a job reused from another sweep (exact search, index.ef_search=8 there,
+    64 here) made index.ef_search a column of a sweep that never swept it."""
+    from sweep.outputs.report import comparison_rows
+
+    reports = []
+    for size, ef in [(128, 8), (256, 64)]:
+        cfg = json.loads(json.dumps(CONFIG))
+        cfg["chunk"]["size"] = size
+        cfg["index"] = {"kind": "exact", "ef_search": ef}
+        reports.append({"status": "FINISHED", "config": cfg, "config_hash": f"h{size}",
+                        "headline": {"metric": "recall_at_5", "value": size / 1000},
+                        "metrics": {"recall_at_5": size / 1000}})
+    axes, rows = comparison_rows(reports)
+    assert axes == ["chunk.size"]
+    assert all("index.ef_search" not in r for r in rows)
