@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-slow test-all lint docs docs-serve ui clean compare gate mlflow-server bench bench-big bench-index browser repro-chroma chroma-venv chroma-start chroma-stop \
+.PHONY: help install demo test test-unit test-slow test-all lint docs docs-serve ui clean compare gate mlflow-server bench bench-big bench-index browser repro-chroma chroma-venv chroma-start chroma-stop \
 	infinity-venv model-server model-server-stop
 
 help: ## show this help
@@ -36,8 +36,14 @@ demo: install ## sweep the bundled demo corpus (experiments/chunking_grid.yaml) 
 
 # The marker and the folder agree (tests/conftest.py marks tests/e2e/ slow and refuses a slow
 # test anywhere else). pytest exits 5 when nothing is selected: make fails on it like any error.
-test: install ## the fast suite: tests/unit, cli, fuzz, realdata, comparison (what CI gates on)
+test: install ## the fast suite: tests/unit, cli, fuzz, realdata, comparison (what CI gates on; ~1,200 tests, 20-40 min on 2 cores)
+	@echo ">> the fast suite: about 1,200 tests, 20-40 minutes on 2 cores (make test-unit: tests/unit alone, a few minutes)"
 	$(PY) -m pytest -m "not slow" -q
+
+# A first check on a small machine: the unit tests (no subprocess CLI runs, no real data).
+test-unit: install ## the quick tier: tests/unit only (a few minutes)
+	@echo ">> tests/unit: the quick tier (a few minutes; make test runs the whole fast suite)"
+	$(PY) -m pytest tests/unit -m "not slow" -q -x
 
 test-slow: install browser chroma-venv infinity-venv ## the slow suite, tests/e2e (real model, real MLflow store, browser, Chroma and infinity servers)
 	$(PY) -m pytest -m slow -q
@@ -61,17 +67,11 @@ chroma-venv: ## the venv holding the Chroma server (chromadb 1.5.9, ~520 MB)
 	@test -x $(CHROMA_VENV)/bin/chroma || { $(PYTHON) -m venv $(CHROMA_VENV) && \
 		$(CHROMA_VENV)/bin/pip install --progress-bar on chromadb==1.5.9; }
 
-chroma-start: chroma-venv ## a Chroma server on 127.0.0.1:$(CHROMA_PORT), data in .cache/chroma
-	@mkdir -p .cache
-	@$(CHROMA_VENV)/bin/chroma run --path .cache/chroma --host 127.0.0.1 --port $(CHROMA_PORT) \
-		> .cache/chroma.log 2>&1 & echo $$! > .cache/chroma.pid
-	@for i in $$(seq 50); do curl -sf http://127.0.0.1:$(CHROMA_PORT)/api/v2/heartbeat >/dev/null \
-		&& { echo ">> chroma on 127.0.0.1:$(CHROMA_PORT) (pid $$(cat .cache/chroma.pid))"; exit 0; }; \
-		sleep 0.2; done; echo ">> chroma did not start: .cache/chroma.log"; exit 1
+chroma-start: chroma-venv ## a Chroma server on 127.0.0.1:$(CHROMA_PORT), data in .cache/chroma; waits for its heartbeat (WAIT_S=120), never starts a second
+	@PORT=$(CHROMA_PORT) VENV=$(abspath $(CHROMA_VENV)) STATE=$(CURDIR)/.cache servers/chroma.sh start
 
 chroma-stop: ## stop the server chroma-start started
-	@test -f .cache/chroma.pid && kill $$(cat .cache/chroma.pid) && rm .cache/chroma.pid \
-		&& echo ">> chroma stopped" || echo ">> no chroma started here"
+	@PORT=$(CHROMA_PORT) STATE=$(CURDIR)/.cache servers/chroma.sh stop
 
 compare: install ## compare the latest sweep in ./mlflow.db (paired tests against the best, plots)
 	$(PY) -m sweep.cli compare

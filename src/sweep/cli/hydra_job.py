@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from sweep.common.errors import SweepError
+from sweep.common.paths import PROJECT_ROOT
 from sweep.config.checks import check_config
 from sweep.config.compose import config_error_line, to_container
 from sweep.config.identity import config_hash
@@ -258,6 +259,20 @@ def _exit_or_nan(message: str, multirun: bool, exc: BaseException) -> float:
     sys.exit(1)
 
 
+def ui_command(uri: str) -> str | None:
+    """The command that serves the UI of the store ``uri`` on the port `ui_link` names: `make
+    ui` only for the store it serves (the project's ./mlflow.db); an http(s) store is its own
+    UI (None)."""
+    import shlex
+
+    path = tracking.sqlite_path(uri)
+    if path is None:
+        return None
+    if Path(path).resolve() == (PROJECT_ROOT / "mlflow.db").resolve():
+        return "make ui"
+    return f"python -m sweep.cli ui --tracking-uri {shlex.quote(uri)}"
+
+
 def _print_summary(rep: dict[str, Any], job_dir: Path, multirun: bool) -> None:
     m = rep["metrics"]
     head = rep["headline"]
@@ -484,8 +499,8 @@ class MlflowSweepCallback(Callback):
                 os.environ.pop(tracking.PARENT_ENV, None)
             link = tracking.ui_link(self.uri, self.experiment_id or "0")
             if link:
-                how = " (after `make ui`)" if tracking.sqlite_path(self.uri) else ""
-                print(f"MLflow runs of this sweep: {link}{how}")
+                how = ui_command(self.uri)
+                print(f"MLflow runs of this sweep: {link}" + (f" (after `{how}`)" if how else ""))
         if not rows:
             print(f"error: {failed[0]['error']}", file=sys.stderr)
             sys.exit(1)
