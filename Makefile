@@ -36,8 +36,8 @@ demo: install ## sweep the bundled demo corpus (experiments/chunking_grid.yaml) 
 
 # The marker and the folder agree (tests/conftest.py marks tests/e2e/ slow and refuses a slow
 # test anywhere else). pytest exits 5 when nothing is selected: make fails on it like any error.
-test: install ## the fast suite: tests/unit, cli, fuzz, realdata, comparison (what CI gates on; ~1,200 tests, 20-40 min on 2 cores)
-	@echo ">> the fast suite: about 1,200 tests, 20-40 minutes on 2 cores (make test-unit: tests/unit alone, a few minutes)"
+test: install ## the fast suite: tests/unit, cli, fuzz, realdata, comparison (what CI gates on; about 1,280 tests, the longest tier)
+	@echo ">> the fast suite: about 1,280 tests, tens of minutes on 2 cores (make test-unit: tests/unit alone is quicker)"
 	$(PY) -m pytest -m "not slow" -q
 
 # A first check on a small machine: the unit tests (no subprocess CLI runs, no real data).
