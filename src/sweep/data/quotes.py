@@ -35,7 +35,9 @@ _DROP_CHARS = frozenset("-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u00ad|*_`[]
 # Markup a converter adds, dropped as whole matches (on the text and on the quote alike), but
 # for a group named "keep".
 _MARKUP = [
-    re.compile(r"^[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*:?-*:?[ \t]*$", re.MULTILINE),
+    # a table's separator row: only pipes, dashes, colons and blanks (`_is_markup` wants a
+    # pipe and three dashes); one character class, so linear on a line of a million spaces
+    re.compile(r"^[ \t|:-]*$", re.MULTILINE),
     re.compile(r"^[ \t]*(?:[-*+\u2022\u25cf\u25e6\u2023]|\d{1,3}[.)]|#{1,6}|>+)(?=[ \t])",
                re.MULTILINE),
     # ](target "title") of a link; the title may hold escaped quotes (markdownify writes
@@ -76,6 +78,8 @@ def _loose_view(text: str) -> tuple[str, list[int]]:
     keep = bytearray(b"\x01") * len(text)
     for pattern in _MARKUP:
         for m in pattern.finditer(text):
+            if pattern is _MARKUP[0] and ("|" not in m.group() or "---" not in m.group()):
+                continue
             keep[m.start():m.end()] = bytes(m.end() - m.start())
             if "keep" in pattern.groupindex:
                 keep[m.start("keep"):m.end("keep")] = b"\x01" * (m.end("keep") - m.start("keep"))
