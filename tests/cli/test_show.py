@@ -122,3 +122,73 @@ def test_label_server_shows_a_run_with_links_to_each_label(sweep_dir: Path) -> N
     finally:
         server.shutdown()
         server.server_close()
+
+
+def _config_runs(db: Path) -> list[tuple[str, str]]:
+    """(run id, artifact uri) of the configuration runs of the store."""
+    with sqlite3.connect(db) as con:
+        return list(con.execute(
+            "SELECT run_uuid, artifact_uri FROM runs WHERE run_uuid IN "
+            "(SELECT run_uuid FROM tags WHERE key = 'config_hash') ORDER BY run_uuid"))
+
+
+def test_show_run_ids_that_cannot_be_shown_are_one_line(sweep_dir: Path, tmp_path: Path
+                                                        ) -> None:
+    import shutil
+    from urllib.parse import unquote, urlparse
+
+    db = sweep_dir / "mlflow.db"
+    uri = f"sqlite:///{db}"
+    (run_id, _), (other_id, artifact_uri) = _config_runs(db)
+    # A run id is store-wide: the title names the experiment the run belongs to.
+    res = run_cli("-m", "sweep.cli", "show", run_id, "--tracking-uri", uri, cwd=sweep_dir)
+    assert res.returncode == 0 and "(experiment chunk-sweep-demo)" in res.stdout, res.stderr
+    # An id no run of this store has (say, of another store): said so, not "no artifact".
+    res = run_cli("-m", "sweep.cli", "show", "0" * 32, "--tracking-uri", uri, cwd=tmp_path)
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert f"run {'0' * 32}: no such run in {uri}" in res.stderr
+    # A parent (sweep) run has no misses.json of its own.
+    with sqlite3.connect(db) as con:
+        (parent,) = con.execute("SELECT DISTINCT value FROM tags WHERE key = "
+                                "'mlflow.parentRunId'").fetchone()
+    res = run_cli("-m", "sweep.cli", "show", parent, "--tracking-uri", uri, cwd=tmp_path)
+    assert res.returncode == 1 and "no misses.json artifact" in res.stderr
+    assert "a sweep's parent run has not" in res.stderr
+    # The run's artifact folder deleted from disk: named, not "no artifact".
+    folder = Path(unquote(urlparse(artifact_uri).path))
+    assert folder.is_dir()
+    moved = tmp_path / "moved"
+    shutil.move(str(folder), moved)
+    try:
+        res = run_cli("-m", "sweep.cli", "show", other_id, "--tracking-uri", uri, cwd=tmp_path)
+    finally:
+        shutil.move(str(moved), folder)
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert f"its artifact folder {folder} is gone (deleted or moved)" in res.stderr
+
+
+def test_show_unknown_qid_lists_the_questions(sweep_dir: Path) -> None:
+    res = run_cli("-m", "sweep.cli", "show", str(sweep_dir / "sweep" / "0"), "--qid", "q999",
+                  cwd=sweep_dir)
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert "--qid q999: not a question of" in res.stderr and "(its questions: q001" in res.stderr
+
+
+def test_show_prints_hostile_text_literally(tmp_path: Path) -> None:
+    """rich reads ``[...]`` as markup: a question with ``[/b]`` raised MarkupError (a
+    traceback), and ``[link=...]`` made a terminal link; both are printed as they are now."""
+    question = "What is [/b] and [link=javascript:alert(1)]this[/link]? <script>x</script>"
+    view = {"qid": "q[1]", "question": question, "status": "scored",
+            "cause": "never_retrieved", "detail": "not in [red]the list", "first_relevant_rank":
+            None, "dense_rank": None, "bm25_rank": None, "hits": [],
+            "passages": [{"doc_id": "d[/dim]", "window": [0, 12], "text": "body [b]text",
+                          "evidence": [0, 4], "chunks": [{"chunk_id": "d#0", "start": 0,
+                                                          "end": 12, "n_tokens": 3}]}]}
+    (tmp_path / "misses.json").write_text(json.dumps(
+        {"title": "t [/x]", "questions": [view], "counts": {"n_miss_never_retrieved": 1}}))
+    for extra in ([], ["--qid", "q[1]"]):
+        res = run_cli("-m", "sweep.cli", "show", str(tmp_path), *extra, cwd=tmp_path,
+                      env={"COLUMNS": "400"})
+        assert res.returncode == 0, res.stderr
+        assert question in res.stdout and "\x1b]8;" not in res.stdout  # no OSC 8 link
+    assert "body [b]text" in res.stdout and "d[/dim]" in res.stdout

@@ -1,5 +1,5 @@
 """Parsers on real documents (../shared/data): the Debian Reference as PDF and HTML, and
-Python's Sphinx HTML docs. The golden set next to this file has 19 questions whose quotes were
+Python's Sphinx HTML docs. The golden set next to this file has 36 questions whose quotes were
 copied from the Debian HTML pages (visible text, as a browser copies it).
 
 The PDF tests parse a 261-page book (30-60 s per parser on a shared 2-core machine), so they
@@ -97,7 +97,7 @@ def test_python_docs_boilerplate_is_gone_with_trafilatura(cache_dir: Path) -> No
 
 def golden_items() -> list:
     golden = load_golden(GOLDEN)
-    assert golden.errors == [] and len(golden.items) == 19
+    assert golden.errors == [] and len(golden.items) == 36
     return golden.items
 
 
@@ -111,13 +111,40 @@ def test_golden_quotes_are_visible_text_of_the_html_pages() -> None:
         assert visible.count(quote) == 1, quote
 
 
+def _longest_shared_run(quote: str, text: str) -> int:
+    """Length of the longest prefix of any suffix of ``quote`` found in ``text`` (both loose
+    keys): how much of the quote survives anywhere in the text, in one piece."""
+    best = 0
+    for i in range(len(quote)):
+        while i + best < len(quote) and quote[i:i + best + 1] in text:
+            best += 1
+    return best
+
+
 @pytest.mark.parametrize("parser", ["trafilatura", "markitdown"])
 def test_golden_resolves_under_every_html_parser(parser: str, cache_dir: Path) -> None:
-    resolved = resolve_all(golden_items(), CorpusIndex(list(debian_html(parser, cache_dir)
-                                                            .values())), None)
-    assert [r.item.qid for r in resolved if r.level != "span"] == []
-    assert quote_metrics(resolved)["evidence_found_fraction"] == 1.0
-    assert [p for r in resolved for p in r.problems] == []  # each quote on one page only
+    """Every quote is found, but those trafilatura's main-content extraction really drops
+    (q35: a list whose items hold links; q36: a Tip box holding only a link). markitdown
+    found 33 of 36 before the locator read autolinks ``<https://...>`` (q33, q36) and link
+    titles with escaped quotes (q34)."""
+    from sweep.data.quotes import quote_key
+
+    docs = debian_html(parser, cache_dir)
+    resolved = resolve_all(golden_items(), CorpusIndex(list(docs.values())), None)
+    dropped = [r for r in resolved if f"not-in-{parser}" in r.item.extra.get("tags", [])]
+    assert [r.item.qid for r in dropped] == (["q35", "q36"] if parser == "trafilatura" else [])
+    assert [r.item.qid for r in resolved if r.level != "span" and r not in dropped] == []
+    assert quote_metrics(resolved)["n_quotes_missing"] == len(dropped)
+    # each quote on one page only; a dropped one is a warning naming the parser
+    assert [p.message.split(" (")[0] for r in resolved for p in r.problems] == [
+        f"not found in {parser} output"] * len(dropped)
+    # The parser really dropped the text: no run of half the quote (folded as the locator
+    # folds it) is anywhere in that page's output (q35 keeps 18 of 72 characters in one
+    # piece, "issettothesystemde" of another sentence; q36 keeps "See").
+    for r in dropped:
+        page = {"q35": "ch01.en", "q36": "ch09.en"}[r.item.qid]
+        key = quote_key(r.item.evidence[0].quote, "loose")
+        assert _longest_shared_run(key, quote_key(docs[page].text, "loose")) < len(key) // 2, r.item.qid
 
 
 @pytest.mark.slow
@@ -126,15 +153,18 @@ def test_golden_resolves_under_the_pdf_parsers_at_the_loose_level(parser: str,
                                                                   cache_dir: Path) -> None:
     doc = debian_pdf(parser, cache_dir)
     resolved = resolve_all(golden_items(), CorpusIndex([doc]), None)
-    lost = [r for r in resolved if "not-in-pdf" in r.item.extra.get("tags", [])]
+    lost = [r for r in resolved if {"not-in-pdf", f"not-in-{parser}"}
+            & set(r.item.extra.get("tags", []))]
     kept = [r for r in resolved if r not in lost]
     assert [r.item.qid for r in kept if r.level != "span"] == []
-    # The PDF prints "(see Section 1.1.6 below ...)" without the cross-reference's title:
-    # that quote is an orphan of this parser, with the reason, not an error.
+    # The PDF prints "(see Section 1.1.6 below ...)" without the cross-reference's title
+    # (q19, q34), and pdfplumber interleaves the wrapped cells of a table row (q31): those
+    # quotes are orphans of this parser, with the reason, not errors.
+    orphans = ("q19", "q31", "q34") if parser == "pdfplumber" else ("q19", "q34")
     assert [(r.item.qid, r.level, r.orphan_reason) for r in lost] == [
-        ("q19", "orphan", f"evidence[0]: not found in {parser} output")]
+        (qid, "orphan", f"evidence[0]: not found in {parser} output") for qid in orphans]
     metrics = quote_metrics(resolved)
-    assert metrics["n_quotes_missing"] == 1 and metrics["n_quotes_loose"] >= 10
+    assert metrics["n_quotes_missing"] == len(orphans) and metrics["n_quotes_loose"] >= 10
     # Each located span reads as the quote once folded (a loose match of the quote itself).
     from sweep.data.quotes import quote_key
 

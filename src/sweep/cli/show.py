@@ -9,7 +9,7 @@ import argparse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sweep.common.errors import SweepError
+from sweep.common.errors import SweepError, one_line
 from sweep.outputs.misses_html import ADVICE, load_views
 
 
@@ -30,23 +30,34 @@ def _passage_text(p: Mapping[str, Any]) -> Any:
     return text
 
 
+def _t(value: Any) -> str:
+    """A corpus or golden-set string as rich shows it: its ``[`` taken literally, so a
+    question holding ``[/b]`` or ``[link=javascript:...]`` is printed, not interpreted (rich
+    raised MarkupError on the first), and control characters escaped (no forged line, no
+    terminal escape)."""
+    from rich.markup import escape
+
+    return escape(one_line(str(value)))
+
+
 def show_question(console: Any, v: Mapping[str, Any], title: str) -> None:
     from rich.panel import Panel
     from rich.table import Table
 
     cause = v["cause"] or "found"
-    console.print(Panel(f"[b]{v['qid']}[/b] {v['question']}\n[b]{cause}[/b] {v['detail']}  "
-                        f"(first relevant rank {v['first_relevant_rank']}, dense "
-                        f"{v['dense_rank']}, BM25 {v['bm25_rank']})", title=title))
+    console.print(Panel(f"[b]{_t(v['qid'])}[/b] {_t(v['question'])}\n[b]{_t(cause)}[/b] "
+                        f"{_t(v['detail'])}  (first relevant rank {v['first_relevant_rank']}, "
+                        f"dense {v['dense_rank']}, BM25 {v['bm25_rank']})", title=_t(title)))
     for p in v["passages"]:
-        bounds = ", ".join(f"{c['chunk_id']} ({c['n_tokens']} tok)" for c in p["chunks"])
-        console.print(f"[dim]{p['doc_id']} · chunks: {bounds}[/dim]")
+        bounds = ", ".join(f"{_t(c['chunk_id'])} ({c['n_tokens']} tok)" for c in p["chunks"])
+        console.print(f"[dim]{_t(p['doc_id'])} · chunks: {bounds}[/dim]")
         console.print(_passage_text(p))
         if any(c.get("cut") is not None for c in p["chunks"]):
             console.print("[red]underlined: past the embedding model's max_seq_length[/red]")
     table = Table("rank", "chunk", "score", "found by", "dense rank", "BM25 rank", "relevant")
     for h in v["hits"]:
-        table.add_row(str(h["rank"]), h["chunk_id"], f"{h['score']:.4f}", h["found_by"] or "-",
+        table.add_row(str(h["rank"]), _t(h["chunk_id"]), f"{h['score']:.4f}",
+                      h["found_by"] or "-",
                       str(h.get("dense_rank") or "-"), str(h.get("bm25_rank") or "-"),
                       "yes" if h["relevant"] else "no")
     console.print(table)
@@ -90,26 +101,30 @@ def cmd_show(argv: Sequence[str]) -> int:
         for data in (a, b) if b else (a,):
             match = [q for q in data["questions"] if str(q["qid"]) == args.qid]
             if not match:
-                raise SweepError(f"--qid {args.qid}: not a question of {data['title']}")
+                known = sorted(str(q["qid"]) for q in data["questions"])
+                shown = ", ".join(known[:5]) + (f" ... ({len(known)} in all)"
+                                                 if len(known) > 5 else "")
+                raise SweepError(f"--qid {args.qid}: not a question of {data['title']} "
+                                 f"(its questions: {shown or 'none'})")
             show_question(console, match[0], data["title"])
         return 0
     if b is not None:
         rows = side_by_side(a, b)
-        table = Table("qid", a["title"], b["title"], "question",
+        table = Table("qid", _t(a["title"]), _t(b["title"]), "question",
                       title=f"{len(rows)} questions change outcome")
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*(_t(cell) for cell in row))
         console.print(table)
         return 0
     counts = a.get("counts", {})
-    table = Table("cause", "questions", "what to try", title=f"misses: {a['title']}")
+    table = Table("cause", "questions", "what to try", title=f"misses: {_t(a['title'])}")
     for cause, advice in ADVICE.items():
         table.add_row(cause, str(int(counts.get(f"n_miss_{cause}", 0))), advice)
     console.print(table)
     missed = [q for q in a["questions"] if q["cause"]]
     listing = Table("qid", "cause", "detail", "question")
     for q in missed:
-        listing.add_row(str(q["qid"]), q["cause"], q["detail"], str(q["question"]))
+        listing.add_row(_t(q["qid"]), _t(q["cause"]), _t(q["detail"]), _t(q["question"]))
     console.print(listing)
     console.print("[dim]one question in full: sweep show RUN --qid QID[/dim]")
     return 0

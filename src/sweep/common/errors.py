@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
+# Characters that end a line or drive a terminal: a file name holding one must not start a
+# second line of output (a forged "error: ..." or "ok" line) or recolour the screen.
+_BREAKERS = {c: f"\\x{c:02x}" for c in range(32) if chr(c) != "\t"} | {
+    0x7F: "\\x7f", 0x85: "\\x85", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+_BREAKERS |= {0x0A: "\\n", 0x0D: "\\r"}
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks and control characters written as escapes (``\\n``,
+    ``\\x1b``): what names a file in a message is then on one line, whatever the name."""
+    return text.translate(_BREAKERS)
+
 
 class SweepError(Exception):
     """An error caused by input (files, config, environment), not by a bug.
 
     The entry points print ``str(error)`` as a single line and exit non-zero; no traceback
-    unless ``--debug`` or ``HYDRA_FULL_ERROR=1``.
+    unless ``--debug`` or ``HYDRA_FULL_ERROR=1``. Line breaks and control characters in the
+    message (a file name can hold them) are escaped, so it is one line whatever it names.
     """
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
+        message = one_line(message)
+        hint = one_line(hint) if hint is not None else None
         self.message = message
         self.hint = hint
         super().__init__(message if not hint else f"{message} ({hint})")

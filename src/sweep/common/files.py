@@ -7,8 +7,10 @@ labelling page edits, the baseline, exported winners.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 
@@ -47,6 +49,41 @@ def atomic_write(path: Path, data: bytes | str) -> None:
         Path(tmp).unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"))
+
+
+def read_regular(path: Path, shown: str | None = None) -> bytes:
+    """The bytes of ``path`` if it is a regular file (or a symlink to one), else a one-line
+    `SweepError` naming ``shown`` (default: the path) and what it is: a folder, a FIFO, a
+    device, a symlink loop, unreadable. Opened without blocking, so a FIFO never hangs the
+    read (opening one for reading otherwise waits for a writer)."""
+    from sweep.common.errors import SweepError, one_line
+
+    name = one_line(shown if shown is not None else str(path))
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SweepError(f"{name}: a symlink loop (it never reaches a file)") from None
+        if exc.errno == errno.EISDIR:
+            raise SweepError(f"{name}: a folder, not a file") from None
+        raise SweepError(f"{name}: cannot read ({exc.strerror or exc})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((k for test, k in _KINDS if test(mode)), "not a regular file")
+            raise SweepError(f"{name}: {kind}, not a regular file")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read()
+    except OSError as exc:
+        raise SweepError(f"{name}: cannot read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
 
 
 # (path, size, mtime, ctime, inode) -> sha256: a model folder is read whole once per process.

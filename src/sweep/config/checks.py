@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sweep.common.errors import SweepError
 from sweep.config.schema import Config, GenerationMethod, RerankMethod
-from sweep.config.specs import chunk_spec, eval_spec
+from sweep.config.specs import chunk_spec, corpus_limits, eval_spec
 
 
 def check_config(cfg: Config) -> None:
@@ -25,6 +25,7 @@ def check_config(cfg: Config) -> None:
                              f"{cfg.chunk.boundary.value} takes no overlap (set chunk.overlap=0)")
     if cfg.corpus.on_error not in ("raise", "skip"):
         raise SweepError(f"corpus.on_error={cfg.corpus.on_error!r} is not one of raise, skip")
+    corpus_limits(cfg).validate()
     if not cfg.corpus.max_file_mb >= 0:  # also refuses NaN
         raise SweepError(f"corpus.max_file_mb={cfg.corpus.max_file_mb} must be >= 0 "
                          "(0 = no limit)")

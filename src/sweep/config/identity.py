@@ -31,7 +31,9 @@ INPUT_KEYS: Mapping[str, Mapping[str, str]] = {
     "corpus": {"name": "label", "path": "fingerprint", "on_error": "fingerprint",
                "extensions": "fingerprint", "pdf_parser": "fingerprint",
                "html_parser": "fingerprint", "docx_parser": "fingerprint",
-               "max_file_mb": "fingerprint"},
+               "max_file_mb": "fingerprint", "max_pages": "fingerprint",
+               "max_inflated_mb": "fingerprint", "max_html_chars": "fingerprint",
+               "max_html_depth": "fingerprint"},
     "golden": {"name": "label", "path": "fingerprint"},
 }
 

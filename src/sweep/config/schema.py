@@ -19,6 +19,7 @@ from sweep.chunking.chunkers import ALL_BOUNDARIES, HEADERS, ChunkSpec
 from sweep.chunking.tokenizers import DEFAULT_TOKENIZER
 from sweep.common.errors import SweepError
 from sweep.common.paths import PROJECT_ROOT, conf_path
+from sweep.data.parsers.limits import ParseLimits
 from sweep.data.parsers.registry import PARSERS
 from sweep.embedding.models import FAMILIES
 from sweep.retrieval.bm25 import BACKENDS
@@ -99,6 +100,9 @@ class JudgeMethod(StrEnum):
     openai = "openai"
 
 
+_LIMITS = ParseLimits()
+
+
 @dataclass
 class CorpusConfig:
     name: str = MISSING
@@ -115,6 +119,13 @@ class CorpusConfig:
     # Files larger than this (megabytes of 10^6 bytes; 0 = no limit) are refused before they
     # are read, or skipped with on_error=skip: a 200 MB PDF is a scan or a dump, not help text.
     max_file_mb: float = 100.0
+    # What one parsed file may cost (sweep.data.parsers.limits; 0 = no limit): a bomb is
+    # refused by one of these, before its parser runs, not by running out of memory.
+    # The defaults live in ParseLimits only.
+    max_pages: int = _LIMITS.max_pages  # pages of a PDF
+    max_inflated_mb: float = _LIMITS.max_inflated_mb  # MB a PDF's streams / a Word file inflate to
+    max_html_chars: int = _LIMITS.max_html_chars  # characters of an HTML page, decoded
+    max_html_depth: int = _LIMITS.max_html_depth  # nested elements (at most 250: libxml2's)
 
 
 @dataclass

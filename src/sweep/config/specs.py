@@ -11,6 +11,7 @@ from __future__ import annotations
 from sweep.chunking.chunkers import ChunkSpec
 from sweep.chunking.semantic import SemanticParams
 from sweep.config.schema import Config
+from sweep.data.parsers.limits import ParseLimits
 from sweep.embedding.models import EmbeddingSpec
 from sweep.embedding.served import EndpointSpec, ServedRerankSpec, ServedSpec
 from sweep.evaluation.evaluate import EvalSpec
@@ -58,6 +59,12 @@ def index_spec(cfg: Config) -> IndexSpec:
     i = cfg.index
     return IndexSpec(i.kind.value, i.M, i.ef_construction, i.ef_search, i.nlist, i.nprobe,
                      i.pq_m, i.quantizer.value, i.rescore, i.seed, i.host, i.port)
+
+
+def corpus_limits(cfg: Config) -> ParseLimits:
+    """The bounds on one parsed file, as `sweep.data.corpus.load_corpus` takes them."""
+    c = cfg.corpus
+    return ParseLimits(c.max_pages, c.max_inflated_mb, c.max_html_chars, c.max_html_depth)
 
 
 def corpus_parsers(cfg: Config) -> dict[str, str]:

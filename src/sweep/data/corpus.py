@@ -11,13 +11,19 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sweep.common.errors import SweepError
+from sweep.common.errors import SweepError, one_line
+from sweep.common.files import read_regular
+
+if TYPE_CHECKING:
+    from sweep.data.parsers.limits import ParseLimits
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +75,9 @@ class Document:
         return None
 
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_CLOSING_HASHES = re.compile(r"[ \t]+#+$")
+# Linear on any line: a lazy title followed by [ \t]*$ (or a [ \t]+#+$ search) is quadratic
+# on a long run of spaces, and a line of a million spaces in a .md file hung the loader.
+_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*))?$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
@@ -119,10 +126,18 @@ def markdown_headings(text: str) -> list[tuple[int, int, str]]:
         else:
             match = _HEADING.match(line)
             if match:
-                title = _CLOSING_HASHES.sub("", (match.group(2) or "").strip()).strip()
+                title = _without_closing_hashes((match.group(2) or "").strip(" \t")).strip()
                 headings.append((offset, len(match.group(1)), title))
         offset += len(line) + 1
     return headings
+
+
+def _without_closing_hashes(title: str) -> str:
+    """``Title ##`` -> ``Title``: a closing run of ``#`` after a space or tab is dropped."""
+    bare = title.rstrip("#")
+    if bare != title and bare[-1:] in (" ", "\t"):
+        return bare.rstrip(" \t")
+    return title
 
 
 def markdown_sections(text: str) -> tuple[Section, ...]:
@@ -184,8 +199,42 @@ def _stem_title(relative_path: str) -> str:
     return Path(relative_path).stem.replace("-", " ").replace("_", " ").strip() or relative_path
 
 
+def utf16_codec(data: bytes) -> str | None:
+    """``utf-16`` for bytes with a UTF-16 BOM; ``utf-16-le``/``-be`` for bytes without one
+    whose first 4 KiB have a NUL in every other byte on one side only (ASCII-heavy text, as
+    Notepad's "Unicode" writes it); else None (UTF-8, another encoding, or binary data)."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "utf-16"
+    head = data[:4096]
+    if len(head) < 4 or len(head) % 2:
+        head = head[: len(head) - len(head) % 2]
+    if len(head) < 4:
+        return None
+    even, odd = head[0::2], head[1::2]
+    pairs = len(head) // 2
+    if odd.count(0) >= 0.3 * pairs and even.count(0) == 0:
+        return "utf-16-le"
+    if even.count(0) >= 0.3 * pairs and odd.count(0) == 0:
+        return "utf-16-be"
+    return None
+
+
 def decode_file(path: Path, data: bytes) -> str:
-    """UTF-8 (with or without BOM) or a `SweepError` saying where decoding failed."""
+    """UTF-8 (with or without BOM), or UTF-16 (with a BOM, or recognised without one, with a
+    warning), or a `SweepError` saying where decoding failed. No other encoding is guessed:
+    a latin-1 file is an error naming its first undecodable byte, not silently mojibake."""
+    codec = utf16_codec(data)
+    if codec is not None:
+        try:
+            text = data.decode(codec)
+        except UnicodeDecodeError as exc:
+            raise SweepError(f"{path}: not valid {codec.upper()} (offset {exc.start})",
+                             hint="re-save the file as UTF-8 or set corpus.on_error=skip"
+                             ) from None
+        if codec != "utf-16":
+            log.warning("%s: no byte order mark; read as %s (its NUL bytes say so)", path,
+                        codec.upper())
+        return text
     if b"\x00" in data[:8192]:
         raise SweepError(f"{path}: binary file (contains NUL bytes), not text")
     try:
@@ -201,13 +250,26 @@ def decode_file(path: Path, data: bytes) -> str:
 def _real(path: Path) -> Path | str:
     try:
         return path.resolve()
-    except OSError as exc:
-        return f"an unresolvable target ({exc.strerror})"
+    except (OSError, RuntimeError) as exc:  # 3.11 raises RuntimeError on a symlink loop
+        return f"an unresolvable target ({getattr(exc, 'strerror', None) or exc})"
 
 
-def _inside(path: Path, real_root: Path) -> bool:
-    real = _real(path)
-    return isinstance(real, Path) and real.is_relative_to(real_root)
+def _corpus_files(root: Path, exts: set[str]) -> tuple[list[Path], list[str]]:
+    """Files under ``root`` with one of ``exts`` (hidden folders not entered), and a message
+    for each folder that could not be listed: `Path.rglob` passes over an unreadable folder
+    without a word, and its documents would silently be missing from every run."""
+    found: list[Path] = []
+    unreadable: list[str] = []
+
+    def failed(exc: OSError) -> None:
+        unreadable.append(f"{one_line(str(exc.filename))}: cannot list this folder "
+                          f"({exc.strerror or exc})")
+
+    for folder, dirs, files in os.walk(root, onerror=failed):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found.extend(Path(folder) / f for f in files
+                     if not f.startswith(".") and Path(f).suffix.lower() in exts)
+    return sorted(found), unreadable
 
 
 def load_corpus(
@@ -219,6 +281,8 @@ def load_corpus(
     cache_dir: str | Path | None = None,
     parse_log: list | None = None,
     max_file_mb: float = DEFAULT_MAX_FILE_MB,
+    limits: ParseLimits | None = None,
+    skipped: dict[str, str] | None = None,
 ) -> list[Document]:
     """Every file under ``root`` (recursively) with one of ``extensions``, sorted by path.
 
@@ -228,7 +292,12 @@ def load_corpus(
     ``on_error="skip"`` turns unreadable, undecodable or unparsable files into warnings; empty
     files are always skipped with a warning (they can hold no evidence). A file over
     ``max_file_mb`` megabytes (10^6 bytes; 0 = no limit) is refused, or skipped with
-    ``on_error="skip"``, from its size alone: it is never read.
+    ``on_error="skip"``, from its size alone: it is never read. ``limits`` bounds what one
+    parsed file may cost (`ParseLimits`: PDF pages, inflated bytes, HTML characters and depth).
+    A folder that cannot be listed, a FIFO, a device or a symlink loop with a corpus
+    extension is refused like an unreadable file (or skipped with a warning). Each file
+    skipped for a fault is recorded in ``skipped`` (its doc_id and its path -> the reason), so
+    a golden item that names it is an orphan with that reason, not "not in the corpus".
     """
     from sweep.data.parsers import FORMATS, ParseCache, get_parser, parse_file, sniff
 
@@ -242,48 +311,60 @@ def load_corpus(
     parsers = dict(parsers or {})
     chosen = {fmt: get_parser(fmt, parsers.get(fmt)) for fmt in sorted(set(FORMATS.values()))}
     cache = ParseCache(cache_dir) if cache_dir is not None else None
-    paths = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in exts)
+    paths, unlisted = _corpus_files(root, exts)
+    for message in unlisted:
+        if on_error != "skip":
+            raise SweepError(message, hint="fix its permissions or set corpus.on_error=skip")
+        log.warning("skipped %s", message)
     docs: list[Document] = []
     seen: dict[str, str] = {}
     for path in paths:
         rel = path.relative_to(root).as_posix()
-        if any(part.startswith(".") for part in Path(rel).parts):
-            continue
-        if not _inside(path, real_root):
+        shown = one_line(str(path))  # a name may hold a line break: never a second line
+        real = _real(path)
+        if isinstance(real, Path) and not real.is_relative_to(real_root):
             # One rule for runs and the labelling page: a symlink out of the corpus folder (a
             # home folder, /etc) is never indexed, scored or shown.
-            log.warning("skipped %s: a symlink to %s, outside the corpus folder", path,
-                        _real(path))
+            log.warning("skipped %s: a symlink to %s, outside the corpus folder", shown,
+                        one_line(str(real)))
             continue
         fmt = FORMATS.get(path.suffix.lower())
         try:
-            size = path.stat().st_size
+            try:
+                size = path.stat().st_size
+            except (OSError, RuntimeError):
+                size = 0  # a symlink loop or a dangling link: read_regular names it
             if max_file_mb and size > max_file_mb * 1e6:
-                raise SweepError(f"{path}: {size / 1e6:,.0f} MB ({size:,} bytes) is over the "
+                raise SweepError(f"{shown}: {size / 1e6:,.0f} MB ({size:,} bytes) is over the "
                                  f"size limit corpus.max_file_mb={max_file_mb:g}",
                                  hint="raise corpus.max_file_mb, remove the file, or set "
                                  "corpus.on_error=skip")
             if size > HUGE_FILE_BYTES:
-                log.warning("%s: %.0f MB is unusually large for a corpus document", path, size / 1e6)
-            data = path.read_bytes()
+                log.warning("%s: %.0f MB is unusually large for a corpus document", shown,
+                            size / 1e6)
+            data = read_regular(path, shown)
             if fmt is None:
                 kind = sniff(data)
                 if kind in ("pdf", "docx", "zip", "badzip"):
-                    raise SweepError(f"{path}: named {path.suffix} but its content is "
+                    raise SweepError(f"{shown}: named {path.suffix} but its content is "
                                      f"{'a PDF' if kind == 'pdf' else 'a zip / Word file'}",
                                      hint="rename the file to its real extension")
-                text = decode_file(path, data)
+                text = decode_file(Path(shown), data)
             elif not data.strip():
-                log.warning("skipped %s: empty file", path)
+                log.warning("skipped %s: empty file", shown)
                 continue
             else:
-                parsed, record = parse_file(data, str(path), chosen[fmt], cache, rel)
+                parsed, record = parse_file(data, shown, chosen[fmt], cache, rel, limits)
                 if parse_log is not None:
                     parse_log.append(record)
         except (OSError, SweepError) as exc:
-            message = str(exc) if isinstance(exc, SweepError) else f"{path}: cannot read ({exc})"
+            message = str(exc) if isinstance(exc, SweepError) else (
+                f"{shown}: cannot read ({one_line(str(exc))})")
             if on_error == "skip":
                 log.warning("skipped %s", message)
+                if skipped is not None:
+                    reason = message.removeprefix(f"{shown}: ")
+                    skipped[slugify_path(rel)] = skipped[rel] = f"{rel} was skipped: {reason}"
                 continue
             raise SweepError(message) from None
         if fmt is not None:
@@ -293,12 +374,12 @@ def load_corpus(
                            parser=chosen[fmt].name, pages=parsed.pages)
         else:
             if not text.strip():
-                log.warning("skipped %s: empty file", path)
+                log.warning("skipped %s: empty file", shown)
                 continue
             doc = parse_document(rel, text, markdown=path.suffix.lower() != ".txt")
         if doc.doc_id in seen:
             raise SweepError(
-                f"{path}: doc_id {doc.doc_id!r} is also the id of {seen[doc.doc_id]}",
+                f"{shown}: doc_id {doc.doc_id!r} is also the id of {seen[doc.doc_id]}",
                 hint="rename one of the two files",
             )
         seen[doc.doc_id] = rel

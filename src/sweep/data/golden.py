@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from sweep.common.errors import SweepError
+from sweep.common.files import read_regular
 
 KNOWN_FIELDS = {
     "qid", "question", "relevant_chunk_ids", "answer_must_mention", "relevant_doc_ids",
@@ -259,14 +260,13 @@ def reference_path(golden_path: Path) -> Path:
 def load_golden(path: str | Path) -> GoldenSet:
     """Read and parse a golden file (and its ``*.reference.yaml`` sidecar, if any)."""
     path = Path(path)
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         raise SweepError(f"golden file not found: {path}", hint="set golden.path=FILE")
     if path.is_dir():
         raise SweepError(f"golden.path is a folder, not a JSONL file: {path}")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SweepError(f"{path}: cannot read ({exc.strerror})") from None
+    # A FIFO would block the read forever, a symlink loop looks "not found" to exists():
+    # read_regular names what the path is instead.
+    data = read_regular(path)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -11,7 +11,8 @@ what a parser made of the file. Three levels, tried in order, the first that mat
   end-of-line hyphenation ``di-⏎rectly`` and real hyphens split at a line end
   ``time-⏎consuming`` all match), markdown markup a converter adds ignored (table pipes and
   separator rows, list bullets and numbers and ``#``/``>`` at a line start, ``*``, ``_`` and
-  backticks, ``[``/``]`` and link targets ``](url)``, backslash escapes), and all whitespace
+  backticks, ``[``/``]`` and link targets ``](url "title")``, the brackets of an autolink
+  ``<https://...>``, backslash escapes), and all whitespace
   removed (PDF extractors that drop the spaces between words, "Therearetwomethods...").
 
 Each normalised view is built with an index map (view position -> text offset), so a match is
@@ -31,12 +32,20 @@ MAX_PLACES = 50  # occurrences counted per quote (enough to say "not unique")
 _QUOTES = str.maketrans({c: '"' for c in "\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb"}
                         | {c: "'" for c in "\u2018\u2019\u201a\u201b\u2032"})
 _DROP_CHARS = frozenset("-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u00ad|*_`[]\\")
-# Markup a converter adds, dropped as whole matches (on the text and on the quote alike).
+# Markup a converter adds, dropped as whole matches (on the text and on the quote alike), but
+# for a group named "keep".
 _MARKUP = [
-    re.compile(r"^[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*:?-*:?[ \t]*$", re.MULTILINE),
+    # a table's separator row: only pipes, dashes, colons and blanks (`_is_markup` wants a
+    # pipe and three dashes); one character class, so linear on a line of a million spaces
+    re.compile(r"^[ \t|:-]*$", re.MULTILINE),
     re.compile(r"^[ \t]*(?:[-*+\u2022\u25cf\u25e6\u2023]|\d{1,3}[.)]|#{1,6}|>+)(?=[ \t])",
                re.MULTILINE),
-    re.compile(r"\]\([^()\s]*(?:\s+\"[^\"]*\")?\)"),  # ](target "title") of a link
+    # ](target "title") of a link; the title may hold escaped quotes (markdownify writes
+    # `"2.5.3. Archive level \\"Release\\" files"` for a DocBook cross-reference)
+    re.compile(r"\]\([^()\s]*(?:\s+\"(?:[^\"\\\n]|\\.)*\")?\)"),
+    # the angle brackets of an autolink <https://...> (markitdown writes a link whose text is
+    # its URL so); the URL itself is visible text
+    re.compile(r"<(?P<keep>(?:https?|ftp|mailto):[^\s<>]+)>", re.IGNORECASE),
     re.compile(r"!(?=\[)"),  # the ! of an image
 ]
 
@@ -69,7 +78,11 @@ def _loose_view(text: str) -> tuple[str, list[int]]:
     keep = bytearray(b"\x01") * len(text)
     for pattern in _MARKUP:
         for m in pattern.finditer(text):
+            if pattern is _MARKUP[0] and ("|" not in m.group() or "---" not in m.group()):
+                continue
             keep[m.start():m.end()] = bytes(m.end() - m.start())
+            if "keep" in pattern.groupindex:
+                keep[m.start("keep"):m.end("keep")] = b"\x01" * (m.end("keep") - m.start("keep"))
     out: list[str] = []
     index: list[int] = []
     for i, ch in enumerate(text):

@@ -56,7 +56,10 @@ class ResolvedItem:
 class CorpusIndex:
     """Look documents up by ``doc_id`` or by their corpus-relative path; find quotes."""
 
-    def __init__(self, docs: Sequence[Document]) -> None:
+    def __init__(self, docs: Sequence[Document], skipped: Mapping[str, str] | None = None
+                 ) -> None:
+        """``skipped``: doc_id or path -> why the loader skipped that file (on_error=skip)."""
+        self.skipped = dict(skipped or {})
         self.by_id = {d.doc_id: d for d in docs}
         self.by_path = {d.source: d for d in docs}
         self.quotes = QuoteIndex({d.doc_id: d.text for d in docs})
@@ -128,6 +131,17 @@ def resolve_item(
             place(ref, None, name)
             continue
         doc = corpus.find(ref)
+        gone = corpus.skipped.get(ref.doc_id if ref.doc_id is not None else (ref.path or ""))
+        if doc is None and gone is not None:
+            # The file is in the corpus folder but could not be read: an orphan of this run,
+            # with the loader's reason, never "not in the corpus" (which says the label is
+            # wrong) and never a silent zero.
+            missing.append(f"{name}: its document {gone}")
+            if ref.quote is not None:
+                levels.append("missing")
+            add(f"{name}.{'doc_id' if ref.doc_id is not None else 'path'}",
+                f"its document {gone}", "warning")
+            continue
         if doc is None:
             what = f"doc_id {ref.doc_id!r}" if ref.doc_id is not None else f"path {ref.path!r}"
             add(f"{name}.{'doc_id' if ref.doc_id is not None else 'path'}",
@@ -177,7 +191,11 @@ def resolve_item(
     doc_ids = set(item.relevant_doc_ids)
     unknown_docs = [d for d in item.relevant_doc_ids if d not in corpus.by_id]
     for d in unknown_docs:
-        add("relevant_doc_ids", f"{d!r} is not in the corpus")
+        if d in corpus.skipped:
+            missing.append(f"relevant_doc_ids: {corpus.skipped[d]}")
+            add("relevant_doc_ids", f"{d!r}: {corpus.skipped[d]}", "warning")
+        else:
+            add("relevant_doc_ids", f"{d!r} is not in the corpus")
     doc_ids -= set(unknown_docs)
     if source == "none" and doc_ids:
         source = "doc_ids"

@@ -25,6 +25,7 @@ from sweep.common.errors import SweepError
 from sweep.data import drift
 from sweep.data.corpus import DEFAULT_MAX_FILE_MB, Document, corpus_fingerprint, load_corpus
 from sweep.data.golden import load_golden, load_reference, reference_path
+from sweep.data.parsers.limits import ParseLimits
 from sweep.data.validate import NumberIndex, check_golden
 from sweep.evaluation.relevance import CorpusIndex, resolve_item
 from sweep.label import review
@@ -57,6 +58,7 @@ class LabelSettings:
     extensions: Sequence[str] = (".md", ".markdown", ".txt")
     on_error: str = "raise"
     max_file_mb: float = DEFAULT_MAX_FILE_MB  # corpus.max_file_mb: refused as in a run
+    limits: ParseLimits = field(default_factory=ParseLimits)  # corpus.max_pages, ...: as in a run
     # Format -> parser, as the sweep reads the corpus: a quote saved from the page is then
     # exact in a sweep with the same parser.
     parsers: Mapping[str, str] = field(default_factory=dict)
@@ -556,7 +558,8 @@ def build_app(settings: LabelSettings, *, dense_spec: Any = None, cache_dir: str
     t0 = time.perf_counter()
     docs = load_corpus(settings.corpus, extensions=settings.extensions,
                        on_error=settings.on_error, parsers=settings.parsers,
-                       cache_dir=settings.cache_dir, max_file_mb=settings.max_file_mb)
+                       cache_dir=settings.cache_dir, max_file_mb=settings.max_file_mb,
+                       limits=settings.limits)
     store = GoldenFile(settings.golden)
     ref_file = reference_path(store.path)
     if ref_file.exists():

@@ -336,11 +336,12 @@ class LabelHandler(BaseHTTPRequestHandler):
 
 def settings_from_config(cfg: Any, top: int = 8) -> LabelSettings:
     from sweep.chunking.chunkers import ChunkSpec
-    from sweep.config.specs import corpus_parsers
+    from sweep.config.specs import corpus_limits, corpus_parsers
 
     return LabelSettings(
         corpus=cfg.corpus.path, golden=cfg.golden.path, extensions=tuple(cfg.corpus.extensions),
         on_error=cfg.corpus.on_error, max_file_mb=cfg.corpus.max_file_mb,
+        limits=corpus_limits(cfg),
         parsers=corpus_parsers(cfg),
         cache_dir=cfg.cache.dir if cfg.cache.enabled else None,
         chunk=ChunkSpec(cfg.chunk.boundary.value, cfg.chunk.size, cfg.chunk.overlap, "none"),

@@ -185,6 +185,7 @@ def write_views(folder: Path, views: Sequence[Mapping[str, Any]], title: str,
 def load_views(ref: str, uri: str | None) -> dict[str, Any]:
     """``misses.json`` of a job folder (or the file itself), else of the MLflow run ``ref``."""
     path = Path(ref)
+    run: dict[str, str] | None = None
     if path.is_dir():
         path = path / "misses.json"
     if not path.is_file():
@@ -195,11 +196,22 @@ def load_views(ref: str, uri: str | None) -> dict[str, Any]:
 
         uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or \
             f"sqlite:///{Path.cwd().resolve() / 'mlflow.db'}"
+        run = tracking.run_summary(uri, ref)
+        if run is None:
+            raise SweepError(f"run {ref}: no such run in {uri} (neither a job folder here)",
+                             hint="pass a job folder, or a run id of this store "
+                                  "(--tracking-uri)")
         found = tracking.download_artifact(uri, ref, "misses.json",
                                            Path(tempfile.mkdtemp(prefix="sweep-show-")))
         if found is None:
-            raise SweepError(f"run {ref}: no misses.json artifact in {uri}",
-                             hint="pass a job folder, or a run id of this store")
+            folder = _local_folder(run["artifact_uri"])
+            if folder is not None and not folder.is_dir():
+                raise SweepError(f"run {ref} (experiment {run['experiment']}): its artifact "
+                                 f"folder {folder} is gone (deleted or moved)",
+                                 hint="show its job folder instead, if it is kept")
+            raise SweepError(f"run {ref} (experiment {run['experiment']}): no misses.json "
+                             f"artifact in {uri}",
+                             hint="a configuration's run has one; a sweep's parent run has not")
         path = found
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -207,4 +219,16 @@ def load_views(ref: str, uri: str | None) -> dict[str, Any]:
         raise SweepError(f"{path}: cannot read ({exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("questions"), list):
         raise SweepError(f"{path}: not a misses.json (no 'questions' list)")
+    if run is not None:  # say which experiment the run is of: a run id is store-wide
+        data["title"] = f"{data.get('title', ref)} (experiment {run['experiment']})"
     return data
+
+
+def _local_folder(artifact_uri: str) -> Path | None:
+    """The folder of a local artifact store (a path or a file: URI), else None."""
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(artifact_uri)
+    if parsed.scheme in ("", "file"):
+        return Path(unquote(parsed.path))
+    return None

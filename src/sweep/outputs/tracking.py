@@ -595,6 +595,23 @@ def run_info(uri: str, run_id: str) -> dict[str, Any]:
             "tags": dict(run.data.tags)}
 
 
+def run_summary(uri: str, run_id: str) -> dict[str, str] | None:
+    """``{"experiment", "run_name", "artifact_uri"}`` of a run of the store, or None when the
+    store has no run with this id."""
+    client = client_for(uri)
+    try:
+        run = client.get_run(run_id)
+    except Exception as exc:  # MLflow's RESOURCE_DOES_NOT_EXIST, or an id of another form
+        log.debug("run %s not in %s: %s", run_id, uri, exc)
+        return None
+    try:
+        experiment = client.get_experiment(run.info.experiment_id).name
+    except Exception:
+        experiment = run.info.experiment_id
+    return {"experiment": str(experiment), "run_name": str(run.info.run_name or ""),
+            "artifact_uri": str(run.info.artifact_uri or "")}
+
+
 def download_artifact(uri: str, run_id: str, name: str, dst: Path) -> Path | None:
     """Copy one artifact of a run into ``dst``; None when the run does not have it."""
     client = client_for(uri)

@@ -39,6 +39,7 @@ from sweep.config.identity import config_hash
 from sweep.config.schema import Config
 from sweep.config.specs import (
     chunk_spec,
+    corpus_limits,
     corpus_parsers,
     embedding_spec,
     eval_spec,
@@ -121,6 +122,7 @@ class _Memo:
     goldens: dict[str, GoldenSet] = field(default_factory=dict)
     resolved: dict[tuple, list[ResolvedItem]] = field(default_factory=dict)
     drift: dict[tuple, Drift | None] = field(default_factory=dict)
+    skipped: dict[str, dict[str, str]] = field(default_factory=dict)  # fingerprint -> skipped
     cut_texts: dict[tuple, int] = field(default_factory=dict)  # texts embedded for cutting
     # The last approximate index built (the scored pass and the latency pass share it);
     # one only, as an index can be as large as the vectors.
@@ -138,7 +140,7 @@ def clear_memo() -> None:
 def _corpus_key(cfg: Config) -> tuple:
     return (str(Path(cfg.corpus.path).resolve()), cfg.corpus.on_error,
             tuple(cfg.corpus.extensions), tuple(sorted(corpus_parsers(cfg).items())),
-            cfg.corpus.max_file_mb)
+            cfg.corpus.max_file_mb, corpus_limits(cfg))
 
 
 def load_corpus_cached(cfg: Config) -> tuple[list[Document], str]:
@@ -147,15 +149,18 @@ def load_corpus_cached(cfg: Config) -> tuple[list[Document], str]:
     key = _corpus_key(cfg)
     if key not in _MEMO.corpora:
         records: list[ParseRecord] = []
+        skipped: dict[str, str] = {}
         docs = load_corpus(cfg.corpus.path, extensions=cfg.corpus.extensions,
                            on_error=cfg.corpus.on_error, parsers=corpus_parsers(cfg),
                            cache_dir=cfg.cache.dir if cfg.cache.enabled else None,
-                           parse_log=records, max_file_mb=cfg.corpus.max_file_mb)
+                           parse_log=records, max_file_mb=cfg.corpus.max_file_mb,
+                           limits=corpus_limits(cfg), skipped=skipped)
         if records:
             parsed = [r for r in records if not r.cached]
             log.info("parsed %d of %d files in %.1f s (%d from the parse cache)", len(parsed),
                      len(records), sum(r.seconds for r in records), len(records) - len(parsed))
         _MEMO.corpora[key] = (docs, corpus_fingerprint(docs))
+        _MEMO.skipped[_MEMO.corpora[key][1]] = skipped
         _MEMO.parse_logs[key] = records
     return _MEMO.corpora[key]
 
@@ -346,8 +351,8 @@ def resolve_golden(golden: GoldenSet, docs: list[Document], fingerprint: str
         # hold a second chunking of the corpus in memory (issue 14, item 3).
         if ref is not None and any(item.relevant_chunk_ids for item in golden.items):
             reference_chunks = {c.chunk_id: c for c in chunks_for(docs, fingerprint, *ref)}
-        _MEMO.resolved[key] = resolve_all(golden.items, CorpusIndex(docs), reference_chunks,
-                                          golden.path)
+        corpus = CorpusIndex(docs, _MEMO.skipped.get(fingerprint))
+        _MEMO.resolved[key] = resolve_all(golden.items, corpus, reference_chunks, golden.path)
     return _MEMO.resolved[key]
 
 

@@ -237,13 +237,15 @@ def test_load_corpus_size_limit_refuses_unread(tmp_path: Path, monkeypatch, capl
     big = _write(tmp_path, "big.pdf", b"%PDF-1.4\n" + b"x" * 2_991)  # 3,000 bytes
     _write(tmp_path, "small.md", "# small\n")
     read = []
-    real_read = Path.read_bytes
+    import sweep.data.corpus as corpus_module
 
-    def spy(self: Path) -> bytes:
-        read.append(self.name)
-        return real_read(self)
+    real_read = corpus_module.read_regular
 
-    monkeypatch.setattr(Path, "read_bytes", spy)
+    def spy(path: Path, shown: str | None = None) -> bytes:
+        read.append(path.name)
+        return real_read(path, shown)
+
+    monkeypatch.setattr(corpus_module, "read_regular", spy)
     with pytest.raises(SweepError) as info:
         load_corpus(tmp_path, max_file_mb=0.002)  # 2,000 bytes
     assert str(info.value).startswith(f"{big}: 0 MB (3,000 bytes) is over the size limit "

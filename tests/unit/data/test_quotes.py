@@ -48,6 +48,14 @@ LOOSE = [
     ("inline code", "such as `cat some-file`, type", "such as cat some-file, type"),
     ("markdown link", "see [Virtual consoles](#vc \"title\") below", "see Virtual consoles below"),
     ("backslash escape", "on x86\\_64 machines", "on x86_64 machines"),
+    # markitdown: a link whose text is its URL is an autolink (q33, q36 of the Debian set)
+    ("autolink", "The wiki at <https://wiki.debian.org/> for topics",
+     "The wiki at https://wiki.debian.org/ for topics"),
+    # markitdown: a DocBook cross-reference's link title holds escaped quotes (q34)
+    ("link title with escaped quotes",
+     'upgrades (see [Section 2.5.3, \u201cArchive level "Release" files\u201d](ch02.html#_a '
+     '"2.5.3.\u00a0Archive level \\"Release\\" files")).',
+     'upgrades (see Section 2.5.3, \u201cArchive level "Release" files\u201d).'),
     ("dropped spaces", "Therearetwomethodsofassociating afile", "There are two methods of "
      "associating a file"),
 ]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from sweep.data.parsers.base import Parsed, Parser, check_content, page_at, sniff
 from sweep.data.parsers.cache import ParseCache
+from sweep.data.parsers.limits import ParseLimits, check_limits
 from sweep.data.parsers.registry import (
     DEFAULT_PARSERS,
     FORMATS,
@@ -24,8 +25,8 @@ from sweep.data.parsers.registry import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_PARSERS", "FORMATS", "PARSERS", "ParseCache", "ParseRecord", "Parsed",
-           "Parser", "check_content", "get_parser", "page_at", "parse_file", "sniff"]
+__all__ = ["DEFAULT_PARSERS", "FORMATS", "PARSERS", "ParseCache", "ParseLimits", "ParseRecord",
+           "Parsed", "Parser", "check_content", "get_parser", "page_at", "parse_file", "sniff"]
 
 
 @dataclass(frozen=True)
@@ -43,16 +44,24 @@ class ParseRecord:
 
 
 def parse_file(data: bytes, source: str, parser: Parser, cache: ParseCache | None = None,
-               rel: str | None = None) -> tuple[Parsed, ParseRecord]:
-    """Parse ``data`` (the bytes of ``source``) with ``parser``; `SweepError` on bad input."""
+               rel: str | None = None, limits: ParseLimits | None = None
+               ) -> tuple[Parsed, ParseRecord]:
+    """Parse ``data`` (the bytes of ``source``) with ``parser``; `SweepError` on bad input.
+
+    The bounds of ``limits`` (`ParseLimits`: pages, inflated bytes, HTML characters and depth)
+    are checked before the parser runs; a cached parse was checked under the same bounds (they
+    key the cache)."""
+    limits = limits or ParseLimits()
     check_content(data, parser.fmt, source)
-    key = cache_key(hashlib.sha256(data).hexdigest(), parser) if cache is not None else ""
+    key = (cache_key(hashlib.sha256(data).hexdigest(), parser, limits) if cache is not None
+           else "")
     if cache is not None:
         hit = cache.get(key)
         if hit is not None:
             return hit, ParseRecord(rel or source, parser.name, 0.0, True, len(hit.text),
                                     len(hit.pages))
     start = time.perf_counter()
+    check_limits(data, parser.fmt, parser.name, source, limits)
     parsed = parser.fn(data, source)
     seconds = time.perf_counter() - start
     log.info("parsed %s with %s in %.2f s (%d characters%s)%s", rel or source, parser.name,

@@ -17,7 +17,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from sweep.common.errors import SweepError
-from sweep.data.corpus import Section, markdown_sections, normalize_text
+from sweep.data.corpus import Section, markdown_sections, normalize_text, utf16_codec
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,17 @@ def from_markdown(markdown: str, source: str, what: str) -> Parsed:
     return Parsed(text, sections)
 
 
+def converter_error(source: str, what: str, exc: BaseException) -> SweepError:
+    """One line for a converter library that raised: its own message is often several lines
+    (markitdown lists every converter it tried), so the innermost first line is kept."""
+    while exc.__cause__ is not None or exc.__context__ is not None:
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    lines = [line.strip(" -") for line in str(exc).splitlines() if line.strip(" -")]
+    return SweepError(f"{source}: {what} cannot convert this file ({type(exc).__name__}: "
+                      f"{(lines or [''])[-1][:160]})",
+                      hint="check the file in a viewer, or set corpus.on_error=skip")
+
+
 def sniff(data: bytes) -> str:
     """What the bytes are, whatever the file is called: pdf, docx, zip, html, text, binary
     or empty. Used to refuse a file whose extension lies about its content."""
@@ -81,6 +92,10 @@ def sniff(data: bytes) -> str:
         except zipfile.BadZipFile:
             return "badzip"
         return "docx" if "word/document.xml" in names else "zip"
+    codec = utf16_codec(data)
+    if codec is not None:  # UTF-16 text or HTML: sniffed as what it decodes to
+        head = data[:8192].decode(codec, errors="replace").lstrip("\ufeff")
+        return sniff(head.encode("utf-8")) if head else "empty"
     head = data[:2048].lstrip(b"\xef\xbb\xbf \t\r\n").lower()
     if head.startswith((b"<!doctype html", b"<html", b"<?xml")) or b"<html" in head[:512]:
         return "html"

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from sweep.common.errors import SweepError
-from sweep.data.parsers.base import Parsed, from_markdown
+from sweep.data.parsers.base import Parsed, converter_error, from_markdown
 
 PYTHON_DOCX_SETTINGS: dict[str, Any] = {}
 MARKITDOWN_DOCX_SETTINGS: dict[str, Any] = {}
@@ -116,6 +116,9 @@ def parse_markitdown_docx(data: bytes, source: str) -> Parsed:
     info = StreamInfo(extension=".docx",
                       mimetype="application/vnd.openxmlformats-officedocument."
                                "wordprocessingml.document")
-    result = MarkItDown().convert_stream(io.BytesIO(data), stream_info=info,
-                                         **MARKITDOWN_DOCX_SETTINGS)
+    try:
+        result = MarkItDown().convert_stream(io.BytesIO(data), stream_info=info,
+                                             **MARKITDOWN_DOCX_SETTINGS)
+    except Exception as exc:
+        raise converter_error(source, "markitdown", exc) from None
     return from_markdown(result.text_content or "", source, "markitdown")

@@ -28,7 +28,8 @@ import re
 from typing import Any
 
 from sweep.common.errors import SweepError
-from sweep.data.parsers.base import Parsed, from_markdown
+from sweep.data.corpus import utf16_codec
+from sweep.data.parsers.base import Parsed, converter_error, from_markdown
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +43,9 @@ MARKITDOWN_HTML_SETTINGS: dict[str, Any] = {}  # markitdown's defaults: the whol
 _AS_CP1252 = {"iso-8859-1", "iso8859-1", "latin-1", "latin1", "l1", "ascii", "us-ascii",
               "windows-1252", "cp1252", "x-cp1252", "iso_8859-1"}
 _XML_PROLOG = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
-_SELF_CLOSED = re.compile(r"<(a|span|div|p|i|b|em|code|td|th|li)(\s[^<>]*?)?\s*/>",
-                          re.IGNORECASE)
+# Greedy and without a second whitespace quantifier: the lazy form ``(\s[^<>]*?)?\s*/>`` is
+# quadratic on a long run of spaces inside a tag (a megabyte of them hung both parsers).
+_SELF_CLOSED = re.compile(r"<(a|span|div|p|i|b|em|code|td|th|li)(\s[^<>]*)?/>", re.IGNORECASE)
 _DOCBOOK_CONTAINERS = ("chapter", "preface", "appendix", "book", "index", "article", "part",
                        "reference", "glossary", "bibliography", "colophon", "dedication")
 
@@ -52,16 +54,27 @@ def decode_html(data: bytes, source: str) -> str:
     """The page as text: BOM, then the declared charset, then UTF-8, then a guess."""
     from bs4.dammit import EncodingDetector
 
-    for bom, codec in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"),
-                       (b"\xfe\xff", "utf-16")):
-        if data.startswith(bom):
-            return data.decode(codec, errors="replace")
+    if data.startswith(b"\xef\xbb\xbf"):
+        return data.decode("utf-8-sig", errors="replace")
+    utf16 = utf16_codec(data)
+    if utf16 is not None:
+        if utf16 != "utf-16":
+            log.warning("%s: no byte order mark; read as %s (its NUL bytes say so)", source,
+                        utf16.upper())
+        return data.decode(utf16, errors="replace")
     tried = []
     declared = EncodingDetector.find_declared_encoding(data[:8192], is_html=True,
                                                        search_entire_document=False)
     if declared:
         label = declared.strip().lower()
         tried.append("cp1252" if label in _AS_CP1252 else label)
+        if label not in ("utf-8", "utf8") and _is_utf8_beyond_ascii(data):
+            # A page saved as UTF-8 under a template that still says iso-8859-1: read as
+            # declared, every "é" would be "Ã©". Text in a single-byte charset is almost
+            # never valid UTF-8 once it holds a non-ASCII letter, so the bytes win.
+            log.warning("%s: declares charset %s but is valid UTF-8 with non-ASCII text; read "
+                        "as UTF-8", source, declared)
+            tried.insert(0, "utf-8")
     tried.append("utf-8")
     for codec in tried:
         try:
@@ -79,12 +92,27 @@ def decode_html(data: bytes, source: str) -> str:
     return str(best)
 
 
-def _tree(html: str) -> Any:
+def parse_tree(html: str) -> Any:
+    """The page as lxml reads it, self-closed ``<a id="x"/>`` closed (XHTML read as HTML)."""
     import lxml.html
 
-    html = _SELF_CLOSED.sub(lambda m: f"<{m.group(1)}{m.group(2) or ''}></{m.group(1)}>",
-                            _XML_PROLOG.sub("", html))
-    tree = lxml.html.document_fromstring(html)
+    html = _SELF_CLOSED.sub(lambda m: f"<{m.group(1)}{(m.group(2) or '').rstrip()}>"
+                                      f"</{m.group(1)}>", _XML_PROLOG.sub("", html))
+    return lxml.html.document_fromstring(html)
+
+
+def _is_utf8_beyond_ascii(data: bytes) -> bool:
+    if data.isascii():
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _tree(html: str) -> Any:
+    tree = parse_tree(html)
     for link in tree.xpath('//a[contains(concat(" ", normalize-space(@class), " "), '
                            '" headerlink ")]'):
         link.drop_tree()  # keeps the tail text
@@ -211,6 +239,9 @@ def parse_markitdown_html(data: bytes, source: str) -> Parsed:
     tree = _tree(decode_html(data, source))
     page = lxml.html.tostring(tree, encoding="unicode")
     info = StreamInfo(extension=".html", mimetype="text/html", charset="utf-8")
-    result = MarkItDown().convert_stream(io.BytesIO(page.encode("utf-8")), stream_info=info,
-                                         **MARKITDOWN_HTML_SETTINGS)
+    try:
+        result = MarkItDown().convert_stream(io.BytesIO(page.encode("utf-8")),
+                                             stream_info=info, **MARKITDOWN_HTML_SETTINGS)
+    except Exception as exc:
+        raise converter_error(source, "markitdown", exc) from None
     return from_markdown(result.text_content or "", source, "markitdown")

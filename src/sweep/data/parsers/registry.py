@@ -6,6 +6,7 @@ config schema's enum; a test checks the two agree).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 import json
@@ -16,6 +17,7 @@ from pathlib import Path
 from sweep.common.errors import SweepError
 from sweep.data.parsers import base, docx, html, pdf
 from sweep.data.parsers.base import Parser
+from sweep.data.parsers.limits import ParseLimits
 
 # Extension (lowercase) -> format. Any other extension is read as markdown / text.
 FORMATS: dict[str, str] = {".pdf": "pdf", ".html": "html", ".htm": "html", ".docx": "docx"}
@@ -86,6 +88,10 @@ def cache_identity(parser: Parser) -> dict[str, object]:
             "code": _code_digest(inspect.getsourcefile(parser.fn) or "")}
 
 
-def cache_key(content_sha256: str, parser: Parser) -> str:
-    payload = json.dumps({"content": content_sha256, **cache_identity(parser)}, sort_keys=True)
+def cache_key(content_sha256: str, parser: Parser, limits: ParseLimits | None = None) -> str:
+    """The parse cache's key; the bounds are in it, so a file parsed under looser bounds is
+    checked again, not served, under tighter ones."""
+    payload = json.dumps({"content": content_sha256, **cache_identity(parser),
+                          "limits": dataclasses.asdict(limits or ParseLimits())},
+                         sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
