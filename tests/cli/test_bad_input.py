@@ -442,6 +442,8 @@ CASES = [
       ["{golden}:1:", "must be a JSON object", "list"]),
     C("golden-deeply-nested-json", golden(Q1, DEEP_JSON), V, [], 1,
       ["{golden}:2:", "JSON"]),
+    C("golden-unknown-source", golden(Q1, with_item(Q2, source="tickets")), V, [], 1,
+      ["{golden}:2", "source", "'tickets' is not one of log, trace, owner, synthetic"]),
     C("golden-missing-qid", golden(with_item(Q1, qid=None), Q2), V, [], 1,
       ["{golden}:1: qid:", "missing"]),
     C("golden-qid-wrong-type", golden(with_item(Q1, qid=["q1"]), Q2), V, [], 1,
