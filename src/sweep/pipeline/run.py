@@ -75,6 +75,13 @@ from sweep.evaluation.relevance import (
     quote_metrics,
     resolve_all,
 )
+from sweep.evaluation.smell import mean_smell
+from sweep.evaluation.sources import (
+    add_source_columns,
+    headline_names,
+    score_by_source,
+    source_metrics,
+)
 from sweep.generation.cache import get_judge_cache
 from sweep.generation.run import (
     DIAGNOSES,
@@ -561,6 +568,9 @@ def run_config(cfg: Config, *, progress: bool = True,
                                cfg.eval.prompt_k, ix.embedder if uses_dense else None,
                                ix.truncated > 0)
         summary.update(misses.counts)
+        add_source_columns(rows, resolved, texts)
+        sources = score_by_source(rows, headline_names(espec.k, espec.prompt_k,
+                                                       cfg.eval.headline))
     timings["total_s"] = time.perf_counter() - t0
 
     headline = cfg.eval.headline
@@ -582,6 +592,10 @@ def run_config(cfg: Config, *, progress: bool = True,
         # behind an endpoint the model's max_seq_length is unknown: no figure rather than 0
         metrics["truncated_fraction"] = ix.truncated
     metrics.update(served_usage_metrics(served, served_embedder, reranker))
+    smell, _ = mean_smell(r["smell"] for r in rows)
+    if smell is not None:
+        metrics["smell_mean"] = smell
+    metrics.update(source_metrics(sources))
     report = {
         "status": "FINISHED",
         "config": plain,
@@ -602,6 +616,7 @@ def run_config(cfg: Config, *, progress: bool = True,
         # since the labels were made (sweep.data.drift).
         "golden_pending_review": len(golden.pending),
         "golden_corpus_drift": drift.as_dict() if drift else None,
+        "sources": sources,
     }
     return JobResult(report, rows, chunks, list(resolved), rankings, misses.views)
 
