@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from sweep.common.errors import SweepError
+from sweep.data.abstentions import load_abstentions
 
 KNOWN_FIELDS = {
     "qid", "question", "relevant_chunk_ids", "answer_must_mention", "relevant_doc_ids",
@@ -301,7 +302,11 @@ def load_golden(path: str | Path) -> GoldenSet:
     ref_path = reference_path(path)
     if ref_path.exists():
         reference = load_reference(ref_path)
-    fingerprint = hashlib.sha256(data).hexdigest()[:16]
+    digest = hashlib.sha256(data)
+    _, abstentions = load_abstentions(path)
+    if abstentions:  # they add figures to a report, so they are part of the set's identity
+        digest.update(b"\0abstentions\0" + abstentions)
+    fingerprint = digest.hexdigest()[:16]
     pending = [item for item in items if is_pending(item)]
     items = [item for item in items if not is_pending(item)]
     if pending and not items:

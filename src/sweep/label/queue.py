@@ -41,6 +41,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from sweep.common.errors import SweepError
+from sweep.data.abstentions import abstentions_path
 from sweep.label.store import LOCK_TIMEOUT_S, GoldenFile, StaleError, append_bytes
 
 DECISIONS = ("labelled", "rejected", "skipped")
@@ -54,7 +55,6 @@ REJECT_REASONS = {
 }
 ABSTAIN = "unanswerable"
 CLAIM_TTL_S = 15 * 60
-ABSTENTIONS_NAME = "abstentions.jsonl"
 MAX_REASON = 500
 
 
@@ -65,10 +65,6 @@ class ClaimConflict(StaleError):
 def decisions_path(queue: Path) -> Path:
     """``q.jsonl`` -> ``q.decisions.jsonl`` beside it."""
     return queue.with_name(f"{queue.stem}.decisions.jsonl")
-
-
-def abstentions_path(golden: Path) -> Path:
-    return golden.with_name(ABSTENTIONS_NAME)
 
 
 def now_iso() -> str:
