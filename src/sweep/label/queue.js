@@ -54,7 +54,7 @@
     const box = $("queue-candidate");
     box.replaceChildren();
     box.className = "";
-    const facts = [c.source + (c.source_ref ? ` (${c.source_ref})` : ""),
+    const facts = [(c.source || "source not given") + (c.source_ref ? ` (${c.source_ref})` : ""),
       c.count ? `asked ${c.count}×` : null,
       c.feedback ? `feedback: ${c.feedback}` + (c.negative_count ? ` (${c.negative_count} negative)` : "") : null,
       c.priority ? `priority ${c.priority}` : null,

@@ -79,8 +79,9 @@ class Candidate:
     data: dict[str, Any]  # the whole queue line, shown on the page
 
     @property
-    def source(self) -> str:
-        return str(self.data.get("source") or "log")
+    def source(self) -> str | None:
+        source = self.data.get("source")
+        return source if isinstance(source, str) else None  # read_queue checked its value
 
     @property
     def source_ref(self) -> str | None:
@@ -160,6 +161,12 @@ def read_decisions(path: Path) -> dict[str, Decision]:
                              f"{', '.join(DECISIONS)}")
         last[cid] = Decision(cid, decision, lineno)
     return last
+
+
+def check_queue(path: Path) -> None:
+    """The queue and its decisions file read, or the first bad line as a `SweepError`."""
+    read_queue(path)
+    read_decisions(decisions_path(path))
 
 
 def order(candidates: list[Candidate], last: dict[str, Decision],
@@ -328,7 +335,9 @@ class LabelQueue:
         then the decision is recorded."""
         tab = _tab(tab)
         with self._deciding(tab, cid) as c:
-            fields: dict[str, Any] = {"source": c.source, "cid": c.cid}
+            fields: dict[str, Any] = {"cid": c.cid}
+            if c.source:
+                fields["source"] = c.source
             if c.source_ref:
                 fields["source_ref"] = c.source_ref
             saved = write(fields)
@@ -350,7 +359,7 @@ class LabelQueue:
         return {"skipped": cid, "counts": self.counts()}
 
     def reject(self, tab: str, cid: str, why: str, note: str = "") -> dict[str, Any]:
-        if why not in REJECT_REASONS:
+        if not isinstance(why, str) or why not in REJECT_REASONS:
             raise SweepError(f"reason: {why!r} is not one of {', '.join(REJECT_REASONS)}")
         if not isinstance(note, str):
             raise SweepError("note must be a string")

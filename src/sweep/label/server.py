@@ -33,7 +33,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from sweep.common.errors import SweepError
 from sweep.label import pages, review
 from sweep.label.app import LabelApp, LabelSettings, build_app
-from sweep.label.queue import LabelQueue
+from sweep.label.queue import LabelQueue, check_queue
 from sweep.label.queue import api as queue_api
 from sweep.label.store import StaleError
 from sweep.outputs.misses_html import load_views, render_page
@@ -417,6 +417,8 @@ def cmd_label(argv: Sequence[str]) -> int:
     cfg = compose(overrides)
     check_config(cfg)
     settings = settings_from_config(cfg, args.top)
+    if args.queue:  # a bad queue is reported before minutes of indexing
+        check_queue(Path(args.queue))
 
     def say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)

@@ -180,6 +180,19 @@ def test_a_rejection_for_another_reason_writes_no_abstention(
     assert not abstentions_path(golden.path).exists()
     with pytest.raises(SweepError, match="reason: 'whatever' is not one of"):
         q.reject(TAB_A, q.claim(TAB_A)["candidate"]["cid"], "whatever")
+    with pytest.raises(SweepError, match=r"reason: \['x'\] is not one of"):
+        q.reject(TAB_A, q.claim(TAB_A)["candidate"]["cid"], ["x"])  # type: ignore[arg-type]
+
+
+def test_a_candidate_without_source_saves_no_source(tmp_path: Path) -> None:
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"cid": "c-1", "question": "where is my parcel"}\n')
+    golden = GoldenFile(tmp_path / "g.jsonl")
+    q = LabelQueue(path, golden)
+    assert q.claim(TAB_A)["candidate"]["source"] is None
+    q.save(TAB_A, "c-1", fake_write(golden, "q001"))
+    (item,) = load_golden(golden.path).items
+    assert (item.source, item.source_ref, item.extra["cid"]) == (None, None, "c-1")
 
 
 def test_the_last_decision_wins(tmp_path: Path) -> None:
