@@ -200,8 +200,8 @@ class LabelQueue:
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
-        self.candidates = read_queue(self.path)
-        self.by_cid = {c.cid: c for c in self.candidates}
+        self._stamp: tuple[int, int] | None = None
+        self._reload()
         self.decisions_file = decisions_path(self.path)
         read_decisions(self.decisions_file)  # a bad decisions file fails at start-up
         self._lock = threading.Lock()
@@ -211,11 +211,26 @@ class LabelQueue:
 
     # ------------------------------------------------------------------ reading
 
+    def _reload(self) -> None:
+        """Read the queue again when its file changed: an import into it while the page runs
+        (it replaces the file atomically) shows up at the next claim, claims kept."""
+        try:
+            st = self.path.stat()
+        except OSError:
+            st = None
+        stamp = (st.st_mtime_ns, st.st_size) if st is not None else None
+        if stamp is not None and stamp == self._stamp:
+            return
+        self.candidates = read_queue(self.path)
+        self.by_cid = {c.cid: c for c in self.candidates}
+        self._stamp = stamp
+
     def golden_cids(self) -> frozenset[str]:
         return frozenset(str(e.obj["cid"]) for e in self.golden.entries()
                          if e.obj is not None and isinstance(e.obj.get("cid"), str))
 
     def _state(self) -> tuple[dict[str, Decision], frozenset[str], list[Candidate]]:
+        self._reload()
         last = read_decisions(self.decisions_file)
         labelled = self.golden_cids()
         return last, labelled, order(self.candidates, last, labelled)

@@ -252,6 +252,18 @@ def test_golden_line_without_its_decision_counts_as_labelled(work: tuple[Path, G
     assert q.counts()["labelled"] == 1
 
 
+def test_a_queue_imported_into_while_the_page_runs_is_read_again(
+        work: tuple[Path, GoldenFile]) -> None:
+    path, golden = work
+    q = LabelQueue(path, golden)
+    held = q.claim(TAB_A)["candidate"]
+    # an import writes the whole queue again: a new first candidate, the others after it
+    write_queue(path, ["where is my parcel", *QUESTIONS])
+    assert next_question(q, TAB_B) == "where is my parcel"
+    assert q.claim(TAB_A)["candidate"]["cid"] == held["cid"]  # the claim survives
+    assert q.counts()["queued"] == 5
+
+
 def test_a_failed_golden_write_records_no_decision(work: tuple[Path, GoldenFile]) -> None:
     path, golden = work
     q = LabelQueue(path, golden)
