@@ -23,14 +23,21 @@ def source_of(item: ResolvedItem) -> str:
     return item.item.source or UNSPECIFIED
 
 
+def item_smells(resolved: Sequence[ResolvedItem], texts: Mapping[str, str]
+                ) -> list[float | None]:
+    """Each item's smell: its question against the text its resolved evidence spans cover
+    (None: no span, or no content word). The same in every configuration of a sweep."""
+    return [synthetic_smell(item.item.question,
+                            [texts[d][a:b] for d, a, b in item.spans if d in texts])
+            for item in resolved]
+
+
 def add_source_columns(rows: Sequence[dict[str, Any]], resolved: Sequence[ResolvedItem],
-                       texts: Mapping[str, str]) -> None:
-    """``source`` and ``smell`` in each row, in place. The smell compares the question with
-    the text its resolved evidence spans cover (None: no span, or no content word)."""
-    for row, item in zip(rows, resolved, strict=True):
+                       smells: Sequence[float | None]) -> None:
+    """``source`` and ``smell`` (`item_smells`) in each row, in place."""
+    for row, item, smell in zip(rows, resolved, smells, strict=True):
         row["source"] = source_of(item)
-        evidence = [texts[d][a:b] for d, a, b in item.spans if d in texts]
-        row["smell"] = synthetic_smell(item.item.question, evidence)
+        row["smell"] = smell
 
 
 def headline_names(ks: Sequence[int], prompt_k: int, headline: str) -> list[str]:

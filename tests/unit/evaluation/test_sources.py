@@ -11,6 +11,7 @@ from sweep.evaluation.relevance import ResolvedItem
 from sweep.evaluation.sources import (
     add_source_columns,
     headline_names,
+    item_smells,
     parse_metric,
     score_by_source,
     source_metrics,
@@ -62,7 +63,7 @@ def test_source_and_smell_columns_from_the_resolved_spans() -> None:
              ResolvedItem(GoldenItem("q2", "wifi keeps dropping"), (("d", 0, 5),),
                           frozenset({"d"}), "evidence")]
     rows: list[dict] = [{}, {}]
-    add_source_columns(rows, items, {"d": text})
+    add_source_columns(rows, items, item_smells(items, {"d": text}))
     # q1: {reset, router} both in the span -> 1.0; q2: {wifi, keeps, dropping} vs "Press"
     assert rows == [{"source": "synthetic", "smell": 1.0},
                     {"source": "unspecified", "smell": 0.0}]
