@@ -346,6 +346,12 @@ def C(id: str, setup: Callable[[Workspace], None] | None, command: str, args: Se
     return Case(id, setup, command, tuple(args), code, tuple(line), tuple(also), tuple(absent))
 
 
+def sources_and_abstentions(ws: Workspace) -> None:
+    ws.write_golden(with_item(Q1, source="log", source_ref="support.csv:3"), Q2)
+    (ws.tmp / "abstentions.jsonl").write_text(
+        '{"qid": "abstain-1", "question": "do you sell cars", "source": "log"}\n')
+
+
 V, R, M, IMP = "validate", "run", "multirun", "import"
 
 CASES = [
@@ -442,6 +448,13 @@ CASES = [
       ["{golden}:1:", "must be a JSON object", "list"]),
     C("golden-deeply-nested-json", golden(Q1, DEEP_JSON), V, [], 1,
       ["{golden}:2:", "JSON"]),
+    C("golden-sources-counted", sources_and_abstentions, V, ["--strict"], 0,
+      ["sources: log 1, unspecified 1; 1 abstentions in {tmp}/abstentions.jsonl"],
+      also=["OK:"]),
+    C("golden-bad-abstention", lambda ws: (ws.tmp / "abstentions.jsonl").write_text(
+        '{"qid": "abstain-1"}\n'), V, [], 1, ["{tmp}/abstentions.jsonl:1: question: missing"]),
+    C("golden-unknown-source", golden(Q1, with_item(Q2, source="tickets")), V, [], 1,
+      ["{golden}:2", "source", "'tickets' is not one of log, trace, owner, synthetic"]),
     C("golden-missing-qid", golden(with_item(Q1, qid=None), Q2), V, [], 1,
       ["{golden}:1: qid:", "missing"]),
     C("golden-qid-wrong-type", golden(with_item(Q1, qid=["q1"]), Q2), V, [], 1,

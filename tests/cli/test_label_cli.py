@@ -53,3 +53,18 @@ def test_cli_reports_a_busy_port_and_a_missing_corpus(tmp_path: Path) -> None:
     assert res.returncode == 1 and "error: corpus folder not found" in res.stderr
     res = run_cli("-m", "sweep.cli", "help", cwd=tmp_path)
     assert "label " in res.stdout
+
+
+def test_cli_reports_a_bad_queue_in_one_line_before_indexing(tmp_path: Path) -> None:
+    queue = tmp_path / "q.jsonl"
+    queue.write_text('{"cid": "c-1", "question": "ok"}\n{"cid": "c-2", "question": "x", '
+                     '"source": "forum"}\n')
+    res = run_cli("-m", "sweep.cli", "label", "--queue", str(queue), "--port", "0",
+                  "--no-dense", cwd=tmp_path, timeout=120)
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert res.stderr.strip().splitlines()[-1] == (
+        f"error: {queue}:2: source: 'forum' is not one of log, trace, owner, synthetic")
+    assert "indexed" not in res.stderr  # refused before the corpus was read
+    res = run_cli("-m", "sweep.cli", "label", "--queue", str(tmp_path / "none.jsonl"),
+                  "--port", "0", "--no-dense", cwd=tmp_path, timeout=120)
+    assert res.returncode == 1 and "queue file not found" in res.stderr

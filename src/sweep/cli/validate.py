@@ -8,13 +8,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from collections.abc import Sequence
 
 from sweep.config.checks import check_config
 from sweep.config.compose import compose
+from sweep.data.abstentions import abstentions_path, load_abstentions
 from sweep.data.drift import corpus_drift
 from sweep.data.golden import load_golden
 from sweep.data.validate import cap_problems, check_golden
+from sweep.evaluation.sources import UNSPECIFIED
 from sweep.pipeline.run import load_corpus_cached, resolve_golden
 
 
@@ -77,6 +80,8 @@ def cmd_validate(argv: Sequence[str]) -> int:
     # every passage moves nothing); `sweep golden rebase` tells which are.
     drift = corpus_drift(golden.path, docs)
     pending = len(golden.pending)
+    sources = Counter(item.source or UNSPECIFIED for item in golden.items)
+    abstentions, _ = load_abstentions(golden.path)
     if args.json:
         print(json.dumps({
             "golden": golden.path, "corpus": cfg.corpus.path, "items": result.n_items,
@@ -88,6 +93,7 @@ def cmd_validate(argv: Sequence[str]) -> int:
             **({"quote_levels": levels} if levels is not None else {}),
             "corpus_drift": drift.as_dict() if drift else None,
             "pending_review": pending,
+            "sources": dict(sources), "abstentions": len(abstentions),
         }, indent=2))
     else:
         shown, notes = cap_problems(result.problems, per_item=0 if args.all else 5)
@@ -106,4 +112,9 @@ def cmd_validate(argv: Sequence[str]) -> int:
         print(f"{verdict}: {golden.path}: {result.n_items} items checked against "
               f"{len(docs)} documents; {len(result.errors)} errors, "
               f"{len(result.warnings)} warnings", file=sys.stderr)
+        if set(sources) != {UNSPECIFIED} or abstentions:
+            # what a sweep will score apart (docs/guide/labelling-queue.md)
+            print("sources: " + ", ".join(f"{k} {n}" for k, n in sources.most_common())
+                  + (f"; {len(abstentions)} abstentions in {abstentions_path(golden.path)}"
+                     if abstentions else ""), file=sys.stderr)
     return 1 if failing else 0

@@ -25,10 +25,11 @@ import yaml
 
 from sweep.common.errors import SweepError
 from sweep.common.files import read_regular
+from sweep.data.abstentions import load_abstentions
 
 KNOWN_FIELDS = {
     "qid", "question", "relevant_chunk_ids", "answer_must_mention", "relevant_doc_ids",
-    "evidence", "notes", "tags", "rebase",
+    "evidence", "notes", "tags", "rebase", "source", "source_ref", "cid",
 }
 # `rebase.status` of an item carried to a new corpus version by `sweep golden rebase`
 # (sweep.data.rebase): the PENDING ones wait for a human (`sweep label --review`) and are never
@@ -36,6 +37,11 @@ KNOWN_FIELDS = {
 # either, so there was nothing to carry.
 PENDING_STATUSES = ("edited", "removed", "unplaced")
 REBASE_STATUSES = ("unchanged", "moved", *PENDING_STATUSES, "accepted", "reselected")
+
+# Where a question came from (issue 27), best first as the seed ranks them: a user's logged
+# question, a traced one, a domain owner's, a generated one, a public benchmark's. Scored apart
+# (evaluation/sources.py) because synthetic questions borrow their passage's words.
+SOURCES = ("log", "trace", "owner", "synthetic", "benchmark")
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,8 @@ class GoldenItem:
     evidence: tuple[EvidenceRef, ...] = ()
     line: int = 0
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    source: str | None = None  # one of SOURCES; None = not said
+    source_ref: str | None = None  # the import file and line, or the trace id
 
 
 @dataclass
@@ -185,6 +193,21 @@ def is_pending(item: GoldenItem) -> bool:
     return isinstance(rebase, dict) and rebase.get("status") in PENDING_STATUSES
 
 
+def _source(obj: dict[str, Any], add: Any) -> tuple[str | None, str | None]:
+    """``source`` (one of `SOURCES`, or absent) and ``source_ref`` (a string, or absent)."""
+    source, ref = obj.get("source"), obj.get("source_ref")
+    if source is not None and source not in SOURCES:
+        add("source", f"{source!r} is not one of {', '.join(SOURCES)}")
+        source = None
+    if ref is not None and (not isinstance(ref, str) or not ref.strip()):
+        add("source_ref", f"must be a non-empty string, got {ref!r}")
+        ref = None
+    cid = obj.get("cid")
+    if cid is not None and (not isinstance(cid, str) or not cid.strip()):
+        add("cid", f"must be a non-empty string (the queue candidate's id), got {cid!r}")
+    return source, ref
+
+
 def parse_golden_lines(text: str, file: str) -> tuple[list[GoldenItem], list[Problem]]:
     """Parse JSONL text into items and problems. Items with errors are left out of the list
     (their problems say why); structural warnings keep the item."""
@@ -238,15 +261,16 @@ def parse_golden_lines(text: str, file: str) -> tuple[list[GoldenItem], list[Pro
         doc_ids = _str_list(obj.get("relevant_doc_ids"), "relevant_doc_ids", add)
         evidence = _evidence(obj.get("evidence"), add)
         _rebase(obj.get("rebase"), add)
+        source, source_ref = _source(obj, add)
         if (not chunk_ids and not evidence and not doc_ids
                 and not any(p.severity == "error" for p in problems[errors_before:])):
             add("relevant_chunk_ids", "empty, and no `evidence` or `relevant_doc_ids`: "
                 "nothing says where the answer lives")
         if any(p.severity == "error" for p in problems[errors_before:]):
             continue
-        extra = {k: obj[k] for k in ("notes", "tags", "rebase") if k in obj}
+        extra = {k: obj[k] for k in ("notes", "tags", "rebase", "cid") if k in obj}
         items.append(GoldenItem(qid, question, chunk_ids, mentions, doc_ids, evidence, lineno,
-                                extra))
+                                extra, source, source_ref))
     if not items and not problems:
         problems.append(Problem(file, 0, "", "no golden items (the file is empty)"))
     return items, problems
@@ -278,7 +302,11 @@ def load_golden(path: str | Path) -> GoldenSet:
     ref_path = reference_path(path)
     if ref_path.exists():
         reference = load_reference(ref_path)
-    fingerprint = hashlib.sha256(data).hexdigest()[:16]
+    digest = hashlib.sha256(data)
+    _, abstentions = load_abstentions(path)
+    if abstentions:  # they add figures to a report, so they are part of the set's identity
+        digest.update(b"\0abstentions\0" + abstentions)
+    fingerprint = digest.hexdigest()[:16]
     pending = [item for item in items if is_pending(item)]
     items = [item for item in items if not is_pending(item)]
     if pending and not items:

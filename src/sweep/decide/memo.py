@@ -48,6 +48,7 @@ from typing import Any, NamedTuple
 
 from sweep.common.files import atomic_write, content_digest, folder_signature
 from sweep.common.paths import PACKAGE_DIR, PROJECT_ROOT, conf_path
+from sweep.data.abstentions import ABSTENTIONS_NAME
 
 log = logging.getLogger(__name__)
 
@@ -175,8 +176,11 @@ def run_inputs(plain: Mapping[str, Any]) -> tuple[list[dict[str, str]], str]:
         ("chunk.header=contextual", chunk.get("header") == "contextual")) if on]
     if remote:
         return [], f"{remote[0]} answers from outside the machine's files"
+    golden = Path(plain["golden"]["path"]).resolve()
     inputs = [{"kind": "content", "path": str(Path(plain["corpus"]["path"]).resolve())},
-              {"kind": "content", "path": str(Path(plain["golden"]["path"]).resolve())}]
+              {"kind": "content", "path": str(golden)},
+              # questions the corpus cannot answer, scored by the run (data/abstentions.py)
+              {"kind": "content", "path": str(golden.with_name(ABSTENTIONS_NAME))}]
     models = {"embedding.name": emb.get("name", "")}
     if emb.get("family") == "model2vec_distill":
         models["embedding.distill_from"] = emb.get("distill_from", "")

@@ -27,6 +27,7 @@ from sweep.common.errors import SweepError
 from sweep.common.files import atomic_write
 from sweep.common.paths import PROJECT_ROOT
 from sweep.config.identity import INPUT_SECTIONS, RESULT_SECTIONS, inapplicable_keys
+from sweep.evaluation.sources import PREFIX, parse_metric
 from sweep.outputs import tracking
 from sweep.outputs.report import (
     NOT_APPLICABLE,
@@ -390,6 +391,8 @@ def ranked_table(uri: str, experiment: str | None, sweep: str, metric: str | Non
                  "ann_overlap_at_10", f"ann_tax_{metric}", "ann_tax_mrr", "index_bytes_ann"):
         if name not in shown and name in metric_cols:
             shown.append(name)
+    # A golden set mixing sources: the ranking metric of each source, as a column group.
+    shown += [name for name in metric_cols if (ps := parse_metric(name)) and ps[1] == metric]
     return SweepTable(parent, metric, swept, shown, rows, {}, cost, latency, n_failed)
 
 
@@ -463,10 +466,25 @@ def print_table(t: SweepTable) -> None:
         print(f"{NOT_APPLICABLE}: the configuration does not read that setting (e.g. "
               "index.ef_search with index.kind=exact); runs differing only there are one "
               "configuration, shown once")
+    shares = source_shares(t.rows[0])
+    if shares:
+        print("by_source/<source>/" + t.metric + ": the questions of one source only ("
+              + ", ".join(f"{s} n={n} ({share:.0%})" for s, n, share in shares) + ")")
     n_tied = sum(1 for r in t.rows[1:] if r.get("tied"))
     print(f"{n_tied} of {len(t.rows) - 1} other configurations are not distinguishable from the "
           f"best on {t.metric} (paired bootstrap over questions scored in both, "
           f"{N_RESAMPLES:,} resamples, 95%, seed {SEED})")
+
+
+def source_shares(row: Mapping[str, Any]) -> list[tuple[str, int, float]]:
+    """(source, n, share) from a run's ``by_source/<source>/n`` and ``.../share`` metrics."""
+    out = []
+    for name, value in row.items():
+        ps = parse_metric(name) if isinstance(name, str) else None
+        if ps and ps[1] == "n" and value is not None:
+            share = row.get(f"{PREFIX}/{ps[0]}/share")
+            out.append((ps[0], int(value), float(share) if share is not None else math.nan))
+    return out
 
 
 def table_json(t: SweepTable) -> dict[str, Any]:
@@ -475,6 +493,8 @@ def table_json(t: SweepTable) -> dict[str, Any]:
     return {"sweep": {k: t.parent.get(k) for k in ("run_id", "experiment", "experiment_id",
                                                     "start_time", "sweep_dir", "status")},
             "metric": t.metric, "swept": t.swept, "n_failed": t.n_failed,
+            "sources": [{"source": s, "n": n, "share": share}
+                        for s, n, share in source_shares(t.rows[0])] if t.rows else [],
             "rows": [{k: r.get(k) for k in keep} for r in t.rows]}
 
 

@@ -30,6 +30,7 @@ from sweep.data.validate import NumberIndex, check_golden
 from sweep.evaluation.relevance import CorpusIndex, resolve_item
 from sweep.label import review
 from sweep.label.checks import Span, label_warnings, occurrences, suggest_mentions, trim
+from sweep.label.queue import LabelQueue
 from sweep.label.store import Entry, GoldenFile, StaleError
 from sweep.retrieval.bm25 import BM25Index
 from sweep.retrieval.ranking import lexical_search, tiebreak_order, top_k
@@ -197,6 +198,7 @@ class LabelApp:
         self._ranks: tuple[tuple[float, int], SweepRanks] | None = None
         self._ranks_lock = threading.Lock()
         self.review_queue: Path | None = None  # `sweep label --review FILE` (label/review.py)
+        self.queue: LabelQueue | None = None  # `sweep label --queue` (label/queue.py)
 
     def _inside(self, doc: Document) -> bool:
         try:
@@ -391,8 +393,11 @@ class LabelApp:
         drift.write_record(self.store.path, self.docs, self.settings.corpus, "sweep label",
                            keep=recorded)
 
-    def save_new(self, payload: Any) -> dict[str, Any]:
+    def save_new(self, payload: Any, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Append a new item; ``extra`` adds fields the page does not edit (a queued
+        candidate's source, source_ref and cid)."""
         obj, spans = self.build(payload)
+        obj.update(extra or {})
         entry = self.store.append(obj)
         self._write_reference()
         self._write_record()

@@ -3,6 +3,8 @@
   "use strict";
   const state = JSON.parse(document.getElementById("state").textContent);
   const $ = (id) => document.getElementById(id);
+  // Set by queue.js (sweep label --queue): it saves a queued candidate and claims the next.
+  const hooks = window.sweepLabelHooks || {};
 
   async function api(method, url, body) {
     // The token proves the request comes from a page this server rendered (see server.py).
@@ -237,7 +239,7 @@
     const url = editing ? `/api/items/${encodeURIComponent(state.qid)}` : "/api/items";
     const body = editing ? { ...payload(), digest: state.digest } : payload();
     try {
-      const r = await api("POST", url, body);
+      const r = !editing && hooks.save ? await hooks.save(body, api) : await api("POST", url, body);
       $("line-preview").textContent = r.line;
       const warned = r.warnings.length ? ` ${r.warnings.length} warning(s) kept.` : "";
       const pages = r.pages && r.pages.length ? ` Evidence on ${r.pages.join(", ")}.` : "";
@@ -258,6 +260,7 @@
         const nav = $("nav-items");
         const n = Number((nav.textContent.match(/\d+/) || ["0"])[0]) + 1;
         nav.textContent = `Golden set (${n})`;
+        if (hooks.saved) hooks.saved(r);
       }
     } catch (err) { setStatus(err.message, "bad"); }
   });

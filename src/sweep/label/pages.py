@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from sweep.data.corpus import Document
 from sweep.label.app import Hit, ItemRow, LabelApp, SweepRanks, page_label
+from sweep.label.queue_page import queue_panel, queue_script
 from sweep.retrieval.bm25 import query_tokens
 
 CONTEXT_CHARS = 240  # document text shown before and after a hit
@@ -195,6 +196,7 @@ def doc_page(app: LabelApp, doc: Document, nonce: str, hl: tuple[int, int] | Non
 
 def label_page(app: LabelApp, state: dict[str, object], nonce: str) -> str:
     editing = state.get("mode") == "edit"
+    queued = app.queue is not None and not editing
     dense_title = f"Dense ({app.dense.name})" if app.dense else "Dense (off)"
     chunk_note = {"sidecar": "chunk ids: reference chunking",
                   "new": "chunk ids: new reference chunking (written on first save)",
@@ -208,6 +210,7 @@ def label_page(app: LabelApp, state: dict[str, object], nonce: str) -> str:
     f"Editing {e(state.get('qid'))} (line {e(state.get('lineno'))})" if editing
     else "New item"}</span>
 </form>
+{queue_panel(app, nonce) if queued else ""}
 <main class="grid">
   <section class="col"><h3>BM25</h3><div id="bm25-results" class="results">
     <p class="muted">Search to see the passages BM25 finds (query words in bold).</p></div></section>
@@ -241,7 +244,8 @@ def label_page(app: LabelApp, state: dict[str, object], nonce: str) -> str:
     <p class="muted small">{e(chunk_note)} · writes to <code>{e(app.store.shown_path)}</code></p>
   </aside>
 </main>
-{json_script("state", {**state, "token": app.token})}
+{json_script("state", {**state, "token": app.token, **({"queue": True} if queued else {})})}
+{queue_script(nonce) if queued else ""}
 """
     return shell(app, "sweep label", body, nonce, body_class="labelling")
 

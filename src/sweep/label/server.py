@@ -33,6 +33,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from sweep.common.errors import SweepError
 from sweep.label import pages, review
 from sweep.label.app import LabelApp, LabelSettings, build_app
+from sweep.label.queue import LabelQueue, check_queue
+from sweep.label.queue import api as queue_api
 from sweep.label.store import StaleError
 from sweep.outputs.misses_html import load_views, render_page
 
@@ -294,6 +296,8 @@ class LabelHandler(BaseHTTPRequestHandler):
                 self._json(HTTPStatus.CREATED, app.save_new(body))
             elif len(parts) == 3 and parts[:2] == ["api", "review"] and self.server.review:
                 self._json(HTTPStatus.OK, review.decide(app, self.server.review, parts[2], body))
+            elif len(parts) == 3 and parts[:2] == ["api", "queue"] and app.queue is not None:
+                self._json(HTTPStatus.OK, queue_api(app.queue, parts[2], body, app.save_new))
             elif len(parts) in (3, 4) and parts[:2] == ["api", "items"]:
                 digest = body.get("digest") if isinstance(body, dict) else None
                 if not isinstance(digest, str):
@@ -351,6 +355,16 @@ def settings_from_config(cfg: Any, top: int = 8) -> LabelSettings:
         experiment=cfg.tracking.experiment, top=top)
 
 
+def open_queue(app: LabelApp, path: str, target: int = 50) -> LabelQueue:
+    """The queue worked from this page; its passages and retrieved documents are opened by
+    their corpus path, only when the page may show them."""
+    def source(doc_id: str) -> str | None:
+        doc = app.by_id.get(doc_id)
+        return doc.source if doc is not None and doc_id not in app.hidden else None
+
+    return LabelQueue(Path(path), app.store, target, doc_source=source)
+
+
 def cmd_label(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="sweep label",
@@ -363,6 +377,12 @@ def cmd_label(argv: Sequence[str]) -> int:
     parser.add_argument("--top", type=int, default=8, help="passages shown per retriever")
     parser.add_argument("--no-dense", action="store_true",
                         help="BM25 only: do not load the embedding model")
+    parser.add_argument("--queue", metavar="QUEUE.jsonl",
+                        help="work through a candidate queue (sweep questions import): the "
+                             "next question pre-filled; label, skip or reject")
+    parser.add_argument("--target", type=int, default=50,
+                        help="golden items to reach, shown as a counter with --queue "
+                             "(default 50)")
     parser.add_argument("--verbose", action="store_true", help="log every request")
     parser.add_argument("--review", metavar="FILE",
                         help="a review queue of `sweep golden rebase` (OUT.review.jsonl): its "
@@ -373,6 +393,8 @@ def cmd_label(argv: Sequence[str]) -> int:
         raise SweepError(f"--port {args.port}: must be between 0 and 65535")
     if args.top < 1:
         raise SweepError(f"--top {args.top}: must be at least 1")
+    if args.target < 1:
+        raise SweepError(f"--target {args.target}: must be at least 1")
 
     from sweep.config.checks import check_config
     from sweep.config.compose import compose
@@ -396,6 +418,8 @@ def cmd_label(argv: Sequence[str]) -> int:
     cfg = compose(overrides)
     check_config(cfg)
     settings = settings_from_config(cfg, args.top)
+    if args.queue:  # a bad queue is reported before minutes of indexing
+        check_queue(Path(args.queue))
 
     def say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -410,8 +434,15 @@ def cmd_label(argv: Sequence[str]) -> int:
         dense_spec = embedding_spec(cfg)
     say(f"sweep label: corpus {settings.corpus}, golden {settings.golden}")
     try:
-        server.app = build_app(settings, dense_spec=dense_spec,
-                               cache_dir=cfg.cache.dir if cfg.cache.enabled else None, say=say)
+        app = build_app(settings, dense_spec=dense_spec,
+                        cache_dir=cfg.cache.dir if cfg.cache.enabled else None, say=say)
+        if args.queue:
+            app.queue = open_queue(app, args.queue, args.target)
+            c = app.queue.counts()
+            say(f"queue {args.queue}: {c['left']} of {c['queued']} candidates left "
+                f"({c['labelled']} labelled, {c['rejected']} rejected); decisions in "
+                f"{app.queue.decisions_file}")
+        server.app = app
     except BaseException:
         server.server_close()
         raise

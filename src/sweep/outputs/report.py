@@ -17,6 +17,7 @@ import yaml
 from sweep.common.files import atomic_write
 from sweep.common.mapping import flatten
 from sweep.config.identity import inapplicable_keys
+from sweep.evaluation.sources import summary_line
 
 REPORT = "report.json"
 PER_QUESTION = "per_question.csv"
@@ -241,6 +242,7 @@ def comparison_rows(reports: Sequence[dict[str, Any]]) -> tuple[list[str], list[
         row["_cost"] = metrics.get(f"context_tokens_at_{prompt_k}")
         row["_latency"] = metrics.get("latency_end_to_end_p95_ms")
         row["_hash"] = str(chash or "")
+        row["sources"] = rep.get("sources") or {}
         rows.append(row)
 
     def key(row: dict[str, Any]) -> tuple[int, tuple[float, float, float, str]]:
@@ -355,6 +357,9 @@ def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> Non
               f"({metric}={format_value(best['headline'])}, "
               f"{format_value(best['headline'] - second['headline'])} ahead of the runner-up)")
     if finished:
+        by_source = summary_line(finished[0].get("sources") or {}, str(metric))
+        if by_source:
+            print(f"  by source, in the best configuration: {by_source}")
         only = finished[0].get("found_only_by") or {}
         for name, other in (("bm25", "dense"), ("dense", "bm25")):
             qids = only.get(name) or []

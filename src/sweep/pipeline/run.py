@@ -48,6 +48,7 @@ from sweep.config.specs import (
     semantic_params,
     served_rerank_spec,
 )
+from sweep.data.abstentions import Abstention, load_abstentions
 from sweep.data.corpus import Document, corpus_fingerprint, load_corpus
 from sweep.data.drift import Drift, corpus_drift
 from sweep.data.golden import (
@@ -66,6 +67,7 @@ from sweep.embedding.served import (
     served_usage_before,
     served_usage_metrics,
 )
+from sweep.evaluation.abstention import separation
 from sweep.evaluation.evaluate import EvalSpec, evaluate
 from sweep.evaluation.metrics import covered_chars
 from sweep.evaluation.misses import diagnose_misses, miss_views, truncation_cuts
@@ -75,6 +77,14 @@ from sweep.evaluation.relevance import (
     ResolvedItem,
     quote_metrics,
     resolve_all,
+)
+from sweep.evaluation.smell import mean_smell
+from sweep.evaluation.sources import (
+    add_source_columns,
+    headline_names,
+    item_smells,
+    score_by_source,
+    source_metrics,
 )
 from sweep.generation.cache import get_judge_cache
 from sweep.generation.run import (
@@ -123,6 +133,7 @@ class _Memo:
     resolved: dict[tuple, list[ResolvedItem]] = field(default_factory=dict)
     drift: dict[tuple, Drift | None] = field(default_factory=dict)
     skipped: dict[str, dict[str, str]] = field(default_factory=dict)  # fingerprint -> skipped
+    smells: dict[tuple, list[float | None]] = field(default_factory=dict)
     cut_texts: dict[tuple, int] = field(default_factory=dict)  # texts embedded for cutting
     # The last approximate index built (the scored pass and the latency pass share it);
     # one only, as an index can be as large as the vectors.
@@ -533,12 +544,20 @@ def run_config(cfg: Config, *, progress: bool = True,
 
     method = cfg.retrieval.method.value
     questions = [r.item.question for r in resolved]
+    # Questions the corpus cannot answer are searched with the others (the same embedding
+    # pass), then set apart: only their top-1 scores are read (evaluation/abstention.py).
+    abstentions, _ = load_abstentions(cfg.golden.path)
+    searched_questions = questions + [a.question for a in abstentions]
     reranker = load_reranker(cfg)
     served.update(served_usage_before(reranker))
-    ix = build_indexes(cfg, chunks, questions, timings, progress=progress)
+    ix = build_indexes(cfg, chunks, searched_questions, timings, progress=progress)
     with stage_timer(timings, "search_s"):
         search = make_search(chunks, method, cfg, ix.chunk_vecs, ix.bm25, reranker)
-        results = search.run_all(questions, ix.query_vecs)
+        results = search.run_all(searched_questions, ix.query_vecs)
+        abstained = [r.final for r in results[len(questions):]]
+        results = results[:len(questions)]
+        if ix.query_vecs is not None:
+            ix.query_vecs = ix.query_vecs[:len(questions)]
         rankings = [r.final for r in results]
     uses_dense = method in ("dense", "hybrid")
     counted = (ix.embedder.timed_now, ix.embedder.timed_from_cache) if ix.embedder else (0, 0)
@@ -551,7 +570,7 @@ def run_config(cfg: Config, *, progress: bool = True,
     with stage_timer(timings, "eval_s"):
         diagnostics = {"dense": [r.dense for r in results], "bm25": [r.bm25 for r in results]}
         # Scored on what is returned (retrieval.unit): the chunks, or the units around them.
-        searched = chunks
+        searched, rankings_searched = chunks, rankings
         chunks, rankings, diagnostics = returned(
             cfg, chunks, docs, _MEMO.starts[(corpus_fp, cfg.chunk.tokenizer)], rankings,
             diagnostics)
@@ -566,6 +585,12 @@ def run_config(cfg: Config, *, progress: bool = True,
                                cfg.eval.prompt_k, ix.embedder if uses_dense else None,
                                ix.truncated > 0)
         summary.update(misses.counts)
+        smell_key = (golden.fingerprint, corpus_fp)
+        if smell_key not in _MEMO.smells:  # ~24 ms on COVID-QA's 1,380 items: once a sweep
+            _MEMO.smells[smell_key] = item_smells(resolved, texts)
+        add_source_columns(rows, resolved, _MEMO.smells[smell_key])
+        sources = score_by_source(rows, headline_names(espec.k, espec.prompt_k,
+                                                       cfg.eval.headline))
     timings["total_s"] = time.perf_counter() - t0
 
     headline = cfg.eval.headline
@@ -587,6 +612,13 @@ def run_config(cfg: Config, *, progress: bool = True,
         # behind an endpoint the model's max_seq_length is unknown: no figure rather than 0
         metrics["truncated_fraction"] = ix.truncated
     metrics.update(served_usage_metrics(served, served_embedder, reranker))
+    smell, _ = mean_smell(r["smell"] for r in rows)
+    if smell is not None:
+        metrics["smell_mean"] = smell
+    metrics.update(source_metrics(sources))
+    metrics.update(separation(
+        [top1_score(rk) for rk, row in zip(rankings_searched, rows, strict=True)
+         if row["status"] == "scored"], [top1_score(rk) for rk in abstained]))
     report = {
         "status": "FINISHED",
         "config": plain,
@@ -607,6 +639,9 @@ def run_config(cfg: Config, *, progress: bool = True,
         # since the labels were made (sweep.data.drift).
         "golden_pending_review": len(golden.pending),
         "golden_corpus_drift": drift.as_dict() if drift else None,
+        "sources": sources,
+        **({"abstentions": abstention_rows(abstentions, abstained, searched)}
+           if abstentions else {}),
     }
     return JobResult(report, rows, chunks, list(resolved), rankings, misses.views)
 
@@ -616,6 +651,25 @@ LATENCY_NOTE = ("milliseconds per question, one question at a time, after a warm
                 "served from the embedding cache: it is timed once per embedding "
                 "setting, question and machine, kept with the cache, and added to each "
                 "configuration's end-to-end time")
+
+
+def top1_score(ranking: Ranking) -> float:
+    """The top chunk's score; 0 when nothing matched (BM25: the question shares no word)."""
+    return float(ranking.scores[0]) if ranking.scores else 0.0
+
+
+def abstention_rows(abstentions: list[Abstention], rankings: list[Ranking],
+                    chunks: list[Chunk]) -> dict[str, Any]:
+    """What report.json says of each abstention: its top chunk and that chunk's score."""
+    return {
+        "measure": "top-1 retrieval score of questions the corpus cannot answer against that "
+                   "of the scored golden items (abstention_auroc, abstention_caught_at_95; "
+                   "docs/labelling-queue.md)",
+        "questions": [{"qid": a.qid, "question": a.question, "source": a.source,
+                       "top_chunk": chunks[rk.indices[0]].chunk_id if rk.indices else None,
+                       "top1_score": top1_score(rk)}
+                      for a, rk in zip(abstentions, rankings, strict=True)],
+    }
 
 
 def row_lists(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -431,7 +431,8 @@ def test_chroma_import(tmp_path: Path) -> None:
         "qid": "chroma-1", "question": "What is second?", "relevant_chunk_ids": [],
         "answer_must_mention": [], "relevant_doc_ids": ["doc_a"],
         "evidence": [{"doc_id": "doc_a", "start": s, "end": s + 21,
-                      "quote": "Second sentence here."}]}
+                      "quote": "Second sentence here."}],
+        "source": "benchmark", "source_ref": str(tmp_path / "chroma")}
     # stated at 50: the second occurrence (54) is nearer than the first (11)
     (ev,) = items["chroma-2"]["evidence"]
     assert (DOC_A.index("First"), ev["start"]) == (11, DOC_A.rindex("First")) == (11, 54)

@@ -152,8 +152,10 @@ def test_inputs_of_the_demo_are_its_corpus_golden_set_and_model(tmp_path: Path) 
     assert [(i["kind"], i["path"]) for i in inputs] == [
         ("content", str((DEMO / "corpus").resolve())),
         ("content", str((DEMO / "golden.jsonl").resolve())),
+        ("content", str((DEMO / "abstentions.jsonl").resolve())),
         ("model", str(Path(minilm_path()).resolve()))]
     assert inputs[0]["digest"] == content_digest(DEMO / "corpus")
+    assert inputs[2]["digest"] == "missing"  # none yet: adding one is a change
     assert memo.changed_input(inputs) is None
 
 

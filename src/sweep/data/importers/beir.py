@@ -21,6 +21,7 @@ from sweep.data.importers.common import (
     get_field,
     get_id,
     golden_item,
+    mark_benchmark,
     one_line,
     progress,
     read_bytes,
@@ -60,6 +61,7 @@ def convert_beir(
     items = _beir_items(query_text, positive, spans_by_query, rep)
     finish_report(rep, documents, items)
     rep.counts["questions_with_evidence"] = sum(1 for i in items if i["evidence"])
+    mark_benchmark(items, source)
     return ImportResult("beir", source, documents, items, rep.as_dict())
 
 

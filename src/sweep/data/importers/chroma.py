@@ -22,6 +22,7 @@ from sweep.data.importers.common import (
     finish_report,
     get_field,
     golden_item,
+    mark_benchmark,
     one_line,
     progress,
     read_bytes,
@@ -86,6 +87,7 @@ def convert_chroma(rows: Iterable[tuple[str, dict[str, str]]], corpora: dict[str
         seen[doc_id] = corpus_id
     documents = [(f"{cid}.md", maps[cid].clean) for cid in doc_ids]
     finish_report(rep, documents, items)
+    mark_benchmark(items, source)
     return ImportResult("chroma", source, documents, items, rep.as_dict())
 
 

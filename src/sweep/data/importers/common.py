@@ -224,6 +224,14 @@ def golden_item(qid: str, question: str, mention: list[str], doc_ids: list[str],
             "answer_must_mention": mention, "relevant_doc_ids": doc_ids, "evidence": evidence}
 
 
+def mark_benchmark(items: list[dict[str, Any]], source: str) -> None:
+    """Every imported item is a public benchmark's question (golden.SOURCES), with the file it
+    came from: scored apart from a team's own questions when the two are mixed."""
+    for item in items:
+        item["source"] = "benchmark"
+        item["source_ref"] = source
+
+
 def finish_report(rep: Report, documents: list[tuple[str, str]], items: list[dict[str, Any]]) -> None:
     rep.counts["documents"] = len(documents)
     rep.counts["questions_written"] = len(items)

@@ -17,6 +17,7 @@ from sweep.data.importers.common import (
     get_field,
     get_id,
     golden_item,
+    mark_benchmark,
     must_mention,
     progress,
     read_json,
@@ -97,6 +98,7 @@ def convert_squad(data: Any, source: str) -> ImportResult:
                 items.append(golden_item(qid, question, must_mention(spans.texts), [doc_id],
                                    spans.evidence))
     finish_report(rep, documents, items)
+    mark_benchmark(items, source)
     return ImportResult("squad", source, documents, items, rep.as_dict())
 
 
