@@ -34,6 +34,9 @@ commands:
                   to the latest sweep's runs table
   label           [--corpus DIR] [--golden FILE] [--port 8765] [--no-dense]: a local page
                   (127.0.0.1) to label golden questions: search, select evidence, save
+  questions       import LOG|--mlflow-experiment NAME --out QUEUE.jsonl | generate --out
+                  QUEUE.jsonl: real (and synthetic) questions into a prioritised labelling
+                  queue (redacted, duplicates merged, ranked by feedback and frequency)
   estimate        [key=a,b ...]: texts, tokens, requests and dollars a sweep would send to
                   served models after the embedding cache (nothing is sent)
   (none)          run one configuration; `sweep -m key=a,b ...` sweeps (Hydra multirun)
@@ -66,6 +69,7 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "show": _lazy("sweep.cli.show", "cmd_show"),
     "estimate": _lazy("sweep.cli.estimate", "cmd_estimate"),
     "label": _lazy("sweep.label", "cmd_label"),
+    "questions": _lazy("sweep.cli.questions", "cmd_questions"),
     "ui": _lazy("sweep.cli.ui", "cmd_ui"),
 }
 
