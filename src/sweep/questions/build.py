@@ -86,6 +86,7 @@ def build_queue(rows: Iterable[Row], existing: Sequence[Candidate],
             "words": tally.feedback_words, "ratings": tally.feedback_ratings,
             "ratings_max": tally.ratings_max, "negative_below": threshold,
             "negative_below_from": "--negative-below" if negative_below is not None else
+            "no ratings" if tally.ratings_max is None else
             ("bottom of a 1-5 scale" if threshold == 1.0 else "bottom of a 0-1 scale"),
             "unrecognised": tally.feedback_unrecognised,
             "unrecognised_examples": tally.unrecognised_examples,

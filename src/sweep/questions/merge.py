@@ -112,7 +112,6 @@ class Candidate:
     # Filled by the priority step.
     priority: int = 0
     reason: str = ""
-    facts: dict[str, Any] = field(default_factory=dict)
 
     @property
     def feedback(self) -> str | None:

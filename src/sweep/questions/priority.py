@@ -57,7 +57,6 @@ def prioritise(cands: Sequence[Candidate], signals: Mapping[str, Signals] | None
         s = signals.get(c.cid, empty)
         c.priority = rank
         c.reason = _reason(c, s, c.cid in skipped)
-        c.facts = {"disagree": s.disagree, "uncovered": s.uncovered}
     return out
 
 

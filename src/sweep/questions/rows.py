@@ -212,6 +212,11 @@ def read_rows(path: str | Path, *, fmt: str | None = None, columns: Columns = Co
             on_progress(progress.total, progress.total)
 
 
+def _ref(path: Path, line: int, row_id: str | None) -> str:
+    """``log.csv:12``, with the row's own id when the log has one: ``log.csv:12 (id 8812)``."""
+    return f"{path.name}:{line}" + (f" (id {row_id[:80]})" if row_id else "")
+
+
 def _time_or_fail(value: Any, where: str, column: str) -> str | None:
     try:
         return iso_time(value)
@@ -256,9 +261,11 @@ def _table_rows(path: Path, fh: IO[str], fmt: str, columns: Columns,
             return vals[index[col]] if col is not None else None
 
         fb = get(cols.feedback)
-        yield Row(question=values[qi], source="log", source_ref=f"{path.name}:{reader.line_num}",
+        rid = get(cols.id) or None
+        yield Row(question=values[qi], source="log",
+                  source_ref=_ref(path, reader.line_num, rid),
                   time=_time_or_fail(get(cols.time), where, cols.time or ""),
-                  feedback=[fb] if fb not in (None, "") else [], row_id=get(cols.id) or None)
+                  feedback=[fb] if fb not in (None, "") else [], row_id=rid)
     if rows_seen == 0:
         raise SweepError(f"{path}: no rows under the header")
 
@@ -302,7 +309,8 @@ def _jsonl_rows(path: Path, fh: IO[str], fmt: str, columns: Columns,
                              f"{type(question).__name__}")
         fb = _dotted(obj, cols.feedback) if cols.feedback else None
         rid = _dotted(obj, cols.id) if cols.id else None
-        yield Row(question=question or "", source="log", source_ref=f"{path.name}:{lineno}",
+        yield Row(question=question or "", source="log",
+                  source_ref=_ref(path, lineno, None if rid is None else str(rid)),
                   time=_time_or_fail(_dotted(obj, cols.time), where, cols.time)
                   if cols.time else None,
                   feedback=[fb] if fb not in (None, "") else [],

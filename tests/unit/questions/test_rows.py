@@ -40,6 +40,7 @@ def test_tsv_gzip_and_explicit_columns(tmp_path: Path) -> None:
     rows = list(read_rows(p, columns=Columns(question="a", id="b", feedback="c")))
     assert len(rows) == 1
     assert (rows[0].question, rows[0].row_id, rows[0].feedback) == ("hello there", "x1", ["down"])
+    assert rows[0].source_ref == "log.tsv.gz:2 (id x1)"
 
 
 def test_jsonl_with_nested_keys(tmp_path: Path) -> None:
