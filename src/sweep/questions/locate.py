@@ -20,27 +20,36 @@ from sweep.questions.priority import Signals
 from sweep.retrieval.ranking import lexical_search, tiebreak_order, top_k
 
 
+# How deep each retriever's list is looked at: the two disagree when neither's first chunk is
+# among the other's first DEPTH. On COVID-QA (2,560 chunks) the first chunks alone differed
+# for 75% of the questions, too many to rank by.
+DEPTH = 5
+
+
 @dataclass(frozen=True)
 class Tops:
-    bm25: int | None  # index into the chunk list; None: BM25 matched no word
-    dense: int | None
+    """Each retriever's first chunks (indices into the chunk list), best first; BM25's is
+    empty when it matched no word, dense's when dense search did not run."""
+
+    bm25: tuple[int, ...]
+    dense: tuple[int, ...]
 
 
 def first_chunks(questions: Sequence[str], chunks: Sequence[Chunk],
                  bm25_scores: Callable[[str], np.ndarray] | None,
-                 chunk_vecs: np.ndarray | None, query_vecs: np.ndarray | None) -> list[Tops]:
-    """The first chunk of each retriever for each question (ties by chunk id, as a sweep
-    breaks them)."""
+                 chunk_vecs: np.ndarray | None, query_vecs: np.ndarray | None,
+                 depth: int = DEPTH) -> list[Tops]:
+    """The first ``depth`` chunks of each retriever for each question (ties by chunk id, as a
+    sweep breaks them)."""
     ties = tiebreak_order([c.chunk_id for c in chunks])
     out = []
     for i, q in enumerate(questions):
-        b = d = None
+        b: tuple[int, ...] = ()
+        d: tuple[int, ...] = ()
         if bm25_scores is not None:
-            r = lexical_search(bm25_scores(q), ties, 1)
-            b = r.indices[0] if r.indices else None
+            b = lexical_search(bm25_scores(q), ties, depth).indices
         if chunk_vecs is not None and query_vecs is not None:
-            r = top_k(chunk_vecs @ query_vecs[i], ties, 1)
-            d = r.indices[0] if r.indices else None
+            d = top_k(chunk_vecs @ query_vecs[i], ties, depth).indices
         out.append(Tops(b, d))
     return out
 
@@ -49,17 +58,23 @@ def _overlap(a: Chunk, b: Chunk) -> bool:
     return a.doc_id == b.doc_id and a.start < b.end and b.start < a.end
 
 
+def _among(first: Chunk, others: Sequence[Chunk]) -> bool:
+    # two chunks of an overlapping chunking that share text count as the same place
+    return any(first.chunk_id == o.chunk_id or _overlap(first, o) for o in others)
+
+
 def disagreement(tops: Tops, chunks: Sequence[Chunk]) -> tuple[bool, str]:
-    """BM25's and dense search's first chunks differ and do not overlap (two chunks of an
-    overlapping chunking that share text are not a disagreement)."""
-    if tops.dense is None:
+    """BM25 matches no word, or neither retriever's first chunk is among the other's first
+    chunks (`DEPTH`)."""
+    if not tops.dense:
         return False, ""
-    if tops.bm25 is None:
-        return True, f"BM25 matches no word; dense: {chunks[tops.dense].chunk_id}"
-    a, b = chunks[tops.bm25], chunks[tops.dense]
-    if a.chunk_id == b.chunk_id or _overlap(a, b):
+    d0 = chunks[tops.dense[0]]
+    if not tops.bm25:
+        return True, f"BM25 matches no word; dense: {d0.chunk_id}"
+    b0 = chunks[tops.bm25[0]]
+    if _among(b0, [chunks[i] for i in tops.dense]) or _among(d0, [chunks[i] for i in tops.bm25]):
         return False, ""
-    return True, f"BM25: {a.chunk_id}, dense: {b.chunk_id}"
+    return True, f"BM25: {b0.chunk_id}, dense: {d0.chunk_id}"
 
 
 def place_of(doc: Document, offset: int) -> tuple[str, tuple[str, ...]]:
@@ -117,11 +132,11 @@ def signals_for(cands: Sequence[Candidate], tops: Sequence[Tops], chunks: Sequen
             if c.passage and c.passage.get("doc_id") in by_id:
                 place = place_of(by_id[c.passage["doc_id"]], int(c.passage.get("start") or 0))
             else:
-                first = t.dense if t.dense is not None else t.bm25
-                if first is not None:
-                    ch = chunks[first]
+                first = t.dense or t.bm25
+                if first:
+                    ch = chunks[first[0]]
                     place = place_of(by_id[ch.doc_id], ch.start) if ch.doc_id in by_id else None
             if place is not None:
                 unc, unc_note = coverage(*place, *covered)
-        out[c.cid] = Signals(disagree if t.dense is not None else None, note, unc, unc_note)
+        out[c.cid] = Signals(disagree if t.dense else None, note, unc, unc_note)
     return out

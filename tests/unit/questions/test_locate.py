@@ -38,11 +38,22 @@ def test_first_chunks_and_disagreement() -> None:
     chunk_vecs = np.eye(3, dtype=np.float32)
     query_vecs = np.asarray([[1, 0, 0], [0, 0, 1], [0, 1, 0]], dtype=np.float32)
     questions = ["refunds thirty days", "sale items final", "zzz unknown words"]
-    tops = first_chunks(questions, CHUNKS, bm25.scores, chunk_vecs, query_vecs)
-    assert tops == [Tops(0, 0), Tops(1, 2), Tops(None, 1)]
+    tops = first_chunks(questions, CHUNKS, bm25.scores, chunk_vecs, query_vecs, depth=1)
+    assert tops == [Tops((0,), (0,)), Tops((1,), (2,)), Tops((), (1,))]
     assert disagreement(tops[0], CHUNKS) == (False, "")
     assert disagreement(tops[1], CHUNKS) == (True, "BM25: a#1, dense: b#0")
     assert disagreement(tops[2], CHUNKS) == (True, "BM25 matches no word; dense: a#1")
+    deep = first_chunks(questions, CHUNKS, bm25.scores, chunk_vecs, query_vecs, depth=2)
+    # dense's second chunk is a tie at 0 broken by chunk id; BM25 matched only a#1
+    assert deep[1] == Tops((1,), (2, 0))
+
+
+def test_disagreement_looks_into_each_others_first_chunks() -> None:
+    # BM25 first a#1; dense first b#0, with a#1 second: they agree that a#1 is a place
+    assert disagreement(Tops((1,), (2, 1)), CHUNKS) == (False, "")
+    assert disagreement(Tops((1, 2), (2,)), CHUNKS) == (False, "")
+    assert disagreement(Tops((1, 0), (2, 0)), CHUNKS) == (True, "BM25: a#1, dense: b#0")
+    assert disagreement(Tops((1,), ()), CHUNKS) == (False, "")  # dense did not run
 
 
 def test_overlapping_chunks_are_no_disagreement() -> None:
@@ -50,7 +61,7 @@ def test_overlapping_chunks_are_no_disagreement() -> None:
     cs = chunk_corpus([doc], ChunkSpec("fixed", 6, 3, "none"), REGEX,
                       corpus_token_starts([doc], REGEX))
     assert cs[0].end > cs[1].start  # they share text
-    assert disagreement(Tops(0, 1), cs) == (False, "")
+    assert disagreement(Tops((0,), (1,)), cs) == (False, "")
 
 
 def test_coverage_by_document_and_section() -> None:
@@ -69,8 +80,9 @@ def test_signals_use_a_synthetic_passage_else_dense_first() -> None:
     covered = covered_places([("a", start, start + 10)], DOCS)
     synthetic = Candidate("s", "q", passage={"doc_id": "b", "start": 2, "end": 8, "text": "x"})
     logged = Candidate("l", "q")
-    sig = signals_for([synthetic, logged], [Tops(0, 0), Tops(2, 0)], CHUNKS, DOCS, covered)
+    sig = signals_for([synthetic, logged], [Tops((0,), (0,)), Tops((2,), (0,))], CHUNKS, DOCS,
+                      covered)
     assert sig["s"].uncovered is True and sig["s"].disagree is False  # its passage is in b
     assert sig["l"].uncovered is False and sig["l"].disagree is True  # dense: a#0, covered
-    none = signals_for([logged], [Tops(2, None)], CHUNKS, DOCS, None)
+    none = signals_for([logged], [Tops((2,), ())], CHUNKS, DOCS, None)
     assert none["l"].disagree is None and none["l"].uncovered is None
