@@ -19,7 +19,6 @@ from sweep.questions.merge import Candidate
 from sweep.questions.priority import Signals
 from sweep.retrieval.ranking import lexical_search, tiebreak_order, top_k
 
-
 # How deep each retriever's list is looked at: the two disagree when neither's first chunk is
 # among the other's first DEPTH. On COVID-QA (2,560 chunks) the first chunks alone differed
 # for 75% of the questions, too many to rank by.
