@@ -142,3 +142,51 @@ def test_a_40_mb_log_streams_in_bounded_memory(tmp_path: Path) -> None:
     out = lines(tmp_path / "q.jsonl")
     assert len(out) == 500 and sum(c["count"] for c in out) == 420_000
     assert sum(c["negative_count"] for c in out) == len(range(0, 420_000, 7))
+
+
+def test_mlflow_traces_through_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Traces made with MLflow's tracing API in this process, imported by the command in
+    another; the tracking URI comes from $MLFLOW_TRACKING_URI, as for every subcommand."""
+    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
+    import mlflow
+    from mlflow.entities import Document, SpanType
+
+    uri = f"sqlite:///{tmp_path / 'app.db'}"
+    before = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    try:
+        mlflow.set_experiment("assistant")
+
+        @mlflow.trace(span_type=SpanType.RETRIEVER)
+        def retrieve(query: str) -> list[Document]:
+            return [Document(page_content="Refunds within 30 days.",
+                             metadata={"doc_uri": "returns/refund-policy.md"})]
+
+        @mlflow.trace
+        def answer(question: str) -> str:
+            return retrieve(question)[0].page_content
+
+        for q, verdict in [("How long is the refund window?", False),
+                           ("how long is the refund window", None),
+                           ("Can I pay with bob@example.com's card?", True)]:
+            answer(q)
+            if verdict is not None:
+                mlflow.log_feedback(trace_id=mlflow.get_last_active_trace_id(), name="thumbs",
+                                    value=verdict)
+    finally:
+        mlflow.set_tracking_uri(before)
+    q = tmp_path / "q.jsonl"
+    res = run_cli("-m", "sweep.cli", "questions", "import", "--mlflow-experiment", "assistant",
+                  "--out", str(q), "--no-near", cwd=tmp_path, env={"MLFLOW_TRACKING_URI": uri},
+                  timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = lines(q)
+    assert [(c["question"], c["count"], c["feedback"]) for c in out] == [
+        ("How long is the refund window?", 2, "negative"),
+        ("Can I pay with [email]'s card?", 1, "positive")]
+    assert out[0]["source"] == "trace" and out[0]["trace_id"].startswith("tr-")
+    assert out[0]["retrieved"] == [{"doc_id": "returns/refund-policy.md",
+                                    "text": "Refunds within 30 days."}]
+    report = json.loads((tmp_path / "q.import_report.json").read_text(encoding="utf-8"))
+    assert report["sources"][0]["rows"] == 3 and report["sources"][0]["with_feedback"] == 2
+    assert report["sources"][0]["with_retriever"] == 3
