@@ -88,7 +88,7 @@ def default_negative_below(ratings_max: float | None) -> float:
 
 # --------------------------------------------------------------------------- candidates
 
-@dataclass
+@dataclass(slots=True)  # slots: a log of many distinct questions holds one per question
 class Candidate:
     """A question of the queue (the agreed format is `queue.candidate_json`)."""
 
