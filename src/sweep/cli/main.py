@@ -36,6 +36,9 @@ commands:
                   (127.0.0.1) to label golden questions: search, select evidence, save
   golden          rebase --golden G --old OLD --new NEW --out G2: carry labels across document
                   edits (folders or git revisions); fingerprint: record a set's corpus
+  questions       import LOG|--mlflow-experiment NAME --out QUEUE.jsonl | generate --out
+                  QUEUE.jsonl: real (and synthetic) questions into a prioritised labelling
+                  queue (redacted, duplicates merged, ranked by feedback and frequency)
   estimate        [key=a,b ...]: texts, tokens, requests and dollars a sweep would send to
                   served models after the embedding cache (nothing is sent)
   (none)          run one configuration; `sweep -m key=a,b ...` sweeps (Hydra multirun)
@@ -69,6 +72,7 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "estimate": _lazy("sweep.cli.estimate", "cmd_estimate"),
     "label": _lazy("sweep.label", "cmd_label"),
     "golden": _lazy("sweep.cli.golden", "cmd_golden"),
+    "questions": _lazy("sweep.cli.questions", "cmd_questions"),
     "ui": _lazy("sweep.cli.ui", "cmd_ui"),
 }
 

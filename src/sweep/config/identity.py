@@ -37,8 +37,9 @@ INPUT_KEYS: Mapping[str, Mapping[str, str]] = {
     "golden": {"name": "label", "path": "fingerprint"},
 }
 
-# How and where a run is done and recorded; never part of a result's identity.
-OPERATIONAL_SECTIONS: tuple[str, ...] = ("tracking", "cache", "sweep")
+# How and where a run is done and recorded; never part of a result's identity. `questions`
+# builds the labelling queue (sweep questions import|generate), before any golden item exists.
+OPERATIONAL_SECTIONS: tuple[str, ...] = ("tracking", "cache", "sweep", "questions")
 
 # Keys inside hashed sections that cannot change a number of the result: timing samples,
 # batch sizes (vectors are cached by model and text, whatever the batch), the diagnosis-only

@@ -22,6 +22,7 @@ from sweep.common.paths import PROJECT_ROOT, conf_path
 from sweep.data.parsers.limits import ParseLimits
 from sweep.data.parsers.registry import PARSERS
 from sweep.embedding.models import FAMILIES
+from sweep.questions.prompts import PROMPT as QUESTIONS_PROMPT
 from sweep.retrieval.bm25 import BACKENDS
 from sweep.retrieval.index import BUILDERS, IndexSpec
 
@@ -343,6 +344,25 @@ class CacheConfig:
 
 
 @dataclass
+class QuestionsConfig:
+    """`sweep questions import|generate`: building the labelling queue (changes no metric)."""
+
+    # Near-duplicate merging: cosine of the questions' vectors (embedding.* model) at or above
+    # which two questions are one candidate.
+    near_threshold: float = 0.9
+    max_variants: int = 5  # other phrasings kept on a candidate
+    # generate: passages drawn from the corpus (chunked as chunk.*), questions asked per
+    # passage, the draw's seed; the chat endpoint is generation.base_url/model/api_key_env.
+    passages: int = 20
+    per_passage: int = 2
+    seed: int = 0
+    generate_prompt: str = QUESTIONS_PROMPT  # fields {passage}, {title}, {n}
+    generate_system: str = ""
+    temperature: float = 0.7
+    max_tokens: int = 200
+
+
+@dataclass
 class SweepConfig:
     # Re-run configurations the store already has as FINISHED (same config_hash); by default
     # they are skipped, so an interrupted sweep resumes where it stopped.
@@ -364,6 +384,7 @@ class Config:
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
+    questions: QuestionsConfig = field(default_factory=QuestionsConfig)
 
 
 def register() -> None:

@@ -666,3 +666,40 @@ def download_report(uri: str, run_id: str, folder: Path) -> Path:
     client = client_for(uri)
     with _guard("downloading a report", uri):
         return Path(client.download_artifacts(run_id, "report.json", str(folder)))
+
+
+# --- Reading an application's traces (sweep questions import --mlflow-experiment) ----------
+
+TRACE_PAGE = 200  # traces fetched per call; a store of 100,000 traces is read page by page
+
+
+def iter_traces(uri: str, experiment: str, limit: int = 0) -> Iterable[Any]:
+    """The traces of ``experiment`` (MLflow 3 ``Trace`` objects with spans and assessments),
+    oldest first, a page at a time; ``limit`` > 0 stops after that many. A one-line
+    `SweepError` when the store, the experiment or its traces are missing."""
+    _store_exists(uri)
+    client = client_for(uri)
+    with _read_guard(uri):
+        exp = client.get_experiment_by_name(experiment)
+        if exp is None:
+            names = sorted(e.name for e in client.search_experiments())
+            raise SweepError(f"no experiment named {experiment!r} in {uri} "
+                             f"(available: {', '.join(names) or 'none'})")
+    token = None
+    seen = 0
+    while True:
+        with _read_guard(uri):
+            page = client.search_traces(locations=[exp.experiment_id], max_results=TRACE_PAGE,
+                                        order_by=["timestamp_ms ASC"], page_token=token)
+        for trace in page:
+            yield trace
+            seen += 1
+            if limit and seen >= limit:
+                return
+        token = page.token
+        if not token or not len(page):
+            break
+    if seen == 0:
+        raise SweepError(f"experiment {experiment!r} in {uri} has no traces",
+                         hint="trace the application with mlflow.trace / autologging into "
+                         "this experiment, or name the experiment that has them")

@@ -1,0 +1,354 @@
+"""``sweep questions import|generate``: real (and synthetic) questions into a prioritised
+labelling queue (issue 27; the work is in sweep.questions, the traces' store in
+sweep.outputs.tracking).
+
+    sweep questions import LOG [LOG ...] --out QUEUE.jsonl [--question-column NAME]
+        [--id-column NAME] [--time-column NAME] [--feedback-column NAME]
+        [--negative-below X] [--format csv|tsv|jsonl|text|otel] [--corpus DIR] [--golden FILE]
+        [--no-redact] [--no-near] [overrides...]
+    sweep questions import --mlflow-experiment NAME [--tracking-uri URI] --out QUEUE.jsonl
+    sweep questions generate --out QUEUE.jsonl [--corpus DIR] [--golden FILE] [--passages N]
+        [--per-passage N] [overrides...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from sweep.common.errors import SweepError
+from sweep.common.progress import show_progress
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", metavar="QUEUE.jsonl", required=True,
+                   help="the queue; an existing one is added to (counts summed)")
+    p.add_argument("--corpus", metavar="DIR", help="rank by BM25/dense disagreement on this "
+                   "corpus (= corpus.path=DIR; chunked as chunk.*, embedded as embedding.*)")
+    p.add_argument("--golden", metavar="FILE", help="with --corpus: rank questions outside "
+                   "this golden set's documents and sections higher (coverage)")
+    p.add_argument("--no-redact", action="store_true",
+                   help="keep e-mails, phones, cards, IBANs and key-like strings as they are")
+    p.add_argument("--no-near", action="store_true",
+                   help="merge exact duplicates only (no model is loaded)")
+    p.add_argument("--negative-below", type=float, default=None, metavar="X",
+                   help="a rating at or below X is negative feedback (default: the bottom of "
+                        "the scale: 1 on a 1-5 scale, 0 on a 0-1 scale)")
+
+
+def cmd_questions(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="sweep questions",
+        description="Build the labelling queue from real questions (logs, traces) and "
+                    "synthetic ones (a chat model over the corpus).")
+    sub = parser.add_subparsers(dest="action", required=True)
+    imp = sub.add_parser("import", help="logs or MLflow traces -> the queue")
+    imp.add_argument("sources", nargs="*", metavar="LOG",
+                     help="CSV, TSV, JSONL, text log or OpenTelemetry JSON (gzip too); "
+                          "words with '=' are config overrides, e.g. "
+                          "questions.near_threshold=0.85")
+    imp.add_argument("--format", choices=("csv", "tsv", "jsonl", "text", "otel"),
+                     help="the files' format (default: from the name)")
+    for role in ("question", "id", "time", "feedback"):
+        imp.add_argument(f"--{role}-column", metavar="NAME", default=None,
+                         help=f"the {role} column (default: guessed from the header)")
+    imp.add_argument("--mlflow-experiment", metavar="NAME",
+                     help="read the traces of this MLflow experiment")
+    imp.add_argument("--tracking-uri", metavar="URI", default=None,
+                     help="MLflow store (default: $MLFLOW_TRACKING_URI, else ./mlflow.db)")
+    imp.add_argument("--max-traces", type=int, default=0, metavar="N",
+                     help="read at most N traces (default: all)")
+    _common(imp)
+    gen = sub.add_parser("generate", help="synthetic questions about sampled passages")
+    gen.add_argument("--passages", type=int, default=None, help="= questions.passages")
+    gen.add_argument("--per-passage", type=int, default=None, help="= questions.per_passage")
+    _common(gen)
+    gen.add_argument("overrides", nargs="*", default=[],
+                     help="config overrides, e.g. generation.model=llama3.1:8b")
+    args = parser.parse_args(list(argv))
+    # Overrides may stand among the files: anything with "=" is one.
+    if args.action == "import":
+        args.overrides = [s for s in args.sources if "=" in s]
+        args.sources = [s for s in args.sources if "=" not in s]
+    return run_import(args) if args.action == "import" else run_generate(args)
+
+
+# --------------------------------------------------------------------------- shared steps
+
+def _config(args: argparse.Namespace) -> Any:
+    from sweep.config.checks import check_config
+    from sweep.config.compose import compose
+
+    overrides = list(args.overrides)
+    if args.corpus:
+        overrides.append(f"corpus.path={args.corpus}")
+    if args.golden:
+        overrides.append(f"golden.path={args.golden}")
+    cfg = compose(overrides)
+    check_config(cfg)
+    q = cfg.questions
+    if not 0.0 < q.near_threshold <= 1.0:
+        raise SweepError(f"questions.near_threshold={q.near_threshold}: must be in (0, 1]")
+    return cfg
+
+
+def _embed(cfg: Any, report: dict[str, Any]) -> Callable[[list[str]], Any]:
+    from sweep.pipeline.run import embedder_for
+
+    embedder = embedder_for(cfg)
+    report["model"] = cfg.embedding.name
+    report["model_fingerprint"] = embedder.fingerprint
+
+    def embed(texts: list[str]) -> Any:
+        _say(f"embedding {len(texts)} questions with {cfg.embedding.name} for near-duplicate "
+             "merging (cached vectors are reused)")
+        return embedder.encode(texts, query=True, progress=True)
+
+    return embed
+
+
+class Corpus:
+    """The corpus chunked and indexed as the configuration says, for disagreement and
+    coverage (BM25 and dense vectors come from the caches a sweep fills)."""
+
+    def __init__(self, cfg: Any) -> None:
+        from sweep.config.specs import chunk_spec
+        from sweep.pipeline.run import bm25_for, chunks_for, load_corpus_cached
+
+        spec = chunk_spec(cfg)
+        if spec.boundary in ("semantic", "cluster"):
+            raise SweepError(f"chunk.boundary={spec.boundary}: the queue's ranking chunks with "
+                             "a tiling boundary (e.g. chunk.boundary=recursive)")
+        if spec.header == "contextual":
+            raise SweepError("chunk.header=contextual: the queue's ranking uses chunk.header="
+                             "none, title or path")
+        self.cfg = cfg
+        self.docs, self.fingerprint = load_corpus_cached(cfg)
+        self.chunks = chunks_for(self.docs, self.fingerprint, spec, cfg.chunk.tokenizer,
+                                 cache_dir=cfg.cache.dir if cfg.cache.enabled else None)
+        if not self.chunks:
+            raise SweepError(f"corpus {cfg.corpus.path} produced no chunks")
+        self.bm25, _ = bm25_for([c.embed_text for c in self.chunks], cfg, "bm25s")
+
+    def locate(self, golden: str | None, steps: dict[str, Any]) -> Callable[[list[Any]], Any]:
+        from sweep.pipeline.run import embedder_for
+        from sweep.questions.locate import covered_places, first_chunks, signals_for
+
+        covered = None
+        if golden:
+            from sweep.data.golden import load_golden, require_valid
+            from sweep.pipeline.run import resolve_golden
+
+            resolved = resolve_golden(require_valid(load_golden(golden)), self.docs,
+                                      self.fingerprint)
+            spans = [s for r in resolved for s in r.spans]
+            covered = covered_places(spans, self.docs)
+            steps["coverage"] = {"ran": True, "golden": golden, "items": len(resolved),
+                                 "documents_covered": len(covered[0]),
+                                 "sections_covered": len(covered[1]),
+                                 "documents": len(self.docs)}
+        else:
+            steps["coverage"] = {"ran": False, "why_not": "no --golden"}
+
+        def locate(cands: list[Any]) -> Any:
+            embedder = embedder_for(self.cfg)
+            _say(f"ranking: {len(cands)} questions through BM25 and {self.cfg.embedding.name} "
+                 f"over {len(self.chunks)} chunks")
+            chunk_vecs = embedder.encode([c.embed_text for c in self.chunks], progress=True)
+            query_vecs = embedder.encode([c.question for c in cands], query=True,
+                                         progress=True)
+            tops = first_chunks([c.question for c in cands], self.chunks, self.bm25.scores,
+                                chunk_vecs, query_vecs)
+            steps["disagreement"] = {
+                "ran": True, "corpus": self.cfg.corpus.path, "chunks": len(self.chunks),
+                "chunking": f"{self.cfg.chunk.boundary.value}/{self.cfg.chunk.size}/"
+                            f"{self.cfg.chunk.overlap}",
+                "dense": self.cfg.embedding.name, "bm25": "bm25s"}
+            return signals_for(cands, tops, self.chunks, self.docs, covered)
+
+        return locate
+
+
+def _progress_bar(what: str) -> tuple[Callable[[int, int], None], Callable[[], None]]:
+    if not show_progress():
+        started = time.monotonic()
+        last = [started]
+
+        def tick(done: int, total: int) -> None:
+            # a line every 30 s on a long import, where no bar can be drawn
+            now = time.monotonic()
+            if now - last[0] >= 30 and total:
+                last[0] = now
+                _say(f"{what}: {done / total:.0%} of {total / 1e6:.0f} MB "
+                     f"({now - started:.0f} s)")
+
+        return tick, lambda: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=0, unit="B", unit_scale=True, desc=what, leave=False)
+
+    def update(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(max(0, done - bar.n))
+
+    return update, bar.close
+
+
+def _finish(args: argparse.Namespace, cfg: Any, out: Path, rows: Iterable[Any],
+            sources: list[dict[str, Any]], started: float,
+            extra: dict[str, Any] | None = None) -> int:
+    from sweep.questions.build import build_queue, summary
+    from sweep.questions.queue import read_decisions, read_queue, write_queue, write_report
+
+    existing = read_queue(out)
+    decisions = read_decisions(out)
+    near: dict[str, Any] = {}
+    embed = None if args.no_near else _embed(cfg, near)
+    steps: dict[str, Any] = {}
+    locate = None
+    if args.corpus or args.action == "generate":
+        corpus = extra.pop("_corpus", None) if extra else None
+        corpus = corpus or Corpus(cfg)
+        locate = corpus.locate(args.golden, steps)
+    else:
+        steps["disagreement"] = {"ran": False, "why_not": "no --corpus"}
+        steps["coverage"] = {"ran": False, "why_not": "no --corpus"}
+    built = build_queue(rows, existing, decisions, redact=not args.no_redact,
+                        negative_below=args.negative_below, embed=embed,
+                        near_threshold=cfg.questions.near_threshold, locate=locate)
+    report = {"queue": str(out), "sources": sources, **built.report}
+    report["near_duplicates"].update(near)
+    report["priority"]["steps"] = steps
+    report["priority"]["order"] = ["negative feedback", "frequency", "disagreement",
+                                   "coverage", "skipped last"]
+    if extra:
+        report.update(extra)
+    report["seconds"] = round(time.monotonic() - started, 2)
+    if built.report["rows_kept"] == 0 and not existing:
+        raise SweepError(f"{', '.join(s['path'] for s in sources)}: no question to queue "
+                         f"({built.report['rows_read']} rows read, "
+                         f"{built.report['rows_empty']} blank, "
+                         f"{built.report['skipped_decided']} already decided)")
+    write_queue(out, built.queue)
+    path = write_report(out, report)
+    for line in summary(report):
+        print(line)
+    print(f"wrote {out} and {path.name}")
+    return 0
+
+
+# --------------------------------------------------------------------------- import
+
+def run_import(args: argparse.Namespace) -> int:
+    if bool(args.sources) == bool(args.mlflow_experiment):
+        raise SweepError("sweep questions import: give log files or --mlflow-experiment NAME "
+                         "(one of the two)")
+    if args.mlflow_experiment and any(getattr(args, f"{r}_column") for r in
+                                      ("question", "id", "time", "feedback")):
+        raise SweepError("--*-column applies to log files; a trace's question is its root "
+                         "span's input")
+    started = time.monotonic()
+    cfg = _config(args)
+    out = Path(args.out)
+    sources: list[dict[str, Any]] = []
+    if args.mlflow_experiment:
+        rows: Iterable[Any] = _trace_rows(args, sources)
+    else:
+        rows = _log_rows(args, sources)
+    return _finish(args, cfg, out, rows, sources, started)
+
+
+def _log_rows(args: argparse.Namespace, sources: list[dict[str, Any]]) -> Iterator[Any]:
+    from sweep.questions.rows import Columns, detect_format, read_rows
+
+    given = Columns(args.question_column, args.id_column, args.time_column,
+                    args.feedback_column)
+    paths = [Path(s) for s in args.sources]
+    for p in paths:  # every file is checked before the first is read
+        if not p.is_file():
+            raise SweepError(f"{p}: no such file")
+    for p in paths:
+        fmt = args.format or detect_format(p)
+        entry: dict[str, Any] = {"path": str(p), "format": fmt, "rows": 0}
+        sources.append(entry)
+
+        def chosen(cols: Columns, e: dict[str, Any] = entry) -> None:
+            e["columns"] = {k: v for k, v in vars(cols).items()}
+
+        tick, close = _progress_bar(p.name)
+        try:
+            for row in read_rows(p, fmt=fmt, columns=given, on_progress=tick, chosen=chosen):
+                entry["rows"] += 1
+                yield row
+        finally:
+            close()
+
+
+def _trace_rows(args: argparse.Namespace, sources: list[dict[str, Any]]) -> Iterator[Any]:
+    from sweep.decide.table import default_uri
+    from sweep.outputs import tracking
+    from sweep.questions.traces import row_of_trace
+
+    uri = args.tracking_uri or default_uri()
+    entry: dict[str, Any] = {"path": f"{uri} experiment {args.mlflow_experiment}",
+                             "format": "mlflow-traces", "rows": 0, "with_retriever": 0,
+                             "with_feedback": 0}
+    sources.append(entry)
+    for trace in tracking.iter_traces(uri, args.mlflow_experiment, args.max_traces):
+        row = row_of_trace(trace)
+        entry["rows"] += 1
+        entry["with_retriever"] += bool(row.retrieved)
+        entry["with_feedback"] += bool(row.feedback)
+        if entry["rows"] % 1000 == 0:
+            _say(f"read {entry['rows']} traces")
+        yield row
+
+
+# --------------------------------------------------------------------------- generate
+
+def run_generate(args: argparse.Namespace) -> int:
+    from sweep.generation.cache import JudgeCache
+    from sweep.generation.run import ChatClient, Endpoint
+    from sweep.questions.generate import GenerateSpec, generate_rows, sample_passages
+
+    started = time.monotonic()
+    cfg = _config(args)
+    q, g = cfg.questions, cfg.generation
+    passages = args.passages if args.passages is not None else q.passages
+    per = args.per_passage if args.per_passage is not None else q.per_passage
+    if passages < 1 or per < 1:
+        raise SweepError("--passages and --per-passage must be at least 1")
+    spec = GenerateSpec(passages, per, q.seed, q.generate_prompt, q.generate_system,
+                        q.temperature, q.max_tokens, g.price_input_per_mtok,
+                        g.price_output_per_mtok)
+    client = ChatClient(Endpoint("generation", g.base_url, g.model, g.api_key_env,
+                                 g.timeout_s, g.max_retries, g.concurrency))
+    client.preflight()
+    corpus = Corpus(cfg)
+    chosen = sample_passages(corpus.chunks, passages, q.seed)
+    if not chosen:
+        raise SweepError(f"corpus {cfg.corpus.path}: no passage of at least 20 words to ask "
+                         "about")
+    cache = (JudgeCache(Path(cfg.cache.dir) / "questions.sqlite") if cfg.cache.enabled
+             else None)
+    _say(f"asking {g.model} at {g.base_url} for {per} questions about each of "
+         f"{len(chosen)} passages")
+    rows, info = generate_rows(chosen, corpus.docs, client, spec, cache)
+    sources = [{"path": f"{g.base_url} model {g.model}", "format": "synthetic",
+                "rows": len(rows)}]
+    info["prompt"] = "questions.generate_prompt" if spec.prompt != GenerateSpec().prompt \
+        else "default"
+    info["seed"] = q.seed
+    print(f"generated {len(rows)} questions from {len(chosen)} passages: {info['calls']} calls, "
+          f"{info['cache_hits']} from the cache"
+          + (f", ${info['cost_usd']:.4f}" if info.get("cost_usd") is not None else ""))
+    return _finish(args, cfg, Path(args.out), rows, sources, started,
+                   {"generate": info, "_corpus": corpus})
