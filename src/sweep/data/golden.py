@@ -27,8 +27,11 @@ from sweep.common.errors import SweepError
 
 KNOWN_FIELDS = {
     "qid", "question", "relevant_chunk_ids", "answer_must_mention", "relevant_doc_ids",
-    "evidence", "notes", "tags",
+    "evidence", "notes", "tags", "needs",
 }
+# How several evidence passages make the answer (issue 28): ``all`` of them together, or ``any``
+# one of them alone (alternatives). Absent: ``all`` (see `sweep.evaluation.relevance.passages`).
+NEEDS = ("all", "any")
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class GoldenItem:
     evidence: tuple[EvidenceRef, ...] = ()
     line: int = 0
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    needs: str | None = None  # one of NEEDS; None when the item does not say (= "all")
 
 
 @dataclass
@@ -204,6 +208,9 @@ def parse_golden_lines(text: str, file: str) -> tuple[list[GoldenItem], list[Pro
         mentions = _str_list(obj.get("answer_must_mention"), "answer_must_mention", add)
         doc_ids = _str_list(obj.get("relevant_doc_ids"), "relevant_doc_ids", add)
         evidence = _evidence(obj.get("evidence"), add)
+        needs = obj.get("needs")
+        if needs is not None and needs not in NEEDS:
+            add("needs", f"must be one of {', '.join(NEEDS)}, got {needs!r}")
         if (not chunk_ids and not evidence and not doc_ids
                 and not any(p.severity == "error" for p in problems[errors_before:])):
             add("relevant_chunk_ids", "empty, and no `evidence` or `relevant_doc_ids`: "
@@ -212,7 +219,7 @@ def parse_golden_lines(text: str, file: str) -> tuple[list[GoldenItem], list[Pro
             continue
         extra = {k: obj[k] for k in ("notes", "tags") if k in obj}
         items.append(GoldenItem(qid, question, chunk_ids, mentions, doc_ids, evidence, lineno,
-                                extra))
+                                extra, needs=needs))
     if not items and not problems:
         problems.append(Problem(file, 0, "", "no golden items (the file is empty)"))
     return items, problems

@@ -161,7 +161,7 @@
 
   function payload() {
     return { question: $("question").value, evidence, answer_must_mention: mentions,
-             notes: $("notes").value, qid: $("qid").value };
+             notes: $("notes").value, qid: $("qid").value, needs: $("needs").value };
   }
 
   function refresh(delay) {
@@ -193,6 +193,8 @@
         el("button", { type: "button", class: "remove", onclick: () => { evidence.splice(i, 1); refresh(0); } }, "remove")));
     });
     if (!items.length) list.append(el("li", { class: "muted" }, "none yet"));
+    // all or any only means something with several passages
+    $("needs-row").hidden = items.length < 2;
   }
 
   function renderWarnings(warnings) {
@@ -231,6 +233,7 @@
     if (ev.key === "Enter") { ev.preventDefault(); $("add-mention").click(); }
   });
   $("notes").addEventListener("input", () => refresh(500));
+  $("needs").addEventListener("change", () => refresh(0));
 
   $("save").addEventListener("click", async () => {
     const editing = state.mode === "edit";
@@ -248,6 +251,7 @@
       } else {
         $("question").value = "";
         $("notes").value = "";
+        $("needs").value = "";
         $("qid").value = r.next_qid;
         evidence = [];
         mentions = [];
