@@ -221,7 +221,23 @@ def resolve_item(
 
 
 # A blank line: the paragraph break that separates two places in a document.
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t\r\f\v]*\n")
+PARAGRAPH_BREAK = re.compile(r"\n[ \t\r\f\v]*\n")
+
+
+def paragraph_around(text: str, start: int, end: int) -> tuple[int, int]:
+    """The stretch of ``text`` around ``[start, end)`` up to the nearest paragraph breaks
+    (blank lines) on either side, or the text's ends: the place `group_passages` groups by."""
+    # Backwards line by line (a regex scan from the text's start would be quadratic over a
+    # long document's spans): a break ends at a newline whose line above is blank.
+    first, line_end = 0, text.rfind("\n", 0, start)
+    while line_end > 0:
+        line_start = text.rfind("\n", 0, line_end)
+        if line_start >= 0 and not text[line_start + 1:line_end].strip(" \t\r\f\v"):
+            first = line_end + 1
+            break
+        line_end = line_start
+    after = PARAGRAPH_BREAK.search(text, end)
+    return first, (after.start() if after else len(text))
 
 
 def group_passages(spans: Sequence[Span], texts: Mapping[str, str],
@@ -262,7 +278,7 @@ def group_passages(spans: Sequence[Span], texts: Mapping[str, str],
         reach, last = spans[ix[0]][2], ix[0]  # the furthest end so far, and whose it is
         for i in ix[1:]:
             _, start, end = spans[i]
-            if start <= reach or not _PARAGRAPH_BREAK.search(text, reach, start):
+            if start <= reach or not PARAGRAPH_BREAK.search(text, reach, start):
                 join(last, i)
             if end > reach:
                 reach, last = end, i

@@ -254,3 +254,19 @@ def test_validate_warns_when_needs_has_one_passage(tmp_path) -> None:
     golden = load_golden(path)
     result = check_golden(golden, resolve_all(golden.items, CorpusIndex(docs), None), docs)
     assert [(p.line, p.field, p.severity) for p in result.problems] == [(1, "needs", "warning")]
+
+
+def test_paragraph_around_agrees_with_the_break_regex() -> None:
+    from sweep.evaluation.relevance import PARAGRAPH_BREAK, paragraph_around
+
+    text = "a b\n\nc d\ne\n \t\nf\n\n\ng h"
+    for start in range(len(text)):
+        for end in range(start + 1, len(text) + 1):
+            before = [mt.end() for mt in PARAGRAPH_BREAK.finditer(text, 0, start)]
+            after = PARAGRAPH_BREAK.search(text, end)
+            expected = (before[-1] if before else 0, after.start() if after else len(text))
+            got = paragraph_around(text, start, end)
+            # the same paragraph; in a run of three newlines the regex's break ends one sooner
+            assert text[slice(*got)].strip() == text[slice(*expected)].strip(), (start, end)
+            assert got[0] <= start and end <= got[1]
+    assert text[slice(*paragraph_around(text, 6, 7))] == "c d\ne"
