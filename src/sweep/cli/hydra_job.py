@@ -482,9 +482,12 @@ class MlflowSweepCallback(Callback):
                                            for r in reports if r.get("tracking_error")]
         axes, rows = rp.comparison_rows(reports)
         artifacts = rp.write_comparison(sweep_dir, axes, rows)
-        typed = sweep_config(config) if config.sweep.get("audit", True) else None
-        if typed is not None:
-            artifacts += set_audit(typed, sweep_dir)
+        # Audited when some configuration finished: their golden set and corpus loaded.
+        if (any(r["status"] == "FINISHED" for r in rows)
+                and OmegaConf.select(config, "sweep.audit", default=True)):
+            typed = sweep_config(config)
+            if typed is not None:
+                artifacts += set_audit(typed, sweep_dir)
         # Drawn by the MLflow worker where there is one (it imported matplotlib while the jobs
         # ran), while this process prints the table; else here, as `call` runs it then.
         drawing = tracking_worker.begin(tracking.plot_sweep, axes, rows,
