@@ -127,6 +127,8 @@ def test_label_one_question_with_two_passages(label_server: tuple[str, Path], br
         "", "(nothing selected)")
     driver.execute_script("window.getSelection().removeAllRanges()")
 
+    # all/any means something only with several passages: the control shows from the second
+    assert not driver.find_element(By.ID, "needs-row").is_displayed()
     for n, (source, quote) in enumerate((("returns/refund-policy.md", QUOTE_1),
                                          ("warranty/warranty-terms.md", QUOTE_2)), start=1):
         link = driver.find_element(By.CSS_SELECTOR, f'a.open[data-source="{source}"]')
@@ -147,6 +149,8 @@ def test_label_one_question_with_two_passages(label_server: tuple[str, Path], br
 
     quotes = [q.text for q in driver.find_elements(By.CSS_SELECTOR, "#evidence-list blockquote")]
     assert quotes == [QUOTE_1, QUOTE_2]
+    _wait(driver, lambda d: d.find_element(By.ID, "needs-row").is_displayed())
+    assert driver.find_element(By.ID, "needs").get_attribute("value") == ""  # all, the default
     # "30 days" is suggested from the selection; "two years" is typed by hand.
     suggestion = _wait(driver, ec.element_to_be_clickable(
         (By.XPATH, "//span[contains(@class,'suggest') and normalize-space()='+ 30 days']")))

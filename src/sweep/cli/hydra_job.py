@@ -32,7 +32,9 @@ from sweep.config.identity import config_hash
 from sweep.config.schema import Config
 from sweep.outputs import report as rp
 from sweep.outputs import tracking, tracking_worker
+from sweep.outputs.audit_report import write_audit
 from sweep.outputs.misses_html import write_views
+from sweep.pipeline.audit import run_audit
 from sweep.pipeline.run import (
     load_corpus_cached,
     load_golden_cached,
@@ -112,6 +114,8 @@ def job(cfg: DictConfig) -> float:
                  rp.write_config(job_dir, plain)]
         paths += write_views(job_dir, result.views, run_name(plain),
                              {k: v for k, v in rep["metrics"].items() if k.startswith("n_miss")})
+        if not multirun:  # a sweep audits its golden set once, at its end
+            paths += set_audit(typed, job_dir)
         if typed.generation.method.value != "none":
             try:
                 run_generation_for(typed, result, progress=not multirun)
@@ -284,6 +288,9 @@ def _print_summary(rep: dict[str, Any], job_dir: Path, multirun: bool) -> None:
     line = "  ".join(f"{k}={rp.format_value(v)}" for k, v in shown.items())
     line += (f"  chunks={m.get('n_chunks')}  scored={m.get('n_scored')}/{m.get('n_questions')}"
              f"  orphans={m.get('n_orphans')}")
+    needs = need_line(rep)
+    if needs:
+        line += f"  {needs}"
     if "generation" in rep:
         line += "  diagnosis: " + " ".join(f"{k}={v}" for k, v in
                                            rep["generation"]["diagnosis"].items())
@@ -292,6 +299,42 @@ def _print_summary(rep: dict[str, Any], job_dir: Path, multirun: bool) -> None:
     else:
         print(line)
         print(f"report: {job_dir / rp.REPORT}")
+
+
+def set_audit(cfg: Config, folder: Path) -> list[Path]:
+    """The golden set's audit (audit.json, audit.html) in ``folder``, when ``sweep.audit``.
+    It changes no result, so a failure is a warning and the run keeps its reports."""
+    if not cfg.sweep.audit:
+        return []
+    try:
+        return write_audit(folder, run_audit(cfg))
+    except (SweepError, OSError) as exc:
+        log.warning("the golden set's audit was not written: %s", exc)
+        return []
+
+
+def sweep_config(config: DictConfig) -> Config | None:
+    """The typed config of a multirun's callback (its ``config`` holds ``hydra`` too); None
+    with a warning when it does not convert."""
+    try:
+        plain = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
+        merged = OmegaConf.merge(OmegaConf.structured(Config), plain)
+        return OmegaConf.to_object(merged)  # type: ignore[return-value]
+    except OmegaConfBaseException as exc:
+        log.warning("the golden set's audit was not written: %s", config_error_line(exc))
+        return None
+
+
+def need_line(rep: dict[str, Any]) -> str | None:
+    """``by passages needed: 1 0.812 (n=40) · 2 0.500 (n=6) · 3+ - (n=0)``: the headline per
+    number of passages an answer needs, when some question needs more than one."""
+    split = rep.get("by_needs") or {}
+    if not any((split.get(g) or {}).get("n") for g in ("2", "3plus")):
+        return None
+    metric = rep["headline"]["metric"]
+    cells = [f"{g.replace('plus', '+')} {rp.format_value((split.get(g) or {}).get(metric))} "
+             f"(n={(split.get(g) or {}).get('n', 0)})" for g in ("1", "2", "3plus")]
+    return f"{metric} by passages needed: " + " · ".join(cells)
 
 
 def _check_output_dir(path: str) -> None:
@@ -454,11 +497,23 @@ class MlflowSweepCallback(Callback):
                                            for r in reports if r.get("tracking_error")]
         axes, rows = rp.comparison_rows(reports)
         artifacts = rp.write_comparison(sweep_dir, axes, rows)
+        # Audited when some configuration finished: their golden set and corpus loaded.
+        if (any(r["status"] == "FINISHED" for r in rows)
+                and OmegaConf.select(config, "sweep.audit", default=True)):
+            typed = sweep_config(config)
+            if typed is not None:
+                artifacts += set_audit(typed, sweep_dir)
         # Drawn by the MLflow worker where there is one (it imported matplotlib while the jobs
         # ran), while this process prints the table; else here, as `call` runs it then.
         drawing = tracking_worker.begin(tracking.plot_sweep, axes, rows,
                                         sweep_dir / "comparison.png")
         rp.print_comparison(axes, rows)
+        best_report = max((r for r in reports if r.get("status") == "FINISHED"
+                           and isinstance((r.get("headline") or {}).get("value"), int | float)),
+                          key=lambda r: r["headline"]["value"], default=None)
+        needs = need_line(best_report) if best_report is not None else None
+        if needs:
+            print(f"best configuration, {needs}")
         drawn = drawing.result()
         if drawn[0] == "oserror":
             raise OSError(*drawn[1:])

@@ -19,6 +19,8 @@ USAGE = """usage: sweep COMMAND [options] [key=value ...]
 
 commands:
   validate        check the golden set against the corpus (orphans, bad ids, quotes)
+  audit           [--json] [--html FILE] [--no-embedding]: the golden set's synthetic smell,
+                  near-duplicates, ambiguous evidence, split answers and coverage
   cache           info | clear: the on-disk embedding cache
   import          FORMAT SRC --out DIR: squad | beir | chroma data -> corpus/ + golden.jsonl
   compare         [--experiment NAME] [--sweep latest|RUN_ID] [--metric M] [--json] [--plot DIR]:
@@ -61,6 +63,7 @@ def _lazy(module: str, name: str) -> Callable[[Sequence[str]], int]:
 # data/, decide/ and pipeline/); the labelling page keeps its server and options together.
 COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "validate": _lazy("sweep.cli.validate", "cmd_validate"),
+    "audit": _lazy("sweep.cli.audit", "cmd_audit"),
     "cache": _lazy("sweep.cli.cache", "cmd_cache"),
     "import": _lazy("sweep.cli.import_cmd", "cmd_import"),
     "compare": _lazy("sweep.cli.compare", "cmd_compare"),

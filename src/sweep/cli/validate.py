@@ -1,6 +1,7 @@
 """``sweep validate``: check a golden set against its corpus.
 
-    sweep validate [--strict] [--json] [--all] [--quotes] [overrides...]
+    sweep validate [--strict] [--json] [--all] [--quotes] [--audit [audit options]]
+                   [overrides...]
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 
+from sweep.cli.audit import add_audit_options, audit_from_args, write_html
 from sweep.config.checks import check_config
 from sweep.config.compose import compose
 from sweep.data.abstentions import abstentions_path, load_abstentions
@@ -18,6 +20,8 @@ from sweep.data.drift import corpus_drift
 from sweep.data.golden import load_golden
 from sweep.data.validate import cap_problems, check_golden
 from sweep.evaluation.sources import UNSPECIFIED
+from sweep.outputs.audit_report import audit_text
+from sweep.outputs.report import json_safe
 from sweep.pipeline.run import load_corpus_cached, resolve_golden
 
 
@@ -65,6 +69,10 @@ def cmd_validate(argv: Sequence[str]) -> int:
                              "of each format the corpus holds)")
     parser.add_argument("--all", action="store_true",
                         help="print every problem (default: the first 5 per item, 200 in all)")
+    parser.add_argument("--audit", action="store_true",
+                        help="also audit the set (`sweep audit`): synthetic smell, "
+                             "near-duplicates, ambiguous evidence, split answers, coverage")
+    add_audit_options(parser)
     parser.add_argument("overrides", nargs="*", help="config overrides, e.g. golden.path=FILE")
     args = parser.parse_args(argv)
 
@@ -82,6 +90,10 @@ def cmd_validate(argv: Sequence[str]) -> int:
     pending = len(golden.pending)
     sources = Counter(item.source or UNSPECIFIED for item in golden.items)
     abstentions, _ = load_abstentions(golden.path)
+    # An audit needs a set the sweep would accept: with errors it would audit a part of it.
+    audit = audit_from_args(cfg, args) if args.audit and not result.errors else None
+    if audit is not None and args.html:
+        write_html(args.html, audit)
     if args.json:
         print(json.dumps({
             "golden": golden.path, "corpus": cfg.corpus.path, "items": result.n_items,
@@ -94,6 +106,7 @@ def cmd_validate(argv: Sequence[str]) -> int:
             "corpus_drift": drift.as_dict() if drift else None,
             "pending_review": pending,
             "sources": dict(sources), "abstentions": len(abstentions),
+            **({"audit": json_safe(audit)} if audit is not None else {}),
         }, indent=2))
     else:
         shown, notes = cap_problems(result.problems, per_item=0 if args.all else 5)
@@ -108,6 +121,10 @@ def cmd_validate(argv: Sequence[str]) -> int:
         if pending:
             print(f"warning: {pending} items await review after a rebase and are not scored "
                   "(sweep label --review FILE)", file=sys.stderr)
+        if audit is not None:
+            sys.stdout.write(audit_text(audit, 0 if args.all else 20))
+        elif args.audit:
+            print("audit: not run (fix the errors first)", file=sys.stderr)
         verdict = "FAILED" if failing else "OK"
         print(f"{verdict}: {golden.path}: {result.n_items} items checked against "
               f"{len(docs)} documents; {len(result.errors)} errors, "

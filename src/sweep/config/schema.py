@@ -367,6 +367,9 @@ class SweepConfig:
     # Re-run configurations the store already has as FINISHED (same config_hash); by default
     # they are skipped, so an interrupted sweep resumes where it stopped.
     force: bool = False
+    # Write the golden set's audit (audit.json, audit.html: `sweep audit`) into the sweep's
+    # folder (a single run's job folder) and log it with the parent run (the run).
+    audit: bool = True
 
 
 @dataclass

@@ -29,7 +29,7 @@ from sweep.data.abstentions import load_abstentions
 
 KNOWN_FIELDS = {
     "qid", "question", "relevant_chunk_ids", "answer_must_mention", "relevant_doc_ids",
-    "evidence", "notes", "tags", "rebase", "source", "source_ref", "cid",
+    "evidence", "notes", "tags", "rebase", "source", "source_ref", "cid", "needs",
 }
 # `rebase.status` of an item carried to a new corpus version by `sweep golden rebase`
 # (sweep.data.rebase): the PENDING ones wait for a human (`sweep label --review`) and are never
@@ -42,6 +42,9 @@ REBASE_STATUSES = ("unchanged", "moved", *PENDING_STATUSES, "accepted", "reselec
 # question, a traced one, a domain owner's, a generated one, a public benchmark's. Scored apart
 # (evaluation/sources.py) because synthetic questions borrow their passage's words.
 SOURCES = ("log", "trace", "owner", "synthetic", "benchmark")
+# How several evidence passages make the answer (issue 28): ``all`` of them together, or ``any``
+# one of them alone (alternatives). Absent: ``all`` (see `sweep.evaluation.relevance.passages`).
+NEEDS = ("all", "any")
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,7 @@ class GoldenItem:
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     source: str | None = None  # one of SOURCES; None = not said
     source_ref: str | None = None  # the import file and line, or the trace id
+    needs: str | None = None  # one of NEEDS; None when the item does not say (= "all")
 
 
 @dataclass
@@ -262,6 +266,9 @@ def parse_golden_lines(text: str, file: str) -> tuple[list[GoldenItem], list[Pro
         evidence = _evidence(obj.get("evidence"), add)
         _rebase(obj.get("rebase"), add)
         source, source_ref = _source(obj, add)
+        needs = obj.get("needs")
+        if needs is not None and needs not in NEEDS:
+            add("needs", f"must be one of {', '.join(NEEDS)}, got {needs!r}")
         if (not chunk_ids and not evidence and not doc_ids
                 and not any(p.severity == "error" for p in problems[errors_before:])):
             add("relevant_chunk_ids", "empty, and no `evidence` or `relevant_doc_ids`: "
@@ -270,7 +277,7 @@ def parse_golden_lines(text: str, file: str) -> tuple[list[GoldenItem], list[Pro
             continue
         extra = {k: obj[k] for k in ("notes", "tags", "rebase", "cid") if k in obj}
         items.append(GoldenItem(qid, question, chunk_ids, mentions, doc_ids, evidence, lineno,
-                                extra, source, source_ref))
+                                extra, source, source_ref, needs=needs))
     if not items and not problems:
         problems.append(Problem(file, 0, "", "no golden items (the file is empty)"))
     return items, problems

@@ -51,6 +51,10 @@ def check_golden(golden: GoldenSet, resolved: list[ResolvedItem], docs: list[Doc
     for item in resolved:
         problems.extend(item.problems)
         problems.extend(mention_problems(item, by_id, golden.path))
+        if item.item.needs is not None and item.spans and len(item.passage_groups) < 2:
+            problems.append(Problem(golden.path, item.item.line, "needs", "the evidence is one "
+                                    "passage (one place: same document, no blank line between "
+                                    "its spans), so `needs` changes nothing", "warning"))
     problems.extend(conflict_problems(resolved, docs, golden.path))
     problems.sort(key=lambda p: (p.line, p.severity != "error", p.field))
     return ValidationResult(problems, len(golden.items))

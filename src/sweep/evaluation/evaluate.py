@@ -36,7 +36,7 @@ def metric_names(k: Sequence[int], prompt_k: int) -> list[str]:
     ks = sorted(set(k) | {prompt_k})
     names = ["mrr", "doc_mrr", "evidence_recall_at_budget", "precision_omega",
              "evidence_recall_at_min", "span_precision_at_min", "span_iou_at_min"]
-    for prefix in ("recall", "hit", "ndcg", "evidence_recall", "span_precision", "span_iou",
+    for prefix in ("recall", "hit", "full_recall", "passages_found", "ndcg", "evidence_recall", "span_precision", "span_iou",
                    "context_tokens", "doc_recall"):
         names += [f"{prefix}_at_{n}" for n in ks]
     return names
@@ -83,6 +83,27 @@ class _Scores:
         row.update(values)
         for name, value in values.items():
             self.values.setdefault(name, []).append(value)
+
+
+def _score_passages(row: dict[str, Any], scores: _Scores, ranked_ids: list[str],
+                    item: ResolvedItem, locator: ChunkLocator, ks: Sequence[int],
+                    spec: EvalSpec) -> None:
+    """`metrics.full_recall_at_k` and `metrics.passages_found_at_k` of a scored question,
+    with each passage's relevant chunks found the way the item's are (`relevant_chunks`)."""
+    passages = [set(relevant_chunks(p, locator, spec.min_overlap))
+                for p in item.passage_spans()]
+    row["n_passages"] = len(passages)
+    row["passages_needed"] = item.passages_needed
+    row["needs"] = item.needs
+    unheld = sum(1 for p in passages if not p)
+    if unheld:  # never found, in any k: this chunking cannot hand over the whole answer
+        row["n_passages_without_chunk"] = unheld
+    values: dict[str, float] = {}
+    for k in ks:
+        values[f"full_recall_at_{k}"] = m.full_recall_at_k(ranked_ids, passages, k, item.needs)
+        values[f"passages_found_at_{k}"] = float(
+            m.passages_found_at_k(ranked_ids, passages, k, item.needs))
+    scores.put_all(row, values)
 
 
 def _score_chunks(row: dict[str, Any], scores: _Scores, ranked_ids: list[str],
@@ -206,6 +227,7 @@ def evaluate(
             top = m.TopKSpans([placed.spans[i] for i in ranking.indices[: depth + 1]],
                               item.spans, depth)
             _score_chunks(row, scores, ranked_ids, tokens, top, rel, ks, spec)
+            _score_passages(row, scores, ranked_ids, item, locator, ks, spec)
             _score_touching(row, scores, item, near, k_min, top, placed.closed)
             found = _found_by(row, {position[c] for c in rel if c in position},
                               {name: lists[n] for name, lists in diagnostics.items()},
@@ -232,3 +254,48 @@ def evaluate(
         for name in diagnostics:
             summary[f"n_found_only_by_{name}"] = found_counts.get(f"{name}_only", 0)
     return summary, rows
+
+
+# The groups of the per-need split: how many passages an answer needs.
+NEED_GROUPS = ("1", "2", "3plus")
+
+
+def need_group(passages_needed: int) -> str | None:
+    """``"1"``, ``"2"`` or ``"3plus"``; None for an item without passages (document-level)."""
+    if passages_needed <= 0:
+        return None
+    return NEED_GROUPS[min(passages_needed, 3) - 1]
+
+
+def by_needs(rows: Sequence[Mapping[str, Any]], names: Sequence[str]
+             ) -> dict[str, dict[str, float]]:
+    """Each of ``names`` averaged per group of questions needing 1, 2 or 3+ passages, with
+    ``n`` (the scored questions of the group): ``{"1": {"n": 40, "recall_at_5": 0.8}, ...}``.
+
+    A metric's mean is over the group's rows that hold it (the filtered mean of
+    per_question.csv); a group without questions has ``n`` 0 and no means.
+    """
+    out: dict[str, dict[str, float]] = {g: {"n": 0} for g in NEED_GROUPS}
+    values: dict[str, dict[str, list[float]]] = {g: {} for g in NEED_GROUPS}
+    for row in rows:
+        group = need_group(int(row.get("passages_needed") or 0))
+        if group is None or row.get("status") != "scored":
+            continue
+        out[group]["n"] += 1
+        for name in names:
+            if isinstance(row.get(name), int | float):
+                values[group].setdefault(name, []).append(float(row[name]))
+    for group in NEED_GROUPS:
+        for name in names:
+            if values[group].get(name):
+                out[group][name] = m.mean(values[group][name])
+    return out
+
+
+def by_needs_metrics(split: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """The split as flat, MLflow-safe metric names: ``n_needs_2``, ``recall_at_5_needs_2``."""
+    flat: dict[str, float] = {}
+    for group, values in split.items():
+        for name, value in values.items():
+            flat[f"n_needs_{group}" if name == "n" else f"{name}_needs_{group}"] = float(value)
+    return flat

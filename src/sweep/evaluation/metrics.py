@@ -41,6 +41,50 @@ def hit_at_k(ranked: Sequence[str], relevant: set[str] | frozenset[str], k: int)
     return 1.0 if any(r in relevant for r in ranked[:k]) else 0.0
 
 
+def _check_passages(passages: Sequence[set[str] | frozenset[str]], k: int, needs: str) -> None:
+    if not passages or not any(passages):
+        raise ValueError("no passage has a relevant id: the question cannot be scored (an "
+                         "orphan)")
+    if needs not in ("all", "any"):
+        raise ValueError(f"needs must be 'all' or 'any', got {needs!r}")
+    _check_k(k)
+
+
+def passages_found_at_k(ranked: Sequence[str], passages: Sequence[set[str] | frozenset[str]],
+                        k: int, needs: str = "all") -> int:
+    """How many of the passages an answer needs have a relevant id in the top k.
+
+    ``passages`` holds, per evidence passage of the question, the ids relevant to it (a
+    passage that no chunk of this configuration holds has an empty set and is never found).
+    ``needs="all"``: the number of passages with a relevant id in ``ranked[:k]``, from 0 to
+    ``len(passages)``. ``needs="any"`` (the passages are alternatives, one makes the answer):
+    `hit_at_k` over the union, 0 or 1.
+
+    >>> passages_found_at_k(["a", "x", "c"], [{"a"}, {"b"}, {"c", "d"}], 3)
+    2
+    """
+    _check_passages(passages, k, needs)
+    top = set(ranked[:k])
+    found = sum(1 for p in passages if p & top)
+    return min(found, 1) if needs == "any" else found
+
+
+def full_recall_at_k(ranked: Sequence[str], passages: Sequence[set[str] | frozenset[str]],
+                     k: int, needs: str = "all") -> float:
+    """1.0 when the top k holds the whole answer, else 0.0.
+
+    ``needs="all"``: every passage has a relevant id in ``ranked[:k]`` (with one passage this
+    is `hit_at_k`); ``needs="any"``: some passage does (`hit_at_k` over the union). Where
+    recall@k averages over relevant ids, so that finding two of three passages scores 0.667,
+    this asks whether the reader got everything it needs: 0.
+
+    >>> full_recall_at_k(["a", "x", "c"], [{"a"}, {"b"}, {"c", "d"}], 3)
+    0.0
+    """
+    needed = 1 if needs == "any" else len(passages)
+    return 1.0 if passages_found_at_k(ranked, passages, k, needs) >= needed else 0.0
+
+
 Id = TypeVar("Id", bound=Hashable)
 
 

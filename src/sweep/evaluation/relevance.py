@@ -44,6 +44,32 @@ class ResolvedItem:
     # loose) or "missing".
     quote_levels: tuple[str, ...] = ()
     orphan_reason: str = ""  # set when a quote was not found in a parser's output
+    # The item's passages: groups of indexes into ``spans``, one group per place its answer
+    # lives in (`group_passages`); empty for an item without spans.
+    passages: tuple[tuple[int, ...], ...] = ()
+
+    @property
+    def needs(self) -> str:
+        """``all`` (every passage makes the answer, the default) or ``any`` (alternatives)."""
+        return self.item.needs or "all"
+
+    @property
+    def passage_groups(self) -> tuple[tuple[int, ...], ...]:
+        """``passages``; an item built without them (by hand, in code) has one passage per
+        span."""
+        return self.passages or tuple((i,) for i in range(len(self.spans)))
+
+    @property
+    def passages_needed(self) -> int:
+        """How many passages an answer needs: all of them, or one for ``needs: any``; 0 for an
+        item without spans."""
+        if not self.spans:
+            return 0
+        return 1 if self.needs == "any" else len(self.passage_groups)
+
+    def passage_spans(self) -> list[list[Span]]:
+        """The spans of each passage."""
+        return [[self.spans[i] for i in group] for group in self.passage_groups]
 
     @property
     def level(self) -> str:
@@ -176,6 +202,7 @@ def resolve_item(
                     "`evidence`")
         else:
             chunk_spans: list[Span] = []
+            chunk_origin: list[int] = []
             for i, cid in enumerate(item.relevant_chunk_ids):
                 chunk = reference_chunks.get(cid)
                 if chunk is None:
@@ -184,7 +211,9 @@ def resolve_item(
                     continue
                 doc = corpus.by_id[chunk.doc_id]
                 narrowed = _mention_spans(doc, chunk.start, chunk.end, item.answer_must_mention)
-                chunk_spans.extend(narrowed or [(chunk.doc_id, chunk.start, chunk.end)])
+                placed = narrowed or [(chunk.doc_id, chunk.start, chunk.end)]
+                chunk_spans.extend(placed)
+                chunk_origin.extend([i] * len(placed))
             if not spans and chunk_spans:
                 spans, source = chunk_spans, "chunk_ids"
 
@@ -203,8 +232,78 @@ def resolve_item(
     if missing:  # an orphan of this configuration, whatever else the item names
         return ResolvedItem(item, (), frozenset(), "none", tuple(problems), tuple(levels),
                             "; ".join(missing))
+    texts = {d: corpus.by_id[d].text for d in {s[0] for s in spans}}
+    groups = group_passages(spans, texts, chunk_origin if source == "chunk_ids" else None)
     return ResolvedItem(item, tuple(spans), frozenset(doc_ids), source, tuple(problems),
-                        tuple(levels))
+                        tuple(levels), passages=groups)
+
+
+# A blank line: the paragraph break that separates two places in a document.
+PARAGRAPH_BREAK = re.compile(r"\n[ \t\r\f\v]*\n")
+
+
+def paragraph_around(text: str, start: int, end: int) -> tuple[int, int]:
+    """The stretch of ``text`` around ``[start, end)`` up to the nearest paragraph breaks
+    (blank lines) on either side, or the text's ends: the place `group_passages` groups by."""
+    # Backwards line by line (a regex scan from the text's start would be quadratic over a
+    # long document's spans): a break ends at a newline whose line above is blank.
+    first, line_end = 0, text.rfind("\n", 0, start)
+    while line_end > 0:
+        line_start = text.rfind("\n", 0, line_end)
+        if line_start >= 0 and not text[line_start + 1:line_end].strip(" \t\r\f\v"):
+            first = line_end + 1
+            break
+        line_end = line_start
+    after = PARAGRAPH_BREAK.search(text, end)
+    return first, (after.start() if after else len(text))
+
+
+def group_passages(spans: Sequence[Span], texts: Mapping[str, str],
+                   origin: Sequence[int] | None = None) -> tuple[tuple[int, ...], ...]:
+    """Group an item's evidence spans into passages: the places its answer lives in.
+
+    Two spans are in the same place when they are in the same document and no paragraph
+    break (a blank line) lies between them: they overlap, touch, or the text from the end of
+    the first to the start of the second holds no blank line. Spans with the same ``origin``
+    (the labelled reference chunk that the ``answer_must_mention`` occurrences were narrowed
+    from) start as one place. The relation is closed transitively (three sentences of one
+    paragraph are one passage). Returns groups of indexes into ``spans``, each sorted, in the
+    order of their first span.
+    """
+    parent = list(range(len(spans)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def join(a: int, b: int) -> None:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    if origin is not None:
+        first: dict[int, int] = {}
+        for i, o in enumerate(origin):
+            join(first.setdefault(o, i), i)
+    by_doc: dict[str, list[int]] = {}
+    for i, (doc_id, _, _) in enumerate(spans):
+        by_doc.setdefault(doc_id, []).append(i)
+    for doc_id, ix in by_doc.items():
+        ix.sort(key=lambda i: (spans[i][1], spans[i][2]))
+        text = texts.get(doc_id, "")
+        reach, last = spans[ix[0]][2], ix[0]  # the furthest end so far, and whose it is
+        for i in ix[1:]:
+            _, start, end = spans[i]
+            if start <= reach or not PARAGRAPH_BREAK.search(text, reach, start):
+                join(last, i)
+            if end > reach:
+                reach, last = end, i
+    groups: dict[int, list[int]] = {}
+    for i in range(len(spans)):
+        groups.setdefault(root(i), []).append(i)
+    return tuple(tuple(g) for g in sorted(groups.values(), key=lambda g: g[0]))
 
 
 def _locate(ref: EvidenceRef, doc: Document | None, corpus: CorpusIndex, name: str, add: Any,

@@ -24,7 +24,7 @@ from sweep.chunking.chunkers import Chunk, ChunkSpec
 from sweep.common.errors import SweepError
 from sweep.data import drift
 from sweep.data.corpus import DEFAULT_MAX_FILE_MB, Document, corpus_fingerprint, load_corpus
-from sweep.data.golden import load_golden, load_reference, reference_path
+from sweep.data.golden import NEEDS, load_golden, load_reference, reference_path
 from sweep.data.parsers.limits import ParseLimits
 from sweep.data.validate import NumberIndex, check_golden
 from sweep.evaluation.relevance import CorpusIndex, resolve_item
@@ -312,15 +312,20 @@ class LabelApp:
         notes = payload.get("notes") or ""
         if not isinstance(notes, str):
             raise SweepError("notes must be a string")
+        needs = payload.get("needs") or None
+        if needs is not None and needs not in NEEDS:
+            raise SweepError(f"needs must be one of {', '.join(NEEDS)}, got {needs!r}")
         obj = {k: v for k, v in (base or {}).items()
                if k not in ("qid", "question", "relevant_chunk_ids", "answer_must_mention",
-                            "evidence", "notes")}
+                            "evidence", "notes", "needs")}
         obj = {"qid": qid.strip()[:200], "question": " ".join(question.split())[:MAX_TEXT],
                **({"relevant_chunk_ids": self.chunk_ids_for(spans)}
                   if self.reference_from else {}),
                **({"answer_must_mention": mentions} if mentions else {}),
                **obj,
                "evidence": [self.evidence_json(s) for s in spans],
+               # with one passage there is nothing to choose between
+               **({"needs": needs} if needs == "any" and len(spans) > 1 else {}),
                **({"notes": notes.strip()[:MAX_TEXT]} if notes.strip() else {})}
         if base is not None and review.is_pending(base):  # re-selected after a rebase
             obj["rebase"] = review.reviewed_record(base["rebase"], "reselected")
@@ -467,6 +472,7 @@ class LabelApp:
                 "answer_must_mention": [m for m in mentions if isinstance(m, str)]
                 if isinstance(mentions, list) else [],
                 "notes": obj.get("notes") if isinstance(obj.get("notes"), str) else "",
+                "needs": obj.get("needs") if obj.get("needs") in NEEDS else "",
                 "problems": notes}
 
     # ------------------------------------------------------------------ the list view

@@ -163,7 +163,7 @@
 
   function payload() {
     return { question: $("question").value, evidence, answer_must_mention: mentions,
-             notes: $("notes").value, qid: $("qid").value };
+             notes: $("notes").value, qid: $("qid").value, needs: $("needs").value };
   }
 
   function refresh(delay) {
@@ -195,6 +195,8 @@
         el("button", { type: "button", class: "remove", onclick: () => { evidence.splice(i, 1); refresh(0); } }, "remove")));
     });
     if (!items.length) list.append(el("li", { class: "muted" }, "none yet"));
+    // all or any only means something with several passages
+    $("needs-row").hidden = items.length < 2;
   }
 
   function renderWarnings(warnings) {
@@ -233,6 +235,7 @@
     if (ev.key === "Enter") { ev.preventDefault(); $("add-mention").click(); }
   });
   $("notes").addEventListener("input", () => refresh(500));
+  $("needs").addEventListener("change", () => refresh(0));
 
   $("save").addEventListener("click", async () => {
     const editing = state.mode === "edit";
@@ -250,6 +253,7 @@
       } else {
         $("question").value = "";
         $("notes").value = "";
+        $("needs").value = "";
         $("qid").value = r.next_qid;
         evidence = [];
         mentions = [];

@@ -194,6 +194,19 @@ def doc_page(app: LabelApp, doc: Document, nonce: str, hl: tuple[int, int] | Non
                  f'<main class="alone">{doc_fragment(doc, hl)}</main>', nonce, script=False)
 
 
+# The choice offered when an item has several evidence passages (golden field `needs`); "all"
+# is the default, so it is written as no field.
+NEEDS_CHOICES = (("", "all: the answer needs every passage"),
+                 ("any", "any: each passage alone answers"))
+
+
+def needs_options(current: object) -> str:
+    """The ``<option>``s of the needs control, ``current`` selected."""
+    current = "" if current == "all" else current
+    return "".join(f'<option value="{e(v)}"{" selected" if v == current else ""}>{e(text)}'
+                   "</option>" for v, text in NEEDS_CHOICES)
+
+
 def label_page(app: LabelApp, state: dict[str, object], nonce: str) -> str:
     editing = state.get("mode") == "edit"
     queued = app.queue is not None and not editing
@@ -234,6 +247,9 @@ def label_page(app: LabelApp, state: dict[str, object], nonce: str) -> str:
     </div>
     <div class="row"><label for="notes">notes</label> <input id="notes"
       value="{e(state.get('notes', ''))}"></div>
+    <div class="row" id="needs-row" hidden><label for="needs">needs</label> <select id="needs"
+      title="how the evidence passages make the answer">{needs_options(state.get('needs', ''))}
+      </select></div>
     <h3>Warnings</h3><ul id="warnings"><li class="muted">none</li></ul>
     <details id="preview-box"><summary>Line to be written</summary><pre id="line-preview">
 </pre></details>

@@ -97,6 +97,10 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+# Public: the audit's JSON (outputs.audit_report) writes NaN as null the same way.
+json_safe = _json_safe
+
+
 def write_report(folder: Path, report: dict[str, Any]) -> Path:
     path = folder / REPORT
     atomic_write(path, json.dumps(_json_safe(report), indent=2, sort_keys=False) + "\n")

@@ -68,7 +68,7 @@ from sweep.embedding.served import (
     served_usage_metrics,
 )
 from sweep.evaluation.abstention import separation
-from sweep.evaluation.evaluate import EvalSpec, evaluate
+from sweep.evaluation.evaluate import EvalSpec, by_needs, by_needs_metrics, evaluate
 from sweep.evaluation.metrics import covered_chars
 from sweep.evaluation.misses import diagnose_misses, miss_views, truncation_cuts
 from sweep.evaluation.relevance import (
@@ -599,6 +599,8 @@ def run_config(cfg: Config, *, progress: bool = True,
                          f"({summary['n_orphans']} orphans, {summary['n_doc_only']} document-"
                          "level only)")
     metrics = dict(summary)
+    split = by_needs(rows, need_split_metrics(headline, cfg.eval.prompt_k))
+    metrics.update(by_needs_metrics(split))
     metrics.update(chunk_stats(searched))
     if chunks is not searched:
         metrics["n_returned_units"] = len(chunks)
@@ -624,6 +626,7 @@ def run_config(cfg: Config, *, progress: bool = True,
         "config": plain,
         "config_hash": config_hash(plain, corpus_fp, golden.fingerprint),
         "headline": {"metric": headline, "value": summary[headline]},
+        "by_needs": split,
         "metrics": metrics,
         "timings_s": timings,
         "fingerprints": {"corpus": corpus_fp, "golden": golden.fingerprint,
@@ -644,6 +647,13 @@ def run_config(cfg: Config, *, progress: bool = True,
            if abstentions else {}),
     }
     return JobResult(report, rows, chunks, list(resolved), rankings, misses.views)
+
+
+def need_split_metrics(headline: str, prompt_k: int) -> list[str]:
+    """What the report splits by the number of passages an answer needs: the headline, and
+    recall, full recall and passages found at the prompt's k."""
+    return list(dict.fromkeys([headline, f"recall_at_{prompt_k}",
+                               f"full_recall_at_{prompt_k}", f"passages_found_at_{prompt_k}"]))
 
 
 LATENCY_NOTE = ("milliseconds per question, one question at a time, after a warm-up "

@@ -353,6 +353,31 @@ def test_edit_keeps_fields_the_page_does_not_edit(tmp_path: Path) -> None:
                                                 "evidence": state["evidence"]})
 
 
+def test_needs_any_is_written_for_several_passages_and_read_back(tmp_path: Path) -> None:
+    from sweep.label.pages import needs_options
+
+    app = make_app(tmp_path)
+    two = [span_of(app, "returns/refund-policy.md", QUOTE_30),
+           span_of(app, "warranty/warranty-terms.md", QUOTE_WARRANTY)]
+    obj, _ = app.build({"question": "q", "evidence": two, "needs": "any"})
+    assert obj["needs"] == "any"
+    # "all" is the default (no field), and one passage has nothing to choose between
+    assert "needs" not in app.build({"question": "q", "evidence": two, "needs": ""})[0]
+    assert "needs" not in app.build({"question": "q", "evidence": two[:1], "needs": "any"})[0]
+    with pytest.raises(SweepError, match="needs must be one of all, any"):
+        app.build({"question": "q", "evidence": two, "needs": "some"})
+    saved = app.save_new({"question": "refund or warranty?", "evidence": two, "needs": "any"})
+    assert load_golden(app.store.path).items[-1].needs == "any"
+    state = app.edit_state(saved["qid"])
+    assert state["needs"] == "any"
+    assert '<option value="any" selected>' in needs_options(state["needs"])
+    assert '<option value="" selected>' in needs_options("all")
+    # an edit that picks "all" again drops the field
+    app.save_edit(saved["qid"], state["digest"], {"question": "refund or warranty?",
+                                                  "evidence": two, "needs": ""})
+    assert load_golden(app.store.path).items[-1].needs is None
+
+
 def test_new_golden_set_gets_a_reference_sidecar(tmp_path: Path) -> None:
     app = make_app(tmp_path, golden=False)
     assert app.reference_from == "new"
