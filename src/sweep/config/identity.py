@@ -69,9 +69,12 @@ GATED_KEYS: Mapping[str, Mapping[str, tuple[str, tuple[str, ...]]]] = {
     "retrieval": {"unit": ("unit", ("parent", "window")),
                   "parent_max_tokens": ("unit", ("parent",)),
                   "window_sentences": ("unit", ("window",))},
-    # a served model's identity (embedding.family=openai; a local model's is its folder)
-    "embedding": {k: ("family", ("openai",)) for k in (
+    # a served model's identity (embedding.family=openai; a local model's is its folder), and
+    # what runs a local transformer (the backend axis reads a sentence-transformers folder)
+    "embedding": {**{k: ("family", ("openai",)) for k in (
         "model", "dimensions", "query_input_type", "document_input_type", "fingerprint")},
+        "backend": ("family", ("sentence_transformers",)),
+        "precision": ("family", ("sentence_transformers",))},
     # Each index kind reads its own parameters (retrieval/index.py); exact search reads none
     # (the whole section is off, `active_sections`). So `index=exact,hnsw index.ef_search=8,64`
     # is three configurations, not four, and `index=hnsw index.nprobe=4,16` is one.
@@ -80,6 +83,13 @@ GATED_KEYS: Mapping[str, Mapping[str, tuple[str, tuple[str, ...]]]] = {
               **{k: ("kind", ("ivf_flat", "ivf_pq")) for k in ("nlist", "nprobe", "seed")},
               "pq_m": ("kind", ("ivf_pq",)), "quantizer": ("kind", ("scalar",)),
               "rescore": ("kind", ("binary",))},
+}
+
+# Keys added after results were recorded, with the value every earlier run had: at that
+# value they stay out of the hash, so those runs keep theirs (resume, the baseline gate); any
+# other value enters it. torch fp32 is how every model ran before the backend axis.
+ADDED_KEYS: Mapping[str, Mapping[str, str]] = {
+    "embedding": {"backend": "torch", "precision": "fp32"},
 }
 
 # The key that switches a section on or off (`active_sections`): it applies even when off,
@@ -139,10 +149,17 @@ def identity_payload(plain: Mapping[str, Any], corpus_fp: str, golden_fp: str
         nested = UNHASHED_NESTED_KEYS.get(section, {})
         payload[section] = {
             k: ({n: x for n, x in v.items() if n not in nested[k]} if k in nested else v)
-            for k, v in values.items() if k not in skip and gate_open(section, k, values)}
+            for k, v in values.items() if k not in skip and gate_open(section, k, values)
+            and not _as_before(section, k, v)}
     payload["corpus"] = corpus_fp
     payload["golden"] = golden_fp
     return payload
+
+
+def _as_before(section: str, key: str, value: Any) -> bool:
+    """Whether ``section.key`` holds the value every run had before the key existed."""
+    before = ADDED_KEYS.get(section, {}).get(key)
+    return before is not None and str(value) == before
 
 
 def gate_open(section: str, key: str, values: Mapping[str, Any]) -> bool:
