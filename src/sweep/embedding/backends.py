@@ -194,7 +194,8 @@ def export_model(source: str, backend: str, precision: str, into: Path) -> str:
         int8_path = into / "model_int8.onnx"
         root = logging.getLogger()
         level = root.level
-        root.setLevel(max(level, logging.WARNING))  # a line per tensor on the root logger
+        # a line per tensor, and advice to pre-process the graph, on the root logger
+        root.setLevel(max(level, logging.ERROR))
         try:
             quantize_dynamic(onnx_path, int8_path, weight_type=QuantType.QInt8,
                              per_channel=True, op_types_to_quantize=["MatMul"],

@@ -507,11 +507,22 @@ def _load_backend(path: str, spec: EmbeddingSpec, root: Path) -> Any:
         from sentence_transformers import SentenceTransformer
 
         try:
-            return SentenceTransformer(path, device="cpu",
-                                       model_kwargs={"dtype": torch.bfloat16})
+            model = SentenceTransformer(path, device="cpu",
+                                        model_kwargs={"dtype": torch.bfloat16})
         except Exception as exc:
             raise model_load_error("embedding.name", spec.name, "model", exc,
                                    "use embedding=minilm or a local model folder") from None
+        # The transformer runs in bf16; pooling and normalising in float32, so a vector is
+        # unit length to float32 precision like every other pair's (in bf16 its norm was off
+        # by up to 0.3%).
+        name = getattr(model[0], "module_output_name", "token_embeddings")
+
+        def to_float32(module: Any, args: Any, features: Any) -> Any:
+            features[name] = features[name].float()
+            return features
+
+        model[0].register_forward_hook(to_float32)
+        return model
     require(spec.backend)
     folder = ensure_export(path, spec.backend, spec.precision, root)
     model = _load_sentence_transformer(path, spec.name)
