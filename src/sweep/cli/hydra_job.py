@@ -46,6 +46,9 @@ def run_name(plain: dict[str, Any]) -> str:
     c, e = plain.get("chunk", {}), plain.get("embedding", {})
     parts = [str(c.get("boundary")), str(c.get("size")), f"ov{c.get('overlap')}",
              str(c.get("header")), str(e.get("name"))]
+    pair = (str(e.get("backend", "torch")), str(e.get("precision", "fp32")))
+    if pair != ("torch", "fp32"):  # two precisions of one configuration: two names
+        parts.extend(pair)
     method = plain.get("retrieval", {}).get("method")
     if method and method != "dense":
         parts.append(str(method))

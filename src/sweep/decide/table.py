@@ -230,6 +230,9 @@ def winner_name(config: Mapping[str, Any]) -> str:
     model = re.split(r"[/\\]", str(e.get("name", "model")).rstrip("/\\"))[-1]
     parts = [str(c.get("boundary")), str(c.get("size")), f"ov{c.get('overlap')}",
              str(c.get("header")), model.replace("_", "-")]
+    pair = (str(e.get("backend", "torch")), str(e.get("precision", "fp32")))
+    if pair != ("torch", "fp32"):
+        parts.extend(pair)
     method = config.get("retrieval", {}).get("method", "dense")
     if method != "dense":
         parts.append(str(method))
