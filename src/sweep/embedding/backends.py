@@ -62,6 +62,8 @@ _VERSIONED = ("torch", "transformers", "onnx", "onnxruntime", "openvino")
 # Bumped when the export code changes what it writes.
 RECIPE = "1"
 MANIFEST = "manifest.json"
+# Where the exports live inside cache.dir (`sweep cache info|clear` count and remove them).
+EXPORTS_FOLDER = "exports"
 
 
 def check_pair(backend: str, precision: str) -> None:
@@ -173,6 +175,12 @@ def ensure_export(source: str, backend: str, precision: str, root: Path,
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def exported_models(root: Path) -> list[Path]:
+    """The finished exports under ``root`` (not the temporary folders of one under way)."""
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) \
+        if root.is_dir() else []
 
 
 def entry_file(folder: Path) -> Path:

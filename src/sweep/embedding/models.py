@@ -32,6 +32,7 @@ from sweep.common.hf import quiet_transformers
 from sweep.common.progress import show_progress
 from sweep.common.sqlite import text_key
 from sweep.embedding.backends import (
+    EXPORTS_FOLDER,
     REFERENCE,
     check_pair,
     ensure_export,
@@ -248,7 +249,7 @@ class Embedder:
         """Exported models live beside the embedding cache (cache.dir), else in
         `cache_root()` (a model asked for its limit before the caller set the cache)."""
         cache = getattr(self, "cache", None)
-        return (cache.path.parent if cache is not None else cache_root()) / "exports"
+        return (cache.path.parent if cache is not None else cache_root()) / EXPORTS_FOLDER
 
     @property
     def model(self) -> Any:
