@@ -69,12 +69,11 @@ GATED_KEYS: Mapping[str, Mapping[str, tuple[str, tuple[str, ...]]]] = {
     "retrieval": {"unit": ("unit", ("parent", "window")),
                   "parent_max_tokens": ("unit", ("parent",)),
                   "window_sentences": ("unit", ("window",))},
-    # a served model's identity (embedding.family=openai; a local model's is its folder), and
-    # what runs a local transformer (the backend axis reads a sentence-transformers folder)
-    "embedding": {**{k: ("family", ("openai",)) for k in (
+    # a served model's identity (embedding.family=openai; a local model's is its folder).
+    # embedding.backend/precision need no gate: check_config refuses them off torch fp32 for
+    # any other family, and at torch fp32 they stay out of the hash (ADDED_KEYS).
+    "embedding": {k: ("family", ("openai",)) for k in (
         "model", "dimensions", "query_input_type", "document_input_type", "fingerprint")},
-        "backend": ("family", ("sentence_transformers",)),
-        "precision": ("family", ("sentence_transformers",))},
     # Each index kind reads its own parameters (retrieval/index.py); exact search reads none
     # (the whole section is off, `active_sections`). So `index=exact,hnsw index.ef_search=8,64`
     # is three configurations, not four, and `index=hnsw index.nprobe=4,16` is one.

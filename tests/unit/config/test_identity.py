@@ -301,12 +301,3 @@ def test_backend_and_precision_keep_the_hash_of_runs_recorded_before_them() -> N
     assert len(hashes) == 6  # every pair is its own configuration
     payload = identity_payload(_plain(["embedding.backend=onnx"]), "c", "g")["embedding"]
     assert payload["backend"] == "onnx" and "precision" not in payload
-
-
-def test_backend_and_precision_do_not_apply_to_a_served_or_static_model() -> None:
-    for group in ("embedding=served_minilm", "embedding=minilm_static"):
-        plain = _plain([group])
-        other = copy.deepcopy(plain)
-        other["embedding"]["backend"] = "onnx"
-        other["embedding"]["precision"] = "int8"
-        assert config_hash(other, "c", "g") == config_hash(plain, "c", "g"), group
