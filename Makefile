@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-unit test-slow test-all lint docs docs-serve ui clean compare gate mlflow-server bench bench-big bench-index browser repro-chroma chroma-venv chroma-start chroma-stop \
+.PHONY: help install demo test test-unit test-slow test-all lint docs docs-serve ui clean compare gate mlflow-server bench bench-backends bench-big bench-index browser repro-chroma chroma-venv chroma-start chroma-stop \
 	infinity-venv model-server model-server-stop
 
 help: ## show this help
@@ -81,6 +81,10 @@ gate: install ## the CI gate: default config vs evals/baseline.json (exit 1 on a
 
 bench: install ## sweep cost vs bare encoding on COVID-QA (cold, warm, static); needs ../shared/data
 	$(PY) benchmarks/bench.py
+
+bench-backends: install ## only bench's embedding-backend lines (TEXTS=2000 SIZES=256 for a subset)
+	$(PY) benchmarks/bench.py --backends-only --out /tmp/chunk-sweep-bench-backends \
+		--sizes $(or $(SIZES),128,256,512) --texts $(or $(TEXTS),0)
 
 bench-big: install ## only bench's big-file line: peak RSS of validate and BM25 on one 52 MB file
 	$(PY) benchmarks/bench.py --big-only --out /tmp/chunk-sweep-bench-big

@@ -7,9 +7,12 @@ on the warm cache (sweep.force=true, so nothing is skipped), once more with rank
 bm25s, then the same sweep with the static model. The last lines are the figures, with the job
 time of both warm sweeps by stage; nothing here is asserted. Before them: the small-corpus lines
 (Homebrew docs) and the peak memory of `sweep validate` and a BM25 run on one 52 MB file.
+After them, the embedding backends (issue 33): a bare encode of the grid's unique texts per
+embedding.backend x precision, the cold sweep on the fastest pair, its ratio to the torch
+cold sweep, and the quantisation tax of each configuration of the grid.
 
     python benchmarks/bench.py [--sizes 128,256,512] [--out .cache/bench] [--small-only]
-                               [--big-only] [--covid-only]
+                               [--big-only] [--covid-only] [--backends-only [--texts N]]
 """
 
 from __future__ import annotations
@@ -24,7 +27,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COVID = ROOT.parent / "shared" / "data" / "covid_qa" / "200423_covidQA.json"
+# The public data sets sit beside the clone; $CHUNK_SWEEP_SHARED_DATA points elsewhere (as in
+# tests/helpers.py).
+SHARED = Path(os.environ.get("CHUNK_SWEEP_SHARED_DATA") or ROOT.parent / "shared" / "data")
+COVID = SHARED / "covid_qa" / "200423_covidQA.json"
 
 
 # Peak RSS (MB) of each sweep `sweep` ran, by name.
@@ -90,7 +96,7 @@ def unique_texts(out: Path, sizes: str) -> list[str]:
     return list(texts)
 
 
-HOMEBREW = ROOT.parent / "shared" / "data" / "homebrew_docs" / "docs"
+HOMEBREW = SHARED / "homebrew_docs" / "docs"
 HOMEBREW_GOLDEN = ROOT / "tests" / "data" / "homebrew_golden.jsonl"
 
 
@@ -242,6 +248,16 @@ def main() -> None:
                         help=f"only the big-file line (peak RSS on one {BIG_MB} MB markdown file)")
     parser.add_argument("--covid-only", action="store_true",
                         help="only the COVID-QA lines (cold, warm, rank-bm25, static, bare encode)")
+    parser.add_argument("--backends-only", action="store_true",
+                        help="only the embedding-backend lines (bare encode per backend x "
+                        "precision, cold sweeps on torch and the fastest pair, quantisation tax)")
+    parser.add_argument("--texts", type=int, default=0,
+                        help="bare-encode only every n-th unique text, N of them (0 = all)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="bare-encode rounds over every backend x precision (the fastest "
+                        "of each is kept)")
+    parser.add_argument("--encode-only", action="store_true",
+                        help="with --backends-only: only the bare-encode lines (no sweeps)")
     args = parser.parse_args()
     if args.big_only:
         out = Path(args.out).resolve()
@@ -254,13 +270,21 @@ def main() -> None:
     out = Path(args.out).resolve()
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    if not args.covid_only:
+    if not args.covid_only and not args.backends_only:
         small(out)
         if args.small_only:
             return
         big_file(out)
     subprocess.run([sys.executable, "-m", "sweep.cli", "import", "squad", str(COVID), "--out",
                     str(out / "covid")], check=True, stdout=subprocess.DEVNULL)
+    if args.backends_only:
+        print(f"configurations={4 * len(args.sizes.split(','))}", flush=True)
+        cold_s = 0.0
+        if not args.encode_only:
+            cold_s = sweep(out, "cold", out / "cache", args.sizes, [])
+            print(f"cold_s={cold_s:.1f}", flush=True)
+        backends(out, args.sizes, cold_s, args.texts, args.rounds)
+        return
 
     # Each figure is printed as soon as it is measured: a later step that fails (the bare
     # encode needs sentence-transformers' own API) must not lose half an hour of sweeps.
@@ -315,6 +339,91 @@ def main() -> None:
     by_tokens_s = time.perf_counter() - start
     print(f"unique_encode_by_tokens_s={by_tokens_s:.1f} overhead_vs_by_tokens="
           f"{cold_s / by_tokens_s:.3f}  (the encode alone, batches cut by tokens)")
+    del model
+    backends(out, args.sizes, cold_s, args.texts, args.rounds)
+
+
+def backends(out: Path, sizes: str, cold_s: float, n_texts: int, n_rounds: int = 3) -> None:
+    """The embedding-backend lines: a bare encode of the grid's unique texts per backend x
+    precision (each model exported and loaded first, untimed), the cold sweep on the fastest
+    pair against ``cold_s`` (the torch fp32 cold sweep, in ``out/cold``), and the
+    quantisation tax of every configuration of the grid."""
+    import importlib.util
+
+    from sweep.embedding.backends import BACKENDS, REFERENCE
+    from sweep.embedding.cache import EmbeddingCache
+    from sweep.embedding.models import Embedder, EmbeddingSpec, encode_by_batch
+
+    texts = unique_texts(out, sizes)
+    if n_texts and n_texts < len(texts):
+        texts = texts[:: len(texts) // n_texts][:n_texts]  # spread over every chunking
+    print(f"backend_texts={len(texts)}", flush=True)
+    models: dict[tuple[str, str], tuple[object, list[int]]] = {}
+    for backend, precisions in BACKENDS.items():
+        if backend == "openvino" and importlib.util.find_spec("openvino") is None:
+            print("encode_openvino: skipped (pip install 'chunk-sweep[openvino]')", flush=True)
+            continue
+        for precision in precisions:
+            e = Embedder(EmbeddingSpec(backend=backend, precision=precision, device="cpu"))
+            e.cache = EmbeddingCache(out / "cache-encode" / "embeddings.sqlite")
+            start = time.perf_counter()
+            model = e.model  # the export (once) and the load
+            print(f"load_{backend}_{precision}_s={time.perf_counter() - start:.1f}  (the "
+                  "export included, once per cache.dir)", flush=True)
+            limit = e.max_seq_length or 256
+            lengths = [min(len(ids), limit) for ids in model.tokenizer(
+                texts, add_special_tokens=True, truncation=False)["input_ids"]]
+            encode_by_batch(model, texts[:64], 32, False)  # warm-up
+            models[(backend, precision)] = (model, lengths)
+    # Rounds over every pair in turn, the fastest round of each kept: on a shared machine a
+    # pair timed alone can be slowed by whatever else ran then.
+    rounds: dict[tuple[str, str], list[float]] = {p: [] for p in models}
+    for _ in range(n_rounds):
+        for key, (model, lengths) in models.items():
+            start = time.perf_counter()
+            encode_by_batch(model, texts, 32, False, lengths)
+            rounds[key].append(time.perf_counter() - start)
+    times = {key: min(values) for key, values in rounds.items()}
+    for (backend, precision), best in times.items():
+        print(f"encode_{backend}_{precision}_s={best:.1f} speedup="
+              f"{times[REFERENCE] / best:.2f}x  (texts/s {len(texts) / best:.0f}; rounds "
+              f"{' '.join(f'{v:.1f}' for v in rounds[(backend, precision)])})", flush=True)
+    del models
+    if not cold_s:  # --encode-only
+        return
+    fastest = min((p for p in times if p != REFERENCE), key=times.__getitem__)
+    name = f"cold-{fastest[0]}-{fastest[1]}"
+    pair_s = sweep(out, name, out / f"cache-{fastest[0]}-{fastest[1]}", sizes,
+                   [f"embedding.backend={fastest[0]}", f"embedding.precision={fastest[1]}"])
+    print(f"cold_{fastest[0]}_{fastest[1]}_s={pair_s:.1f} ratio_to_torch_cold="
+          f"{pair_s / cold_s:.3f}  (target <= 0.5; the export included)", flush=True)
+    print(f"{name}_stages_s: {job_seconds(out / name)}", flush=True)
+    quant_tax_lines(out / "cold", out / name)
+
+
+def quant_tax_lines(reference: Path, other: Path) -> None:
+    """recall@5 and MRR lost by each configuration of ``other`` against ``reference``."""
+    from sweep.common.mapping import flatten
+    from sweep.outputs import quant
+    from sweep.outputs.report import read_reports
+
+    items = [*read_reports(reference), *read_reports(other)]
+    runs = [quant.Run(flatten(r["config"]), r["metrics"],
+                      {k: r["fingerprints"][k] for k in ("corpus", "golden")},
+                      quant.read_retrieved(folder / "per_question.csv"))
+            for folder, r in items if r.get("status") == "FINISHED"]
+    found = quant.taxes(runs, ["recall_at_5", "mrr"])
+    for i, tax in sorted(found.items()):
+        c = runs[i].flat
+        print(f"quant_tax chunk.size={c['chunk.size']} boundary={c['chunk.boundary']} "
+              f"header={c['chunk.header']}: recall_at_5={tax['quant_tax_recall_at_5']:+.4f} "
+              f"mrr={tax['quant_tax_mrr']:+.4f} "
+              f"overlap_at_10={tax.get('quant_overlap_at_10', float('nan')):.3f}", flush=True)
+    if found:
+        worst = max(t["quant_tax_recall_at_5"] for t in found.values())
+        over = sum(t["quant_tax_recall_at_5"] > 0.01 for t in found.values())
+        print(f"quant_tax_recall_at_5_max={worst:+.4f}  ({over} of {len(found)} configurations "
+              "over the 0.01 target)", flush=True)
 
 
 if __name__ == "__main__":

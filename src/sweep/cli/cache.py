@@ -1,5 +1,5 @@
 """``sweep cache info | clear``: the on-disk embedding cache (and what is cached beside it: token
-starts, BM25 indexes, the gate's memos).
+starts, BM25 indexes, the gate's memos, the models exported for embedding.backend).
 
     sweep cache info|clear [overrides...]   (cache.dir=DIR picks the folder)
 """
@@ -14,6 +14,7 @@ from pathlib import Path
 from sweep.chunking.cache import get_starts_cache
 from sweep.config.compose import compose
 from sweep.decide.memo import FOLDER as GATE_FOLDER
+from sweep.embedding.backends import EXPORTS_FOLDER, exported_models
 from sweep.embedding.cache import get_cache
 from sweep.embedding.served import clear_ledger, ledger_summary
 from sweep.retrieval.bm25 import CACHE_FOLDER
@@ -43,6 +44,10 @@ def cmd_cache(argv: Sequence[str]) -> int:
         n = len(list(gate.glob("*.json"))) if gate.is_dir() else 0
         shutil.rmtree(gate, ignore_errors=True)
         print(f"removed {n} gate memo{'' if n == 1 else 's'} from {gate}")
+        exports = Path(cfg.cache.dir) / EXPORTS_FOLDER
+        n = len(exported_models(exports))
+        shutil.rmtree(exports, ignore_errors=True)
+        print(f"removed {n} exported model{'' if n == 1 else 's'} from {exports}")
         return 0
     info = cache.info()
     print(f"{info['path']}: {info['vectors']} vectors, {info['token_lengths']} token lengths, "
@@ -57,6 +62,11 @@ def cmd_cache(argv: Sequence[str]) -> int:
     memos = list(gate.glob("*.json")) if gate.is_dir() else []
     print(f"{gate}: {len(memos)} gate memo{'' if len(memos) == 1 else 's'} (the runs "
           "`sweep baseline check` reuses while their inputs are unchanged)")
+    exports = Path(cfg.cache.dir) / EXPORTS_FOLDER
+    found = exported_models(exports)
+    size = sum(f.stat().st_size for p in found for f in p.rglob("*") if f.is_file())
+    print(f"{exports}: {len(found)} exported model{'' if len(found) == 1 else 's'} "
+          f"(embedding.backend/precision), {size / 1e6:.1f} MB")
     for model, stats in info["models"].items():  # type: ignore[union-attr]
         print(f"  model {model}: {stats['vectors']} vectors")
     # what served models were paid for, and what the cache has answered since

@@ -30,8 +30,8 @@ from sweep.config.checks import check_config
 from sweep.config.compose import config_error_line, to_container
 from sweep.config.identity import config_hash
 from sweep.config.schema import Config
+from sweep.outputs import quant, tracking, tracking_worker
 from sweep.outputs import report as rp
-from sweep.outputs import tracking, tracking_worker
 from sweep.outputs.audit_report import write_audit
 from sweep.outputs.misses_html import write_views
 from sweep.pipeline.audit import run_audit
@@ -49,6 +49,9 @@ def run_name(plain: dict[str, Any]) -> str:
     c, e = plain.get("chunk", {}), plain.get("embedding", {})
     parts = [str(c.get("boundary")), str(c.get("size")), f"ov{c.get('overlap')}",
              str(c.get("header")), str(e.get("name"))]
+    pair = (str(e.get("backend", "torch")), str(e.get("precision", "fp32")))
+    if pair != ("torch", "fp32"):  # two precisions of one configuration: two names
+        parts.extend(pair)
     method = plain.get("retrieval", {}).get("method")
     if method and method != "dense":
         parts.append(str(method))
@@ -490,7 +493,10 @@ class MlflowSweepCallback(Callback):
         tracking_worker.drain()
         ACTIVE_PARENT = None
         sweep_dir = Path(str(config.hydra.sweep.dir))
-        reports = [r for _, r in rp.read_reports(sweep_dir)]
+        items = rp.read_reports(sweep_dir)
+        # Configurations run off torch fp32 beside the same one at it: the quantisation tax.
+        quant.add_to_reports(items)
+        reports = [r for _, r in items]
         # (a launcher's job process logs its own run and writes the error to the report)
         not_logged = list(_NOT_LOGGED) or [f"{run_name(r.get('config') or {})}: "
                                            f"{r['tracking_error']}"

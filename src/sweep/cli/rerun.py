@@ -25,6 +25,7 @@ from sweep.decide.rerun import (
     run_configs,
 )
 from sweep.decide.table import default_sections, default_uri, load_table, lower_is_better
+from sweep.outputs.quant import pair
 from sweep.outputs.report import format_value
 
 
@@ -71,6 +72,26 @@ def cmd_rerun(argv: Sequence[str]) -> int:
     return 0
 
 
+def _report_precision_change(chosen: Sequence[Mapping[str, Any]], old: Sequence[str],
+                             new: Mapping[str, Mapping[str, Any]], metric: str) -> None:
+    """Coarse to fine across embedding.backend/precision (an int8 sweep, its best again at
+    fp32): how much the metric moved, the quantisation tax of the configurations re-run."""
+    before = {pair(r["params"]) for r in chosen}
+    after = {pair(new[k]["params"]) for k in old if k in new}
+    moved = [float(new[k][metric]) - float(r[metric]) for r, k in zip(chosen, old, strict=True)
+             if k in new and isinstance(new[k].get(metric), int | float)
+             and isinstance(r.get(metric), int | float)]
+    if not moved or before == after:
+        return
+
+    def names(pairs: set[tuple[str, str]]) -> str:
+        return ",".join(sorted(f"{b}/{p}" for b, p in pairs))
+
+    print(f"embedding {names(before)} -> {names(after)}: {metric} moved by "
+          f"{sum(moved) / len(moved):+.4f} on average over {len(moved)} configurations "
+          f"(largest {max(moved, key=abs):+.4f}; positive: the re-run scored higher)")
+
+
 def _report_agreement(coarse: Any, chosen: Sequence[Mapping[str, Any]], fine: Any) -> None:
     """Old rank vs new rank of the re-run configurations, matched on the old sweep's axes."""
     swept = coarse.swept
@@ -85,8 +106,11 @@ def _report_agreement(coarse: Any, chosen: Sequence[Mapping[str, Any]], fine: An
     print(f"\nranking before -> after ({fine.metric}):")
     for i, k in enumerate(old, start=1):
         r = new.get(k)
-        after = f"#{r['rank']}  {format_value(r.get(fine.metric))}" if r else "missing"
+        was = format_value(chosen[i - 1].get(fine.metric))
+        after = (f"#{r['rank']}  {format_value(r.get(fine.metric))} (was {was})" if r
+                 else "missing")
         print(f"  #{i} -> {after}  {k}")
+    _report_precision_change(chosen, old, new, fine.metric)
     a = agreement(old, values, not lower_is_better(fine.metric))
     if a["pairs"]:
         print(f"agreement: {a['pairs_agree']:.0%} of {a['pairs']} pairs in the same order; "

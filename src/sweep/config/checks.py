@@ -65,6 +65,14 @@ def check_config(cfg: Config) -> None:
     index_spec(cfg).validate()
     check_generation(cfg)
     check_served(cfg)
+    check_backend(cfg)
+
+
+def check_backend(cfg: Config) -> None:
+    """embedding.backend and embedding.precision (`EmbeddingSpec.check_backend`)."""
+    from sweep.config.specs import embedding_spec
+
+    embedding_spec(cfg).check_backend()
 
 
 def check_served(cfg: Config) -> None:

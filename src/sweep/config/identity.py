@@ -72,7 +72,9 @@ GATED_KEYS: Mapping[str, Mapping[str, tuple[str, tuple[str, ...]]]] = {
     "retrieval": {"unit": ("unit", ("parent", "window")),
                   "parent_max_tokens": ("unit", ("parent",)),
                   "window_sentences": ("unit", ("window",))},
-    # a served model's identity (embedding.family=openai; a local model's is its folder)
+    # a served model's identity (embedding.family=openai; a local model's is its folder).
+    # embedding.backend/precision need no gate: check_config refuses them off torch fp32 for
+    # any other family, and at torch fp32 they stay out of the hash (ADDED_KEYS).
     "embedding": {k: ("family", ("openai",)) for k in (
         "model", "dimensions", "query_input_type", "document_input_type", "fingerprint")},
     # Each index kind reads its own parameters (retrieval/index.py); exact search reads none
@@ -83,6 +85,13 @@ GATED_KEYS: Mapping[str, Mapping[str, tuple[str, tuple[str, ...]]]] = {
               **{k: ("kind", ("ivf_flat", "ivf_pq")) for k in ("nlist", "nprobe", "seed")},
               "pq_m": ("kind", ("ivf_pq",)), "quantizer": ("kind", ("scalar",)),
               "rescore": ("kind", ("binary",))},
+}
+
+# Keys added after results were recorded, with the value every earlier run had: at that
+# value they stay out of the hash, so those runs keep theirs (resume, the baseline gate); any
+# other value enters it. torch fp32 is how every model ran before the backend axis.
+ADDED_KEYS: Mapping[str, Mapping[str, str]] = {
+    "embedding": {"backend": "torch", "precision": "fp32"},
 }
 
 # The key that switches a section on or off (`active_sections`): it applies even when off,
@@ -142,10 +151,17 @@ def identity_payload(plain: Mapping[str, Any], corpus_fp: str, golden_fp: str
         nested = UNHASHED_NESTED_KEYS.get(section, {})
         payload[section] = {
             k: ({n: x for n, x in v.items() if n not in nested[k]} if k in nested else v)
-            for k, v in values.items() if k not in skip and gate_open(section, k, values)}
+            for k, v in values.items() if k not in skip and gate_open(section, k, values)
+            and not _as_before(section, k, v)}
     payload["corpus"] = corpus_fp
     payload["golden"] = golden_fp
     return payload
+
+
+def _as_before(section: str, key: str, value: Any) -> bool:
+    """Whether ``section.key`` holds the value every run had before the key existed."""
+    before = ADDED_KEYS.get(section, {}).get(key)
+    return before is not None and str(value) == before
 
 
 def gate_open(section: str, key: str, values: Mapping[str, Any]) -> bool:

@@ -21,6 +21,8 @@ from sweep.common.errors import SweepError
 from sweep.common.paths import PROJECT_ROOT, conf_path
 from sweep.data.parsers.limits import ParseLimits
 from sweep.data.parsers.registry import PARSERS
+from sweep.embedding.backends import BACKENDS as ENCODE_BACKENDS
+from sweep.embedding.backends import PRECISIONS
 from sweep.embedding.models import FAMILIES
 from sweep.questions.prompts import PROMPT as QUESTIONS_PROMPT
 from sweep.retrieval.bm25 import BACKENDS
@@ -52,6 +54,8 @@ def _axis(name: str, values: tuple[str, ...] | dict[str, object]) -> type[StrEnu
 Boundary = _axis("Boundary", ALL_BOUNDARIES)
 Header = _axis("Header", HEADERS)
 Family = _axis("Family", FAMILIES)
+EncodeBackend = _axis("EncodeBackend", ENCODE_BACKENDS)
+Precision = _axis("Precision", PRECISIONS)
 Bm25Backend = _axis("Bm25Backend", BACKENDS)
 PdfParser = _axis("PdfParser", PARSERS["pdf"])
 HtmlParser = _axis("HtmlParser", PARSERS["html"])
@@ -191,6 +195,11 @@ class EmbeddingConfig:
     # Local models (sentence_transformers, model2vec_distill): where they run. auto = cuda, else
     # mps, else cpu.
     device: str = "auto"
+    # family=sentence_transformers: what runs the transformer and at what precision
+    # (docs/performance-backends.md); torch fp32 is the reference the quantisation tax is
+    # measured against. Not every backend runs every precision (`check_config` says which).
+    backend: EncodeBackend = EncodeBackend["torch"]
+    precision: Precision = Precision["fp32"]
     # family=openai: a model behind an OpenAI-compatible endpoint (docs/guide/served-models.md). `model` is the name the endpoint serves; `name` stays the label in tables.
     base_url: str = ""
     model: str = ""

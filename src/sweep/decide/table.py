@@ -28,7 +28,7 @@ from sweep.common.files import atomic_write
 from sweep.common.paths import PROJECT_ROOT
 from sweep.config.identity import INPUT_SECTIONS, RESULT_SECTIONS, inapplicable_keys
 from sweep.evaluation.sources import PREFIX, parse_metric
-from sweep.outputs import tracking
+from sweep.outputs import quant, tracking
 from sweep.outputs.report import (
     NOT_APPLICABLE,
     differing_keys,
@@ -212,6 +212,9 @@ def winner_name(config: Mapping[str, Any]) -> str:
     model = re.split(r"[/\\]", str(e.get("name", "model")).rstrip("/\\"))[-1]
     parts = [str(c.get("boundary")), str(c.get("size")), f"ov{c.get('overlap')}",
              str(c.get("header")), model.replace("_", "-")]
+    pair = (str(e.get("backend", "torch")), str(e.get("precision", "fp32")))
+    if pair != ("torch", "fp32"):
+        parts.extend(pair)
     method = config.get("retrieval", {}).get("method", "dense")
     if method != "dense":
         parts.append(str(method))
@@ -425,7 +428,26 @@ def load_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
     """The sweep's finished configurations, best first, each with its verdict vs the best."""
     t = ranked_table(uri, experiment, sweep, metric, tmp)
     add_verdicts(t, uri, tmp, n=n, seed=seed)
+    add_quant_tax(t)
     return t
+
+
+def add_quant_tax(t: SweepTable) -> None:
+    """The quantisation tax of each configuration run off torch fp32 whose reference is in
+    the sweep (`sweep.outputs.quant`), from the per-question tables `add_verdicts` read; its
+    columns join the table when any row has them."""
+    runs = []
+    for rec in t.rows:
+        frame = t.per_question.get(rec["run_id"])
+        retrieved = (quant.retrieved_ids(frame[["qid", "retrieved_ids"]].to_dict("records"))
+                     if frame is not None and "retrieved_ids" in frame.columns else None)
+        runs.append(quant.Run(rec["params"], rec, rec.get("inputs") or {}, retrieved))
+    found = quant.taxes(runs, [t.metric, "recall_at_5", "mrr"])
+    for i, values in found.items():
+        t.rows[i].update(values)
+    for name in ("quant_overlap_at_10", f"quant_tax_{t.metric}", "quant_tax_mrr"):
+        if name not in t.shown and any(name in v for v in found.values()):
+            t.shown.append(name)
 
 
 def _typed(value: Any) -> Any:

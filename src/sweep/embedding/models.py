@@ -31,6 +31,16 @@ from sweep.common.files import folder_signature
 from sweep.common.hf import quiet_transformers
 from sweep.common.progress import show_progress
 from sweep.common.sqlite import text_key
+from sweep.embedding.backends import (
+    EXPORTS_FOLDER,
+    REFERENCE,
+    check_pair,
+    ensure_export,
+    entry_file,
+    export_key,
+    load_runtime,
+    require,
+)
 from sweep.embedding.cache import EmbeddingCache
 
 if TYPE_CHECKING:
@@ -52,6 +62,25 @@ class EmbeddingSpec:
     document_prefix: str = ""
     device: str = "auto"  # local models: auto | cpu | cuda | cuda:N | mps
     served: ServedSpec | None = None  # family=openai: the endpoint and how to call it
+    # Local sentence-transformers models: what runs the transformer, at what precision
+    # (sweep.embedding.backends; torch fp32 is the reference).
+    backend: str = "torch"
+    precision: str = "fp32"
+
+    def check_backend(self) -> None:
+        """A pair the backend runs, on a model it can run (a transformer in a
+        sentence-transformers folder), on the CPU, with what it needs installed."""
+        if (self.backend, self.precision) == REFERENCE:
+            return
+        check_pair(self.backend, self.precision)
+        pair = f"embedding.backend={self.backend} embedding.precision={self.precision}"
+        if self.family != "sentence_transformers":
+            raise SweepError(f"{pair} applies to family=sentence_transformers only, not "
+                             f"{self.family} (leave them at torch, fp32)")
+        if self.device not in ("auto", "cpu"):
+            raise SweepError(f"{pair} runs on the CPU: embedding.device={self.device!r} needs "
+                             "backend=torch, precision=fp32")
+        require(self.backend)
 
 
 def resolve_device(device: str) -> str:
@@ -179,10 +208,16 @@ class Embedder:
         if not known:  # the limit is part of the fingerprint: ask the model itself
             self._load()
         # Everything that changes a vector: the weights (file names, sizes, first bytes), the
-        # prefixes, truncation length and normalisation.
+        # prefixes, truncation length and normalisation; off the reference (torch fp32), the
+        # export too (backend, precision, the libraries that made it), so vectors of two
+        # backends or precisions are never mixed in the cache. The reference adds nothing:
+        # the vectors cached before the backend axis stay valid.
+        backend = ("" if (spec.backend, spec.precision) == REFERENCE else
+                   f"|{spec.backend}|{spec.precision}|"
+                   f"{export_key(path, spec.backend, spec.precision)}")
         self.fingerprint = hashlib.sha256(
             f"{folder_signature(path)}|{spec.query_prefix}|{spec.document_prefix}|"
-            f"{self.max_seq_length}|l2".encode()
+            f"{self.max_seq_length}|l2{backend}".encode()
         ).hexdigest()[:16]
         self._cache: dict[bytes, np.ndarray] = {}
         self._lengths: dict[bytes, int] = {}
@@ -194,10 +229,14 @@ class Embedder:
         self.timed_now = 0
 
     def _load(self) -> None:
-        device = resolve_device(self.spec.device)
-        # the two-argument call on a CPU (what test doubles of the loader take)
-        self._model = (_load_sentence_transformer(self.path, self.spec.name) if device == "cpu"
-                       else _load_sentence_transformer(self.path, self.spec.name, device))
+        spec = self.spec
+        if (spec.backend, spec.precision) != REFERENCE:
+            self._model = _load_backend(self.path, spec, self._export_root())
+        else:
+            device = resolve_device(spec.device)
+            # the two-argument call on a CPU (what test doubles of the loader take)
+            self._model = (_load_sentence_transformer(self.path, spec.name) if device == "cpu"
+                           else _load_sentence_transformer(self.path, spec.name, device))
         self.loads += 1
         value = getattr(self._model, "max_seq_length", None)
         loaded = int(value) if isinstance(value, int) and value > 0 else None
@@ -205,6 +244,12 @@ class Embedder:
             log.warning("%s: the folder declares max_seq_length=%s, the loaded model has %s",
                         self.spec.name, self._max_seq_length, loaded)
         self._max_seq_length = loaded
+
+    def _export_root(self) -> Path:
+        """Exported models live beside the embedding cache (cache.dir), else in
+        `cache_root()` (a model asked for its limit before the caller set the cache)."""
+        cache = getattr(self, "cache", None)
+        return (cache.path.parent if cache is not None else cache_root()) / EXPORTS_FOLDER
 
     @property
     def model(self) -> Any:
@@ -449,6 +494,41 @@ def _load_sentence_transformer(path: str, name: str, device: str = "cpu") -> Any
         raise model_load_error("embedding.name", name, "model", exc,
                                "the model hub is unreachable offline: use embedding=minilm, "
                                "embedding=minilm_static or a local model folder") from None
+
+
+def _load_backend(path: str, spec: EmbeddingSpec, root: Path) -> Any:
+    """A sentence-transformers model off the reference: torch in bf16, or its transformer
+    exported once for ONNX Runtime or OpenVINO (`backends.ensure_export`). These run on the
+    CPU whatever embedding.device says (`check_config` refuses a GPU device)."""
+    check_pair(spec.backend, spec.precision)
+    if spec.backend == "torch":
+        import torch
+
+        quiet_transformers()
+        from sentence_transformers import SentenceTransformer
+
+        try:
+            model = SentenceTransformer(path, device="cpu",
+                                        model_kwargs={"dtype": torch.bfloat16})
+        except Exception as exc:
+            raise model_load_error("embedding.name", spec.name, "model", exc,
+                                   "use embedding=minilm or a local model folder") from None
+        # The transformer runs in bf16; pooling and normalising in float32, so a vector is
+        # unit length to float32 precision like every other pair's (in bf16 its norm was off
+        # by up to 0.3%).
+        name = getattr(model[0], "module_output_name", "token_embeddings")
+
+        def to_float32(module: Any, args: Any, features: Any) -> Any:
+            features[name] = features[name].float()
+            return features
+
+        model[0].register_forward_hook(to_float32)
+        return model
+    require(spec.backend)
+    folder = ensure_export(path, spec.backend, spec.precision, root)
+    model = _load_sentence_transformer(path, spec.name)
+    load_runtime(model, entry_file(folder), spec.backend, spec.precision)
+    return model
 
 
 _EMBEDDERS: dict[EmbeddingSpec, Embedder] = {}

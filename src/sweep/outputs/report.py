@@ -40,7 +40,18 @@ TABLE_METRICS = [
     # Only in sweeps with an approximate index (exact search reports none of them).
     "ann_overlap_at_10", "ann_tax_recall_at_5", "ann_tax_mrr", "index_build_ann_s",
     "index_bytes_ann",
+    # Only for a configuration run off torch fp32 whose reference is in the sweep
+    # (sweep.outputs.quant; the headline's tax is added when it is another metric).
+    "quant_overlap_at_10", "quant_tax_recall_at_5", "quant_tax_mrr",
 ]
+
+
+def table_metrics(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """`TABLE_METRICS` and any other quantisation tax the rows hold (``quant_tax_ndcg_at_5``
+    when that is the headline)."""
+    extra = sorted({k for r in rows for k in r
+                    if k.startswith("quant_tax_") and k not in TABLE_METRICS})
+    return [*TABLE_METRICS, *extra]
 # What a configuration sent to the endpoints of served models (sweep.embedding.served): it
 # depends on what the cache already held, not on the configuration, so it is no result.
 SERVED_PREFIXES = ("embedding_", "rerank_")
@@ -158,7 +169,7 @@ def differing_keys(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 # Metrics where less is better; every other one ranks highest first.
 LOWER_IS_BETTER = ("context_tokens_", "latency_", "time_", "index_bytes_", "index_build_",
-                   "ann_tax_", "ann_lost_",
+                   "ann_tax_", "ann_lost_", "quant_tax_",
                    "n_orphans", "truncated_fraction", "n_oversize", "retrieval_tax",
                    "ungraded_count", "n_ungraded", "n_retrieval_bug", "n_generation_bug",
                    "n_oracle_fail", "cost_estimate_usd", "gen_", "judge_", "n_requests",
@@ -236,8 +247,10 @@ def comparison_rows(reports: Sequence[dict[str, Any]]) -> tuple[list[str], list[
         headline = rep.get("headline") or {}
         row["headline_metric"] = headline.get("metric")
         row["headline"] = headline.get("value")
+        metrics = rep.get("metrics") or {}
         for name in TABLE_METRICS:
-            row[name] = (rep.get("metrics") or {}).get(name)
+            row[name] = metrics.get(name)
+        row.update({k: v for k, v in metrics.items() if k.startswith("quant_tax_")})
         row["misses"] = miss_summary(rep.get("metrics") or {})
         row["error"] = rep.get("error", "")
         row["found_only_by"] = rep.get("found_only_by") or {}
@@ -285,7 +298,8 @@ def format_value(value: Any) -> str:
 def write_comparison(sweep_dir: Path, axes: Sequence[str], rows: Sequence[dict[str, Any]]
                      ) -> list[Path]:
     """``comparison.csv`` and ``comparison.md`` in the sweep folder (also logged to the parent)."""
-    columns = [*axes, "status", "headline_metric", "headline", *TABLE_METRICS, "misses", "error"]
+    columns = [*axes, "status", "headline_metric", "headline", *table_metrics(rows), "misses",
+               "error"]
     import io
 
     buf = io.StringIO()
@@ -304,7 +318,7 @@ def comparison_markdown(axes: Sequence[str], rows: Sequence[dict[str, Any]],
                         max_chars: int | None = None) -> str:
     """The comparison as a markdown table, best first; with ``max_chars``, whole rows up to
     that length and a line saying how many were left out (an MLflow tag holds 8000)."""
-    shown = [*axes, "headline", *TABLE_METRICS, "misses"]
+    shown = [*axes, "headline", *table_metrics(rows), "misses"]
     lines = ["| rank | " + " | ".join(shown) + " |", "|" + "---|" * (len(shown) + 1)]
     for i, row in enumerate(rows, start=1):
         cells = [format_value(row.get(c)) for c in shown]
@@ -330,7 +344,8 @@ def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> Non
     for axis in axes:
         table.add_column(axis)
     table.add_column(str(metric), justify="right", style="bold")
-    shown = [m for m in TABLE_METRICS if m != metric and any(r.get(m) is not None for r in rows)]
+    shown = [m for m in table_metrics(rows)
+             if m != metric and any(r.get(m) is not None for r in rows)]
     if any(r.get("misses") for r in rows):
         shown.append("misses")
     for name in shown:

@@ -10,8 +10,19 @@ import pytest
 from sweep.chunking.chunkers import ALL_BOUNDARIES, CHUNKERS, HEADER_TEXT, ChunkSpec, chunk_spans
 from sweep.common.errors import SweepError
 from sweep.config.compose import compose
-from sweep.config.schema import Bm25Backend, Boundary, ChunkConfig, Family, Header, IndexKind
+from sweep.config.schema import (
+    Bm25Backend,
+    Boundary,
+    ChunkConfig,
+    EncodeBackend,
+    Family,
+    Header,
+    IndexKind,
+    Precision,
+)
 from sweep.data.corpus import Document, Section
+from sweep.embedding.backends import BACKENDS as ENCODE_BACKENDS
+from sweep.embedding.backends import PRECISIONS
 from sweep.embedding.models import FAMILIES
 from sweep.retrieval.bm25 import BACKENDS
 from sweep.retrieval.index import BUILDERS
@@ -19,7 +30,8 @@ from sweep.retrieval.index import BUILDERS
 
 @pytest.mark.parametrize(("enum", "registry"), [
     (Boundary, ALL_BOUNDARIES), (Header, HEADER_TEXT), (Family, FAMILIES),
-    (Bm25Backend, BACKENDS), (IndexKind, BUILDERS),
+    (Bm25Backend, BACKENDS), (IndexKind, BUILDERS), (EncodeBackend, ENCODE_BACKENDS),
+    (Precision, PRECISIONS),
 ])
 def test_schema_enum_lists_the_registry_in_order(enum, registry) -> None:
     assert [e.value for e in enum] == list(registry)

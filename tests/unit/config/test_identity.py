@@ -16,6 +16,7 @@ from sweep.config.identity import (
     RESULT_SECTIONS,
     UNHASHED_KEYS,
     config_hash,
+    gate_open,
     identity_payload,
 )
 from sweep.config.schema import Config
@@ -218,7 +219,10 @@ def test_every_key_of_a_served_model_is_classified() -> None:
             other = copy.deepcopy(plain)
             other[section][key] = _changed(other[section][key])
             same = config_hash(other, "c", "g") == base
-            assert same == (key in UNHASHED_KEYS.get(section, ())), f"{section}.{key}"
+            # (a local model's keys, embedding.backend/precision, do not apply to it)
+            unread = key in UNHASHED_KEYS.get(section, ()) or not gate_open(
+                section, key, plain[section])
+            assert same == unread, f"{section}.{key}"
     # where the model is served from, what it costs and whose key it uses are not its identity
     assert {"base_url", "price_per_mtok", "api_key_env"} <= set(UNHASHED_KEYS["embedding"])
     assert {"base_url", "price_per_request", "api_key_env"} <= set(UNHASHED_KEYS["rerank"])
@@ -281,3 +285,19 @@ def test_inapplicable_keys_are_exactly_those_that_leave_the_hash(overrides: list
         checked += 1
     assert checked > 30
     assert "index.kind" not in unused and "rerank.method" not in unused
+
+
+def test_backend_and_precision_keep_the_hash_of_runs_recorded_before_them() -> None:
+    # torch fp32 is how every model ran before the backend axis: its hash must not change
+    plain = _plain([])
+    before = copy.deepcopy(plain)
+    for key in ("backend", "precision"):
+        del before["embedding"][key]
+    assert config_hash(plain, "c", "g") == config_hash(before, "c", "g")
+    hashes = {config_hash(_plain([f"embedding.backend={b}", f"embedding.precision={p}"]),
+                          "c", "g")
+              for b, p in (("torch", "fp32"), ("torch", "bf16"), ("onnx", "fp32"),
+                           ("onnx", "int8"), ("openvino", "fp32"), ("openvino", "bf16"))}
+    assert len(hashes) == 6  # every pair is its own configuration
+    payload = identity_payload(_plain(["embedding.backend=onnx"]), "c", "g")["embedding"]
+    assert payload["backend"] == "onnx" and "precision" not in payload

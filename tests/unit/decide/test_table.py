@@ -176,6 +176,11 @@ def test_winner_name():
     assert decide.winner_name(other) == "heading-256-ov0-path-all-mpnet-base-v2-hybrid-rerank"
     approx = {**CONFIG, "index": {"kind": "ivf_pq"}}
     assert decide.winner_name(approx) == "heading-256-ov0-path-minilm-ivf-pq"
+    int8 = {**CONFIG, "embedding": {"name": "minilm", "backend": "onnx", "precision": "int8"}}
+    assert decide.winner_name(int8) == "heading-256-ov0-path-minilm-onnx-int8"
+    reference = {**CONFIG, "embedding": {"name": "minilm", "backend": "torch",
+                                         "precision": "fp32"}}
+    assert decide.winner_name(reference) == "heading-256-ov0-path-minilm"
 
 
 def test_winner_sections_drop_default_paths_and_tracking():
