@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from sweep.chunking.chunkers import HEADERS, TILING_BOUNDARIES, ChunkSpec, chunk_document
 from sweep.chunking.tokenizers import RegexTokenizer
 from sweep.common.errors import SweepError
-from sweep.data.corpus import Document, decode_file, parse_document
+from sweep.data.corpus import Document, decode_file, parse_document, utf16_codec
 from sweep.data.golden import (
     EvidenceRef,
     GoldenItem,
@@ -304,6 +304,10 @@ def test_decode_file_random_bytes(data: bytes) -> None:
         assert str(path) in str(exc) and "\n" not in str(exc)
         return
     assert isinstance(text, str)
+    codec = utf16_codec(data)
+    if codec is not None:  # UTF-16, by its BOM or its NUL bytes: decoded as that, exactly
+        assert text == data.decode(codec)
+        return
     assert b"\x00" not in data[:8192]
     assert text.encode("utf-8") == data.removeprefix(b"\xef\xbb\xbf")
 
