@@ -457,7 +457,10 @@ class SweepTable:
     latency: str = "latency_end_to_end_p95_ms"
     n_failed: int = 0
     correction: str = DEFAULT_CORRECTION
-    n_tests: int = 0  # comparisons with the best that had per-question scores
+    n_tests: int = 0  # configurations in the corrected family (with per-question scores)
+    # per row: {qid: score} on the metric (None: no per_question.csv), and its verdict
+    scores: list[Any] = field(repr=False, default_factory=list)
+    verdicts: list[Any] = field(repr=False, default_factory=list)
 
 
 def default_uri() -> str:
@@ -584,7 +587,8 @@ def add_verdicts(t: SweepTable, uri: str, tmp: Path, *, n: int = N_RESAMPLES,
             continue
         scores.append(question_scores(mine, metric))
     verdicts = table_verdicts(scores, metric, correction, n=n, seed=seed)
-    t.n_tests = sum(1 for v in verdicts if v is not None and v.p is not None)
+    t.scores, t.verdicts = scores, verdicts
+    t.n_tests = sum(1 for sc in scores if sc is not None) if scores[0] is not None else 0
     t.rows[0].update(tied=True, verdict="best", n_pairs=None, diff=None, lo=None, hi=None,
                      p=None, p_adj=None)
     for rec, v in zip(t.rows[1:], verdicts, strict=True):
@@ -606,15 +610,18 @@ def load_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
     return t
 
 
-def correction_line(correction: str, n_tests: int, metric: str) -> str:
-    """What the verdicts mean, for the header of a table."""
+def correction_line(correction: str, n_configs: int, metric: str) -> str:
+    """What the verdicts mean, for the header of a table (``n_configs``: the configurations
+    with per-question scores, the best included)."""
     how = (f"paired bootstrap vs the best on {metric} ({N_RESAMPLES:,} resamples, seed {SEED}, "
            f"{100 * ALPHA:g}%)")
     if correction == "none":
-        return (f"verdicts: {how}, uncorrected over {n_tests} comparisons "
-                f"({multiple.GUARANTEE['none']})")
-    return (f"verdicts: {how}, {multiple.NAMES[correction]}-corrected over {n_tests} "
-            f"comparisons ({multiple.GUARANTEE[correction]})")
+        return (f"verdicts: {how}, uncorrected: each of the {max(0, n_configs - 1)} comparisons "
+                f"with the best on its own ({multiple.GUARANTEE['none']})")
+    pairs = n_configs * (n_configs - 1) // 2
+    return (f"verdicts: {how}, {multiple.NAMES[correction]}-corrected over all {pairs} pairs of "
+            f"the {n_configs} configurations, as the best is picked from the same data "
+            f"({multiple.GUARANTEE[correction]})")
 
 
 def _typed(value: Any) -> Any:
@@ -657,8 +664,9 @@ def print_table(t: SweepTable) -> None:
               "index.ef_search with index.kind=exact); runs differing only there are one "
               "configuration, shown once")
     n_tied = sum(1 for r in t.rows[1:] if r.get("tied"))
+    pairs = t.n_tests * (t.n_tests - 1) // 2
     corrected = ("" if t.correction == "none"
-                 else f", {multiple.NAMES[t.correction]}-corrected over {t.n_tests} comparisons")
+                 else f", {multiple.NAMES[t.correction]}-corrected over {pairs} pairs")
     print(f"{n_tied} of {len(t.rows) - 1} other configurations are not distinguishable from the "
           f"best on {t.metric} (paired bootstrap over questions scored in both, "
           f"{N_RESAMPLES:,} resamples, 95%, seed {SEED}{corrected})")

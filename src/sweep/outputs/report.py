@@ -373,3 +373,48 @@ def plot_sweep(axes: Sequence[str], rows: Sequence[dict[str, Any]], path: Path) 
     ax.set_title(f"{metric} per configuration")
     ax.set_xlabel(metric)
     return save_figure(fig, path)
+
+
+def plot_axes(data: Mapping[str, Any], path: Path) -> Path | None:
+    """What each axis did and the Pareto fronts, one panel each (``data``: what
+    `sweep.decide.decision.plot_data` returns). Each axis panel shows every value's difference
+    from the axis's best value (averaged over the other axes) with its 95% paired interval,
+    grey where it is within noise; each front panel shows every configuration against a cost
+    with the front drawn through. None when there is nothing to draw."""
+    effects = list(data.get("axes") or [])
+    fronts = [f for f in data.get("fronts") or [] if f.get("all")]
+    panels = len(effects) + len(fronts)
+    if not panels:
+        return None
+    metric = str(data.get("metric"))
+    cols = min(3, panels)
+    rows_n = (panels + cols - 1) // cols
+    fig, axs = pyplot().subplots(rows_n, cols, figsize=(4.2 * cols, 3.4 * rows_n),
+                                 squeeze=False)
+    flat = [a for row in axs for a in row]
+    for ax, effect in zip(flat, effects, strict=False):
+        values = effect["values"]
+        ys = range(len(values))
+        for y, v in zip(ys, values, strict=True):
+            colour = ("tab:blue" if v["value"] == effect["best"]
+                      else "0.6" if v["within_noise"] in (True, None) else "tab:red")
+            if v["lo"] is not None:
+                ax.plot([v["lo"], v["hi"]], [y, y], color=colour, linewidth=2)
+            ax.plot([v["diff"]], [y], "o", color=colour)
+        ax.axvline(0, color="0.3", linewidth=0.8)
+        ax.set_yticks(list(ys), [str(v["value"]) for v in values], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_title(f"{effect['axis']} (best: {effect['best']})", fontsize=9)
+        ax.set_xlabel(f"{metric} minus the best value's", fontsize=8)
+    for ax, front in zip(flat[len(effects):], fronts, strict=False):
+        xs, ys_ = zip(*front["all"], strict=True)
+        ax.scatter(xs, ys_, s=18, color="0.6")
+        fx, fy = zip(*front["front"], strict=True)
+        ax.step(fx, fy, where="post", color="tab:blue")
+        ax.scatter(fx, fy, s=24, color="tab:blue")
+        ax.set_xlabel(str(front["cost"]), fontsize=8)
+        ax.set_ylabel(metric, fontsize=8)
+        ax.set_title(f"Pareto front: {metric} vs {front['cost']}", fontsize=9)
+    for ax in flat[panels:]:
+        ax.set_visible(False)
+    return save_figure(fig, path)
