@@ -6,8 +6,10 @@ fronts. Pure over plain rows (best first) and per-question scores; the callers r
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from sweep.common.errors import SweepError
 from sweep.decide import axes as ax
 from sweep.decide import multiple, power
 from sweep.decide.table import (
@@ -18,8 +20,12 @@ from sweep.decide.table import (
     correction_line,
     format_p,
     lower_is_better,
+    question_scores,
     table_verdicts,
 )
+from sweep.outputs.report import PER_QUESTION
+
+LATENCY = "latency_end_to_end_p95_ms"
 
 Scores = Mapping[str, float]
 
@@ -145,3 +151,62 @@ def decide_table(t: Any, detect: float | None = power.DEFAULT_DETECT) -> dict[st
                         names=[row_name(r, t.swept) for r in t.rows],
                         correction=t.correction, detect=detect,
                         verdicts=t.verdicts)
+
+
+def read_scores(folder: Path, metric: str) -> dict[str, float] | None:
+    """``{qid: score}`` from a job folder's per_question.csv, or None when it has none (or not
+    the metric: a job of an older chunk-sweep)."""
+    import pandas as pd
+
+    path = folder / PER_QUESTION
+    if not path.is_file():
+        return None
+    try:
+        head = pd.read_csv(path, nrows=0).columns
+        if metric not in head:
+            return None
+        cols = [c for c in ("qid", "status", metric) if c in head]
+        return question_scores(pd.read_csv(path, usecols=cols, dtype={"qid": str}), metric)
+    except (OSError, ValueError, SweepError):
+        return None
+
+
+def finished_sweep(axes: Sequence[str], rows: Sequence[dict[str, Any]],
+                   reports: Mapping[str, Mapping[str, Any]], *,
+                   correction: str = DEFAULT_CORRECTION,
+                   detect: float | None = power.DEFAULT_DETECT) -> dict[str, Any] | None:
+    """`decide_sweep` at the end of a sweep, from its folder: ``rows`` are
+    `outputs.report.comparison_rows` (best first; each with its job ``folder``), ``reports``
+    the job reports by folder. Sets each finished row's ``verdict`` (short form) in place.
+    None when fewer than two configurations finished."""
+    finished = [r for r in rows if r.get("status") == "FINISHED"
+                and isinstance(r.get("headline"), int | float)]
+    if len(finished) < 2:
+        return None
+    metric = str(finished[0]["headline_metric"])
+    plain: list[dict[str, Any]] = []
+    scores: list[dict[str, float] | None] = []
+    for r in finished:
+        rep = reports.get(str(r.get("folder"))) or {}
+        metrics = rep.get("metrics") or {}
+        prompt_k = ((rep.get("config") or {}).get("eval") or {}).get("prompt_k", 5)
+        cost = f"context_tokens_at_{prompt_k}"
+        row = {a: r.get(a) for a in axes}
+        row[metric] = float(r["headline"])
+        for name in (cost, LATENCY, "served_cost_usd", "cost_estimate_usd"):
+            if isinstance(metrics.get(name), int | float):
+                row[name] = float(metrics[name])
+        plain.append(row)
+        scores.append(read_scores(Path(str(r.get("folder"))), metric)
+                      if r.get("folder") else None)
+    costs = costs_of(plain, next((k for k in plain[0] if k.startswith("context_tokens_at_")),
+                                 "context_tokens_at_5"), LATENCY)
+    out = decide_sweep(plain, axes, metric, scores, costs=costs,
+                       names=[row_name(r, axes) for r in plain], correction=correction,
+                       detect=detect)
+    finished[0]["verdict"] = "best"
+    for r, v in zip(finished[1:], out["verdicts"], strict=True):
+        r["verdict"] = short_verdict(v)
+    out["rows"] = plain
+    out["metric"] = metric
+    return out

@@ -175,12 +175,14 @@ def miss_summary(metrics: Mapping[str, Any]) -> str | None:
 NOT_APPLICABLE = "n/a"
 
 
-def comparison_rows(reports: Sequence[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
-    """Rows for the comparison table, best headline first (failed jobs last)."""
+def comparison_rows(reports: Sequence[dict[str, Any]], folders: Sequence[Path] | None = None
+                    ) -> tuple[list[str], list[dict[str, Any]]]:
+    """Rows for the comparison table, best headline first (failed jobs last); with
+    ``folders`` (each report's job folder), each row's ``folder``."""
     axes = varying_params([r for r in reports if r.get("status") == "FINISHED"] or reports)
     rows = []
     seen: dict[str, dict[str, Any]] = {}
-    for rep in reports:
+    for n, rep in enumerate(reports):
         # Jobs with one config_hash are one configuration (`index=exact index.ef_search=8,64`:
         # exact search reads no ef_search); the second is usually resumed from the first. One
         # row, with the settings that do not apply shown as n/a rather than one job's value.
@@ -203,6 +205,8 @@ def comparison_rows(reports: Sequence[dict[str, Any]]) -> tuple[list[str], list[
         row["misses"] = miss_summary(rep.get("metrics") or {})
         row["error"] = rep.get("error", "")
         row["found_only_by"] = rep.get("found_only_by") or {}
+        if folders is not None:
+            row["folder"] = str(folders[n])
         rows.append(row)
 
     def key(row: dict[str, Any]) -> tuple[int, float]:
@@ -226,10 +230,16 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+def _verdict(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The verdict column, when the sweep's statistics gave one (sweep.decide.decision)."""
+    return ["verdict"] if any(r.get("verdict") for r in rows) else []
+
+
 def write_comparison(sweep_dir: Path, axes: Sequence[str], rows: Sequence[dict[str, Any]]
                      ) -> list[Path]:
     """``comparison.csv`` and ``comparison.md`` in the sweep folder (also logged to the parent)."""
-    columns = [*axes, "status", "headline_metric", "headline", *TABLE_METRICS, "misses", "error"]
+    columns = [*axes, "status", "headline_metric", "headline", *_verdict(rows), *TABLE_METRICS,
+               "misses", "error"]
     import io
 
     buf = io.StringIO()
@@ -248,7 +258,7 @@ def comparison_markdown(axes: Sequence[str], rows: Sequence[dict[str, Any]],
                         max_chars: int | None = None) -> str:
     """The comparison as a markdown table, best first; with ``max_chars``, whole rows up to
     that length and a line saying how many were left out (an MLflow tag holds 8000)."""
-    shown = [*axes, "headline", *TABLE_METRICS, "misses"]
+    shown = [*axes, "headline", *_verdict(rows), *TABLE_METRICS, "misses"]
     lines = ["| rank | " + " | ".join(shown) + " |", "|" + "---|" * (len(shown) + 1)]
     for i, row in enumerate(rows, start=1):
         cells = [format_value(row.get(c)) for c in shown]
@@ -274,7 +284,8 @@ def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> Non
     for axis in axes:
         table.add_column(axis)
     table.add_column(str(metric), justify="right", style="bold")
-    shown = [m for m in TABLE_METRICS if m != metric and any(r.get(m) is not None for r in rows)]
+    shown = [*_verdict(rows),
+             *(m for m in TABLE_METRICS if m != metric and any(r.get(m) is not None for r in rows))]
     if any(r.get("misses") for r in rows):
         shown.append("misses")
     for name in shown:
