@@ -514,8 +514,12 @@ class MlflowSweepCallback(Callback):
             note = (f"**chunk-sweep**: {len(rows)} configurations, best {headline} first "
                     f"(headline = {headline}); sweep folder `{sweep_dir.resolve()}`\n\n")
             if decision is not None:  # what the set can decide, before the table
-                note += "\n".join(f"- {line.strip()}" for line in decision["lines"]
-                                   if not line.startswith(("  ", "Pareto")))[:2500] + "\n\n"
+                head = decision["lines"][: len(decision["lines"]) - len(decision["axis_lines"])]
+                effects = [f"  - {e['text']}" for e in decision["axes"]]
+                said = [f"- {line}" for line in head]
+                if effects:
+                    said += [f"- {decision['axis_lines'][0]}", *effects]
+                note += "\n".join(said)[:3000] + "\n\n"
             note += rp.comparison_markdown(axes, rows, max_chars=7000 - len(note))
             try:
                 tracking_worker.call(

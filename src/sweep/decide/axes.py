@@ -155,23 +155,29 @@ def effect_text(entry: Mapping[str, Any], metric: str) -> str:
             + ", ".join(parts))
 
 
+# Costs closer than this (relative) count as equal: a p95 latency that differs by 0.01 ms, or
+# two context-token means a token apart, is no cheaper.
+COST_TOLERANCE = 0.01
+
+
 def pareto_front(rows: Sequence[Mapping[str, Any]], metric: str, cost: str, *,
-                 lower_is_better: bool = False) -> list[int]:
+                 lower_is_better: bool = False, tolerance: float = COST_TOLERANCE) -> list[int]:
     """Indices of the configurations on the front of ``metric`` against ``cost`` (lower cost
-    is better), cheapest first: none is matched or beaten on ``metric`` by one that costs no
-    more (of several equal in both, the first). Rows missing either value are left out."""
+    is better), cheapest first: none is matched or beaten on ``metric`` by another that costs
+    no more (costs within ``tolerance`` of each other, relative, count as equal; of several
+    equal in both, the first). Rows missing either value are left out."""
     sign = -1.0 if lower_is_better else 1.0
     points = [(c, sign * m, i) for i, r in enumerate(rows)
               if (c := _finite(r.get(cost))) is not None
               and (m := _finite(r.get(metric))) is not None]
-    points.sort(key=lambda t: (t[0], -t[1], t[2]))
-    front: list[int] = []
-    best_so_far = -math.inf
-    for _, value, i in points:
-        if value > best_so_far + 1e-12:
-            front.append(i)
-            best_so_far = value
-    return front
+
+    def dominated(p: tuple[float, float, int]) -> bool:
+        c, v, i = p
+        return any(c2 <= c + tolerance * abs(c) + 1e-12
+                   and (v2 > v + 1e-12 or (abs(v2 - v) <= 1e-12 and (c2, j) < (c, i)))
+                   for c2, v2, j in points if j != i)
+
+    return [i for c, _, i in sorted(p for p in points if not dominated(p))]
 
 
 def pareto_fronts(rows: Sequence[Mapping[str, Any]], metric: str, costs: Sequence[str],

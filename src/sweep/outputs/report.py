@@ -425,7 +425,7 @@ def plot_axes(data: Mapping[str, Any], path: Path) -> Path | None:
         ax.scatter(fx, fy, s=24, color="tab:blue")
         ax.set_xlabel(str(front["cost"]), fontsize=8)
         ax.set_ylabel(metric, fontsize=8)
-        ax.set_title(f"Pareto front: {metric} vs {front['cost']}", fontsize=9)
+        ax.set_title(f"Pareto front vs {front['cost']}", fontsize=9)
     for ax in flat[panels:]:
         ax.set_visible(False)
     return save_figure(fig, path)

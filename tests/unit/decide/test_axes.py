@@ -90,6 +90,10 @@ def test_pareto_front_by_hand():
     assert ax.pareto_front(rows, "m", "c") == [0, 1, 4]
     # Lower is better on the metric too (e.g. a miss count): the cheapest lowest.
     assert ax.pareto_front(rows, "m", "c", lower_is_better=True) == [0, 2]
+    # Costs within 1% are one cost: a latency 0.01 ms lower buys no place on the front.
+    near = [{"c": 2392.630, "m": 0.6}, {"c": 2392.631, "m": 0.9}, {"c": 2392.629, "m": 0.7}]
+    assert ax.pareto_front(near, "m", "c") == [1]
+    assert ax.pareto_front(near, "m", "c", tolerance=0) == [2, 1]
 
 
 def test_pareto_steps_are_tested():
