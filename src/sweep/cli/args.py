@@ -12,3 +12,13 @@ def selection_args(parser: argparse.ArgumentParser) -> None:
                         help="latest (default) or the parent run id of a sweep")
     parser.add_argument("--tracking-uri", default=None,
                         help="MLflow store (default: sqlite:///<cwd>/mlflow.db)")
+
+
+def correction_arg(parser: argparse.ArgumentParser) -> None:
+    """How the verdicts against the best are corrected for the table's many comparisons."""
+    from sweep.decide.multiple import CORRECTIONS, DEFAULT_CORRECTION
+
+    parser.add_argument("--correction", choices=CORRECTIONS, default=DEFAULT_CORRECTION,
+                        help="correct the verdicts for the table's comparisons: holm (default; "
+                        "the chance of any false 'worse' <= 5%%), bh (Benjamini-Hochberg: the "
+                        "share of false 'worse' <= 5%%) or none")

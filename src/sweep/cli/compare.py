@@ -1,8 +1,10 @@
 """``sweep compare``: a sweep's configurations from MLflow, best first, each tested against
-the best (paired bootstrap), with plots.
+the best (paired bootstrap, corrected for the table's many comparisons), the difference the
+set could detect, what each axis did (``--axes``), with plots.
 
     sweep compare [--experiment NAME] [--sweep latest|PARENT_RUN_ID] [--metric M] [--json]
-                  [--plot DIR] [--no-plot] [--tracking-uri URI]
+                  [--plot DIR] [--no-plot] [--tracking-uri URI] [--correction holm|bh|none]
+                  [--detect D] [--axes]
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from sweep.cli.args import selection_args
+from sweep.cli.args import correction_arg, selection_args
 from sweep.common.errors import SweepError
+from sweep.decide.decision import decide_table, plot_data
+from sweep.decide.power import DEFAULT_DETECT
 from sweep.decide.table import (
     default_uri,
     load_table,
@@ -25,6 +29,18 @@ from sweep.decide.table import (
     table_json,
 )
 from sweep.outputs import tracking
+from sweep.outputs.report import plot_axes
+
+
+def _detect(value: str) -> float:
+    try:
+        d = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not 0 < d <= 1:
+        raise argparse.ArgumentTypeError(f"{value}: the difference to detect must be in (0, 1] "
+                                         "(0.03 = 3 points)")
+    return d
 
 
 def cmd_compare(argv: Sequence[str]) -> int:
@@ -36,24 +52,46 @@ def cmd_compare(argv: Sequence[str]) -> int:
     parser.add_argument("--plot", metavar="DIR", help="folder for the plots "
                         "(default: the sweep folder)")
     parser.add_argument("--no-plot", action="store_true", help="skip the plots")
+    correction_arg(parser)
+    parser.add_argument("--detect", type=_detect, default=DEFAULT_DETECT, metavar="D",
+                        help="size the golden set for this difference of the metric "
+                        f"(default {DEFAULT_DETECT}: {100 * DEFAULT_DETECT:g} points)")
+    parser.add_argument("--axes", action="store_true", help="what each swept axis did "
+                        "(averaged over the others) and the Pareto fronts; plot axes.png")
     args = parser.parse_args(argv)
     uri = args.tracking_uri or default_uri()
     with tempfile.TemporaryDirectory(prefix="sweep-compare-") as tmp:
-        t = load_table(uri, args.experiment, args.sweep, args.metric, Path(tmp))
+        t = load_table(uri, args.experiment, args.sweep, args.metric, Path(tmp),
+                       correction=args.correction)
+    decision = decide_table(t, args.detect)
     plots: list[Path] = []
     if not args.no_plot:
         folder = Path(args.plot) if args.plot else sweep_folder(t.parent)
         plots = plot_table(t, folder)
+        if args.axes:
+            drawn = plot_axes(plot_data(decision, t.rows, t.metric), folder / "axes.png")
+            plots += [drawn] if drawn is not None else []
         try:
             tracking.log_artifacts_to(uri, t.parent["run_id"], plots)
         except SweepError as exc:
             print(f"warning: plots not logged to MLflow: {exc}", file=sys.stderr)
     if args.json:
         data = table_json(t)
+        data["power"] = decision["power"]
+        if args.axes:
+            data["axes"] = decision["axes"]
+            data["fronts"] = [{**f, "points": [{**p, "run_id": t.rows[p["index"]]["run_id"]}
+                                               for p in f["points"]]}
+                              for f in decision["fronts"]]
         data["plots"] = [str(p) for p in plots]
         print(json.dumps(data, indent=2, default=str))
     else:
         print_table(t)
+        if decision["power"] is not None:
+            print(decision["power"]["line"])
+        if args.axes:
+            for line in decision["axis_lines"]:
+                print(line)
         for p in plots:
             print(f"plot: {p}")
     return 0

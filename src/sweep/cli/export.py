@@ -2,7 +2,7 @@
 (``experiment=winners/NAME``).
 
     sweep export [--metric M] [--top] [--name NAME] [--out-dir DIR] [--experiment NAME]
-                 [--sweep latest|PARENT_RUN_ID] [--tracking-uri URI]
+                 [--sweep latest|PARENT_RUN_ID] [--tracking-uri URI] [--correction holm|bh|none]
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from sweep.cli.args import selection_args
+from sweep.cli.args import correction_arg, selection_args
 from sweep.decide.table import WINNERS_DIR, default_uri, export_winner, winner_name
 from sweep.outputs.report import format_value
 
@@ -29,11 +29,12 @@ def cmd_export(argv: Sequence[str]) -> int:
     parser.add_argument("--name", help="file name (default: from the winning config)")
     parser.add_argument("--out-dir", default=None,
                         help=f"folder to write NAME.yaml into (default: {WINNERS_DIR})")
+    correction_arg(parser)
     args = parser.parse_args(argv)
     uri = args.tracking_uri or default_uri()
     out_dir = Path(args.out_dir) if args.out_dir else WINNERS_DIR
     e = export_winner(uri, args.experiment, args.sweep, args.metric, args.name, out_dir,
-                      top=args.top)
+                      top=args.top, correction=args.correction)
     t, winner = e.table, e.winner
     best = t.rows[0]
     print(f"winner: {winner_name(e.config)} (run {winner['run_id']}, "

@@ -30,6 +30,7 @@ from sweep.config.checks import check_config
 from sweep.config.compose import config_error_line, to_container
 from sweep.config.identity import config_hash
 from sweep.config.schema import Config
+from sweep.decide.decision import finished_sweep, plot_data
 from sweep.outputs import quant, tracking, tracking_worker
 from sweep.outputs import report as rp
 from sweep.outputs.audit_report import write_audit
@@ -434,6 +435,26 @@ def close_failed(exc: OSError) -> str:
             "configurations that finished are kept; the same command resumes the rest)")
 
 
+def _decide(axes: list[str], rows: list[dict[str, Any]], found: list[tuple[Path, dict[str, Any]]],
+            uri: str | None) -> dict[str, Any] | None:
+    """The corrected verdicts (set on ``rows``), the power line and each axis's effect, from
+    the jobs' per_question.csv. A resumed job's file comes from its run in MLflow. Never ends
+    the sweep: what cannot be computed is said in one line."""
+    by_folder = {str(folder): rep for folder, rep in found}
+    if uri is not None:
+        for folder, rep in found:
+            run_id = rep.get("resumed_from_run")
+            if run_id and not (folder / rp.PER_QUESTION).is_file():
+                with contextlib.suppress(SweepError, OSError):
+                    tracking_worker.call(tracking.download_artifact, uri, run_id,
+                                         rp.PER_QUESTION, folder)
+    try:
+        return finished_sweep(axes, rows, by_folder)
+    except (SweepError, OSError, ValueError) as exc:
+        log.warning("the sweep's statistics (verdicts, power, axes) were not computed: %s", exc)
+        return None
+
+
 class MlflowSweepCallback(Callback):
     """One MLflow parent run per multirun, and the comparison table at its end."""
 
@@ -493,15 +514,16 @@ class MlflowSweepCallback(Callback):
         tracking_worker.drain()
         ACTIVE_PARENT = None
         sweep_dir = Path(str(config.hydra.sweep.dir))
-        items = rp.read_reports(sweep_dir)
+        found = rp.read_reports(sweep_dir)
         # Configurations run off torch fp32 beside the same one at it: the quantisation tax.
-        quant.add_to_reports(items)
-        reports = [r for _, r in items]
+        quant.add_to_reports(found)
+        reports = [r for _, r in found]
         # (a launcher's job process logs its own run and writes the error to the report)
         not_logged = list(_NOT_LOGGED) or [f"{run_name(r.get('config') or {})}: "
                                            f"{r['tracking_error']}"
                                            for r in reports if r.get("tracking_error")]
-        axes, rows = rp.comparison_rows(reports)
+        axes, rows = rp.comparison_rows(reports, folders=[f for f, _ in found])
+        decision = _decide(axes, rows, found, self.uri)
         artifacts = rp.write_comparison(sweep_dir, axes, rows)
         # Audited when some configuration finished: their golden set and corpus loaded.
         if (any(r["status"] == "FINISHED" for r in rows)
@@ -511,8 +533,12 @@ class MlflowSweepCallback(Callback):
                 artifacts += set_audit(typed, sweep_dir)
         # Drawn by the MLflow worker where there is one (it imported matplotlib while the jobs
         # ran), while this process prints the table; else here, as `call` runs it then.
-        drawing = tracking_worker.begin(tracking.plot_sweep, axes, rows,
-                                        sweep_dir / "comparison.png")
+        drawings = [tracking_worker.begin(tracking.plot_sweep, axes, rows,
+                                          sweep_dir / "comparison.png")]
+        if decision is not None:
+            drawings.append(tracking_worker.begin(
+                tracking.plot_axes, plot_data(decision, decision["rows"], decision["metric"]),
+                sweep_dir / "axes.png"))
         rp.print_comparison(axes, rows)
         best_report = max((r for r in reports if r.get("status") == "FINISHED"
                            and isinstance((r.get("headline") or {}).get("value"), int | float)),
@@ -520,11 +546,14 @@ class MlflowSweepCallback(Callback):
         needs = need_line(best_report) if best_report is not None else None
         if needs:
             print(f"best configuration, {needs}")
-        drawn = drawing.result()
-        if drawn[0] == "oserror":
-            raise OSError(*drawn[1:])
-        if drawn[1] is not None:
-            artifacts.append(drawn[1])
+        for line in decision["lines"] if decision is not None else ():
+            print(line)
+        for drawing in drawings:
+            drawn = drawing.result()
+            if drawn[0] == "oserror":
+                raise OSError(*drawn[1:])
+            if drawn[1] is not None:
+                artifacts.append(drawn[1])
         served = rp.served_totals(reports)
         if rp.served_line(served):
             print(rp.served_line(served))
@@ -539,19 +568,40 @@ class MlflowSweepCallback(Callback):
             if best is not None and isinstance(best["headline"], int | float):
                 metrics[f"best_{best['headline_metric']}"] = best["headline"]
             metrics.update({f"total_{k}": v for k, v in served.items()})
+            power_tags: dict[str, str] = {}
+            pw = decision["power"] if decision is not None else None
+            if pw is not None and pw["mde"] is not None:
+                metrics["power_mde"] = pw["mde"]
+                metrics["power_n_questions"] = pw["n"]
+                if pw["n_needed"] is not None:
+                    metrics["power_n_needed"] = pw["n_needed"]
+                    metrics["power_detect"] = pw["detect"]
+            if pw is not None:
+                power_tags["power"] = pw["line"][:5000]
+            if decision is not None:
+                power_tags["correction"] = decision["correction"]
+                metrics["n_worse"] = sum(1 for v in decision["verdicts"]
+                                         if v is not None and not v.tied)
             # The parent's description in the UI: the table, so the sweep reads there
             # without choosing columns by hand.
             headline = next((r["headline_metric"] for r in rows if r.get("headline_metric")),
                             "headline")
             note = (f"**chunk-sweep**: {len(rows)} configurations, best {headline} first "
                     f"(headline = {headline}); sweep folder `{sweep_dir.resolve()}`\n\n")
+            if decision is not None:  # what the set can decide, before the table
+                head = decision["lines"][: len(decision["lines"]) - len(decision["axis_lines"])]
+                effects = [f"  - {e['text']}" for e in decision["axes"]]
+                said = [f"- {line}" for line in head]
+                if effects:
+                    said += [f"- {decision['axis_lines'][0]}", *effects]
+                note += "\n".join(said)[:3000] + "\n\n"
             note += rp.comparison_markdown(axes, rows, max_chars=7000 - len(note))
             try:
                 tracking_worker.call(
                     tracking.finish_parent, self.uri, self.parent,
                     status="FAILED" if failed else "FINISHED", metrics=metrics,
                     tags={"best_config": ", ".join(f"{a}={best[a]}" for a in axes) if best
-                          else "", tracking.NOTE_TAG: note},
+                          else "", tracking.NOTE_TAG: note, **power_tags},
                     artifacts=artifacts)
             except SweepError as exc:
                 print(f"error: {exc}", file=sys.stderr)

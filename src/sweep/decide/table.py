@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import yaml
@@ -27,6 +28,8 @@ from sweep.common.errors import SweepError
 from sweep.common.files import atomic_write
 from sweep.common.paths import PROJECT_ROOT
 from sweep.config.identity import INPUT_SECTIONS, RESULT_SECTIONS, inapplicable_keys
+from sweep.decide import multiple
+from sweep.decide.multiple import DEFAULT_CORRECTION
 from sweep.evaluation.sources import PREFIX, parse_metric
 from sweep.outputs import quant, tracking
 from sweep.outputs.report import (
@@ -98,53 +101,203 @@ class Verdict:
     p: float | None = None
     tied: bool = True
     text: str = ""
+    p_adj: float | None = None  # p adjusted for the table's other comparisons (`correction`)
+    correction: str = "none"
 
 
-def format_p(p: float, n: int = N_RESAMPLES) -> str:
+def format_p(p: float, n: int = N_RESAMPLES, name: str = "p") -> str:
     """``p=0.031``, ``p=0.0004``, or ``p<1e-04`` when no resample crossed zero."""
     if p < 1 / n:
-        return f"p<{1 / n:.0e}"
-    return f"p={p:.4f}" if p < 0.001 else f"p={p:.3f}"
+        return f"{name}<{1 / n:.0e}"
+    return f"{name}={p:.4f}" if p < 0.001 else f"{name}={p:.3f}"
+
+
+def decide_verdict(n_pairs: int, diff: float, lo: float, hi: float, p: float, metric: str,
+                   n: int = N_RESAMPLES, p_adj: float | None = None,
+                   correction: str = "none") -> Verdict:
+    """The verdict of one paired comparison with the best: ``worse`` when the (adjusted)
+    p-value is below `ALPHA` and the interval lies on the worse side of zero."""
+    decisive = p if p_adj is None or correction == "none" else p_adj
+    ci = f"diff {diff:+.3f}, 95% CI [{lo:+.3f}, {hi:+.3f}]"
+    if decisive is p:
+        shown = f"{format_p(p, n)} ({ci})"
+    else:
+        shown = f"{format_p(decisive, n, f'p_{correction}')} ({format_p(p, n)}; {ci})"
+    sign = -1.0 if lower_is_better(metric) else 1.0
+    worse_hi = hi if sign > 0 else -lo  # upper end of the (oriented) improvement interval
+    better_lo = lo if sign > 0 else -hi
+    common = {"p_adj": p_adj, "correction": correction}
+    if decisive < ALPHA and worse_hi < 0:
+        return Verdict(n_pairs, diff, lo, hi, p, tied=False, text=f"worse, {shown}", **common)
+    if decisive < ALPHA and better_lo > 0:
+        # Possible when the two were scored on different questions: not worse than the best.
+        return Verdict(n_pairs, diff, lo, hi, p, tied=True,
+                       text=f"better on shared questions, {shown}", **common)
+    return Verdict(n_pairs, diff, lo, hi, p, tied=True, text=f"tied with best, {shown}",
+                   **common)
 
 
 def verdict_against_best(best: Sequence[float], other: Sequence[float], metric: str,
                          n: int = N_RESAMPLES, seed: int = SEED) -> Verdict:
-    """Is ``other`` distinguishable from ``best`` (paired scores, same question order)?"""
+    """Is ``other`` distinguishable from ``best`` (paired scores, same question order), on its
+    own (no correction for the table's other comparisons: `table_verdicts`)?"""
     if len(best) == 0:
         return Verdict(0, tied=True, text="n/a (no question scored in both)")
     diff, lo, hi, p = paired_bootstrap(other, best, n=n, seed=seed)
-    ci = f"diff {diff:+.3f}, 95% CI [{lo:+.3f}, {hi:+.3f}]"
-    sign = -1.0 if lower_is_better(metric) else 1.0
-    worse_hi = hi if sign > 0 else -lo  # upper end of the (oriented) improvement interval
-    better_lo = lo if sign > 0 else -hi
-    if p < ALPHA and worse_hi < 0:
-        return Verdict(len(best), diff, lo, hi, p, tied=False,
-                       text=f"worse, {format_p(p, n)} ({ci})")
-    if p < ALPHA and better_lo > 0:
-        # Possible when the two were scored on different questions: not worse than the best.
-        return Verdict(len(best), diff, lo, hi, p, tied=True,
-                       text=f"better on shared questions, {format_p(p, n)} ({ci})")
-    return Verdict(len(best), diff, lo, hi, p, tied=True,
-                   text=f"tied with best, {format_p(p, n)} ({ci})")
+    return decide_verdict(len(best), diff, lo, hi, p, metric, n)
+
+
+def resampled_means(scores: Any, n: int = N_RESAMPLES, seed: int = SEED) -> Any:
+    """``n`` bootstrap resamples of the questions (rows of ``scores``, one column per
+    configuration): each resample's mean per configuration, an ``(n, k)`` array.
+
+    The resamples are those `paired_bootstrap` draws for the same number of questions and
+    seed, so a column difference ``means[:, j] - means[:, i]`` is that function's resampled
+    mean difference of configuration j minus i (the same numbers, every pair at once)."""
+    import numpy as np
+
+    s = np.asarray(scores, dtype=float)
+    m = s.shape[0]
+    rng = np.random.default_rng(seed)
+    out = np.empty((n, s.shape[1]))
+    step = max(1, 4_000_000 // m)  # as paired_bootstrap: the same draws, in the same order
+    for start in range(0, n, step):
+        size = min(step, n - start)
+        idx = rng.integers(0, m, size=(size, m))
+        # How often each question is drawn in each resample: one product for every column.
+        flat = (idx + (np.arange(size) * m)[:, None]).ravel()
+        counts = np.bincount(flat, minlength=size * m).reshape(size, m)
+        out[start : start + size] = counts @ s / m
+    return out
+
+
+def _tail_p(boots: Any, observed: float) -> float:
+    """Two-sided p of a resampled difference (as `paired_bootstrap`), and where no resample
+    crossed zero, the normal tail beyond it instead of 0: a table of many comparisons
+    multiplies small p-values, and "fewer than 1 in 10,000" is not 0."""
+    p = min(1.0, 2.0 * min(float((boots <= 0).mean()), float((boots >= 0).mean())))
+    if p > 0:
+        return p
+    sd = float(boots.std())
+    if sd <= 0:
+        return 0.0
+    return min(1 / boots.size, 2 * NormalDist().cdf(-abs(observed) / sd))
+
+
+def pairwise_p(means: Any, observed: Sequence[float]) -> Any:
+    """``p[i, j]``: the two-sided bootstrap p of configuration i against j, for every pair, from
+    `resampled_means` (``observed``: each configuration's mean on the same questions)."""
+    import numpy as np
+
+    k = means.shape[1]
+    n = means.shape[0]
+    p = np.ones((k, k))
+    for i in range(k - 1):
+        boots = np.round(means[:, i + 1 :] - means[:, [i]], 12)  # every j > i at once
+        row = np.minimum(1.0, 2.0 * np.minimum((boots <= 0).sum(axis=0),
+                                               (boots >= 0).sum(axis=0)) / n)
+        for off in np.flatnonzero(row == 0):  # no resample crossed zero: the normal tail
+            j = i + 1 + int(off)
+            row[off] = _tail_p(boots[:, off], observed[j] - observed[i])
+        p[i, i + 1 :] = row
+        p[i + 1 :, i] = row
+    return p
+
+
+def table_verdicts(scores: Sequence[Mapping[str, float] | None], metric: str,
+                   correction: str = DEFAULT_CORRECTION, n: int = N_RESAMPLES,
+                   seed: int = SEED) -> list[Verdict | None]:
+    """Every configuration of a table against its best, corrected for the table's comparisons.
+
+    ``scores[0]`` is the best configuration's ``{qid: score}`` (questions it scored), then one
+    per other row (None: no per-question scores; its verdict is None). Returns the verdicts of
+    ``scores[1:]``, in order.
+
+    Each row's difference, interval and p come from the paired bootstrap over the questions it
+    and the best both scored (`paired_bootstrap`). The correction treats the table as the
+    family of *every pair* of its configurations, not only the comparisons with the best: the
+    best is picked from the same data, and among 40 configurations that differ only by noise
+    the observed best is the luckiest, so testing the others against it alone says "worse" by
+    chance far more often than 5% (docs/statistics.md measures it). The pairs' p-values come
+    from one set of resamples of the questions every configuration scored
+    (`resampled_means`), are adjusted together (`multiple.adjust`), and a row is "worse" only
+    when its pair with the best stays below `ALPHA` after adjustment.
+    """
+    import numpy as np
+
+    best = scores[0]
+    out: list[Verdict | None] = [None] * (len(scores) - 1)
+    if best is None:
+        return out
+    present = [i for i, sc in enumerate(scores) if sc is not None]
+    common = sorted(set.intersection(*(set(scores[i] or {}) for i in present)))
+    family_p: dict[int, float] = {}
+    means = None
+    if common and len(present) > 1:
+        matrix = np.array([[scores[i][q] for i in present] for q in common])  # type: ignore[index]
+        means = resampled_means(matrix, n=n, seed=seed)
+        observed = np.round(matrix.mean(axis=0), 12)
+        p = pairwise_p(means, observed.tolist())
+        pairs = [(a, b) for a in range(len(present)) for b in range(a + 1, len(present))]
+        adjusted = multiple.adjust([float(p[a, b]) for a, b in pairs], correction)
+        family_p = {present[b]: float(adj) for (a, b), adj in zip(pairs, adjusted, strict=True)
+                    if a == 0 and adj is not None}
+        column = {i: c for c, i in enumerate(present)}
+    for i in range(1, len(scores)):
+        mine = scores[i]
+        if mine is None:
+            continue
+        shared = sorted(q for q in best if q in mine)
+        if not shared:
+            out[i - 1] = Verdict(0, tied=True, text="n/a (no question scored in both)")
+            continue
+        if means is not None and shared == common:
+            # The pair's own bootstrap is the family's resamples (the same draws).
+            boots = np.round(means[:, column[i]] - means[:, 0], 12)
+            diff = float(observed[column[i]] - observed[0])
+            lo, hi = (float(x) for x in np.percentile(boots, [100 * ALPHA / 2,
+                                                              100 * (1 - ALPHA / 2)]))
+            p_raw = min(1.0, 2.0 * min(float((boots <= 0).mean()), float((boots >= 0).mean())))
+            diff = float(np.round(diff, 12))
+        else:
+            diff, lo, hi, p_raw = paired_bootstrap([mine[q] for q in shared],
+                                                   [best[q] for q in shared], n=n, seed=seed)
+        # A row whose questions are not all scored by every configuration is still in the
+        # family (on the questions they all scored).
+        p_adj = family_p.get(i) if correction != "none" else None
+        if correction != "none" and p_adj is None:
+            p_adj = 1.0
+        out[i - 1] = decide_verdict(len(shared), diff, lo, hi, p_raw, metric, n, p_adj,
+                                    correction)
+    return out
+
+
+def _usable(df: Any, metric: str) -> Any:
+    """The ``qid`` and ``metric`` of the questions a per_question table scored (a value for
+    ``metric``; ``status == scored`` for chunk-level metrics), one row per qid."""
+    import pandas as pd
+
+    if metric not in df.columns:
+        raise SweepError(f"per_question.csv has no column {metric!r}")
+    out = df[["qid", metric] + (["status"] if "status" in df.columns else [])].copy()
+    out[metric] = pd.to_numeric(out[metric], errors="coerce")
+    out = out[out[metric].notna()]
+    if "status" in out.columns and not metric.startswith("doc_"):
+        out = out[out["status"].astype(str) == "scored"]
+    out["qid"] = out["qid"].astype(str)
+    return out.drop_duplicates("qid")[["qid", metric]]
+
+
+def question_scores(df: Any, metric: str) -> dict[str, float]:
+    """``{qid: score}`` of the questions a per_question table scored on ``metric``."""
+    u = _usable(df, metric)
+    return dict(zip(u["qid"].tolist(), u[metric].astype(float).tolist(), strict=True))
 
 
 def paired_scores(a: Any, b: Any, metric: str) -> tuple[list[str], list[float], list[float]]:
     """Pair two per_question tables (pandas) on ``qid``, keeping only the questions scored in
     both (a value for ``metric`` in both; ``status == scored`` for chunk-level metrics)."""
-    import pandas as pd
-
-    def usable(df: Any) -> Any:
-        if metric not in df.columns:
-            raise SweepError(f"per_question.csv has no column {metric!r}")
-        out = df[["qid", metric] + (["status"] if "status" in df.columns else [])].copy()
-        out[metric] = pd.to_numeric(out[metric], errors="coerce")
-        out = out[out[metric].notna()]
-        if "status" in out.columns and not metric.startswith("doc_"):
-            out = out[out["status"].astype(str) == "scored"]
-        out["qid"] = out["qid"].astype(str)
-        return out.drop_duplicates("qid")[["qid", metric]]
-
-    merged = usable(a).merge(usable(b), on="qid", suffixes=("_a", "_b"))
+    merged = _usable(a, metric).merge(_usable(b, metric), on="qid", suffixes=("_a", "_b"))
     return (merged["qid"].tolist(), merged[f"{metric}_a"].astype(float).tolist(),
             merged[f"{metric}_b"].astype(float).tolist())
 
@@ -288,6 +441,11 @@ class SweepTable:
     cost: str = "context_tokens_at_5"
     latency: str = "latency_end_to_end_p95_ms"
     n_failed: int = 0
+    correction: str = DEFAULT_CORRECTION
+    n_tests: int = 0  # configurations in the corrected family (with per-question scores)
+    # per row: {qid: score} on the metric (None: no per_question.csv), and its verdict
+    scores: list[Any] = field(repr=False, default_factory=list)
+    verdicts: list[Any] = field(repr=False, default_factory=list)
 
 
 def default_uri() -> str:
@@ -400,34 +558,43 @@ def ranked_table(uri: str, experiment: str | None, sweep: str, metric: str | Non
 
 
 def add_verdicts(t: SweepTable, uri: str, tmp: Path, *, n: int = N_RESAMPLES,
-                 seed: int = SEED) -> None:
+                 seed: int = SEED, correction: str = DEFAULT_CORRECTION) -> None:
     """Read every run's per_question.csv into ``t.per_question`` and test each configuration
-    against the best (paired bootstrap), in place."""
+    against the best (paired bootstrap, p-values adjusted over the table by ``correction``),
+    in place."""
     t.per_question = {rec["run_id"]: read_per_question(uri, rec["run_id"], tmp) for rec in t.rows}
+    t.correction = correction
     metric = t.metric
     best_q = t.per_question.get(t.rows[0]["run_id"])
-    for i, rec in enumerate(t.rows):
+    scores: list[dict[str, float] | None] = []
+    for rec in t.rows:
         mine = t.per_question.get(rec["run_id"])
-        if i == 0:
-            rec.update(tied=True, verdict="best", n_pairs=None, diff=None, lo=None, hi=None,
-                       p=None)
-            continue
         if best_q is None or mine is None or metric not in best_q.columns \
                 or metric not in mine.columns:
-            rec.update(tied=True, verdict="n/a (no per-question scores)", n_pairs=None,
-                       diff=None, lo=None, hi=None, p=None)
+            scores.append(None)
             continue
-        _, b_scores, o_scores = paired_scores(best_q, mine, metric)
-        v = verdict_against_best(b_scores, o_scores, metric, n=n, seed=seed)
-        rec.update(tied=v.tied, verdict=v.text, n_pairs=v.n_pairs, diff=v.diff, lo=v.lo,
-                   hi=v.hi, p=v.p)
+        scores.append(question_scores(mine, metric))
+    verdicts = table_verdicts(scores, metric, correction, n=n, seed=seed)
+    t.scores, t.verdicts = scores, verdicts
+    t.n_tests = sum(1 for sc in scores if sc is not None) if scores[0] is not None else 0
+    t.rows[0].update(tied=True, verdict="best", n_pairs=None, diff=None, lo=None, hi=None,
+                     p=None, p_adj=None)
+    for rec, v in zip(t.rows[1:], verdicts, strict=True):
+        if v is None:
+            rec.update(tied=True, verdict="n/a (no per-question scores)", n_pairs=None,
+                       diff=None, lo=None, hi=None, p=None, p_adj=None)
+        else:
+            rec.update(tied=v.tied, verdict=v.text, n_pairs=v.n_pairs, diff=v.diff, lo=v.lo,
+                       hi=v.hi, p=v.p, p_adj=v.p_adj)
 
 
 def load_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
-               tmp: Path, *, n: int = N_RESAMPLES, seed: int = SEED) -> SweepTable:
-    """The sweep's finished configurations, best first, each with its verdict vs the best."""
+               tmp: Path, *, n: int = N_RESAMPLES, seed: int = SEED,
+               correction: str = DEFAULT_CORRECTION) -> SweepTable:
+    """The sweep's finished configurations, best first, each with its verdict vs the best
+    (corrected for the table's comparisons: ``correction``)."""
     t = ranked_table(uri, experiment, sweep, metric, tmp)
-    add_verdicts(t, uri, tmp, n=n, seed=seed)
+    add_verdicts(t, uri, tmp, n=n, seed=seed, correction=correction)
     add_quant_tax(t)
     return t
 
@@ -448,6 +615,20 @@ def add_quant_tax(t: SweepTable) -> None:
     for name in ("quant_overlap_at_10", f"quant_tax_{t.metric}", "quant_tax_mrr"):
         if name not in t.shown and any(name in v for v in found.values()):
             t.shown.append(name)
+
+
+def correction_line(correction: str, n_configs: int, metric: str) -> str:
+    """What the verdicts mean, for the header of a table (``n_configs``: the configurations
+    with per-question scores, the best included)."""
+    how = (f"paired bootstrap vs the best on {metric} ({N_RESAMPLES:,} resamples, seed {SEED}, "
+           f"{100 * ALPHA:g}%)")
+    if correction == "none":
+        return (f"verdicts: {how}, uncorrected: each of the {max(0, n_configs - 1)} comparisons "
+                f"with the best on its own ({multiple.GUARANTEE['none']})")
+    pairs = n_configs * (n_configs - 1) // 2
+    return (f"verdicts: {how}, {multiple.NAMES[correction]}-corrected over all {pairs} pairs of "
+            f"the {n_configs} configurations, as the best is picked from the same data "
+            f"({multiple.GUARANTEE[correction]})")
 
 
 def _typed(value: Any) -> Any:
@@ -481,6 +662,7 @@ def print_table(t: SweepTable) -> None:
           f"{started:%Y-%m-%d %H:%M} UTC): {len(t.rows)} configurations"
           + (f", {t.n_failed} failed (not shown)" if t.n_failed else "")
           + f"; best {t.metric} first")
+    print(correction_line(t.correction, t.n_tests, t.metric))
     with pd.option_context("display.max_columns", None, "display.width", 10_000,
                            "display.max_colwidth", 80):
         print(frame.to_string(index=False))
@@ -493,9 +675,12 @@ def print_table(t: SweepTable) -> None:
         print("by_source/<source>/" + t.metric + ": the questions of one source only ("
               + ", ".join(f"{s} n={n} ({share:.0%})" for s, n, share in shares) + ")")
     n_tied = sum(1 for r in t.rows[1:] if r.get("tied"))
+    pairs = t.n_tests * (t.n_tests - 1) // 2
+    corrected = ("" if t.correction == "none"
+                 else f", {multiple.NAMES[t.correction]}-corrected over {pairs} pairs")
     print(f"{n_tied} of {len(t.rows) - 1} other configurations are not distinguishable from the "
           f"best on {t.metric} (paired bootstrap over questions scored in both, "
-          f"{N_RESAMPLES:,} resamples, 95%, seed {SEED})")
+          f"{N_RESAMPLES:,} resamples, 95%, seed {SEED}{corrected})")
 
 
 def source_shares(row: Mapping[str, Any]) -> list[tuple[str, int, float]]:
@@ -511,12 +696,13 @@ def source_shares(row: Mapping[str, Any]) -> list[tuple[str, int, float]]:
 
 def table_json(t: SweepTable) -> dict[str, Any]:
     keep = ["rank", "run_id", *t.swept, *t.shown, "tied", "verdict", "n_pairs", "diff", "lo",
-            "hi", "p"]
+            "hi", "p", "p_adj"]
     return {"sweep": {k: t.parent.get(k) for k in ("run_id", "experiment", "experiment_id",
                                                     "start_time", "sweep_dir", "status")},
             "metric": t.metric, "swept": t.swept, "n_failed": t.n_failed,
             "sources": [{"source": s, "n": n, "share": share}
                         for s, n, share in source_shares(t.rows[0])] if t.rows else [],
+            "correction": t.correction, "n_tests": t.n_tests,
             "rows": [{k: r.get(k) for k in keep} for r in t.rows]}
 
 
@@ -586,12 +772,14 @@ class Export:
 
 
 def export_winner(uri: str, experiment: str | None, sweep: str, metric: str | None,
-                  name: str | None, out_dir: Path, *, top: bool = False) -> Export:
+                  name: str | None, out_dir: Path, *, top: bool = False,
+                  correction: str = DEFAULT_CORRECTION) -> Export:
     """Choose the sweep's winner on ``metric`` (None: the sweep's headline), write it to
     ``out_dir/NAME.yaml`` (sections that differ from the defaults) and tag the runs in MLflow.
-    ``top``: the first row of `sweep compare`, without the cheaper-among-ties rule."""
+    The winner is the cheapest of the configurations not distinguishable from the best after
+    ``correction``; ``top``: the first row of `sweep compare`, without that rule."""
     with tempfile.TemporaryDirectory(prefix="sweep-export-") as tmp:
-        t = load_table(uri, experiment, sweep, metric, Path(tmp))
+        t = load_table(uri, experiment, sweep, metric, Path(tmp), correction=correction)
         if top:
             winner = t.rows[0]
             rule = (f"the top row of `sweep compare` (best {t.metric}; ties by fewer {t.cost}, "
@@ -611,11 +799,13 @@ def export_winner(uri: str, experiment: str | None, sweep: str, metric: str | No
     shown = "  ".join(f"{m}={format_value(winner.get(m))}" for m in t.shown)
     header = [
         f"Winner of sweep {t.parent['run_id']} (experiment {t.parent['experiment']}), "
-        f"exported {now:%Y-%m-%d %H:%M} UTC by `sweep export --metric {t.metric}`",
+        f"exported {now:%Y-%m-%d %H:%M} UTC by `sweep export --metric {t.metric}"
+        f"{' --top' if top else ''} --correction {t.correction}`",
         f"sweep folder: {t.parent.get('sweep_dir') or '-'}",
         f"run: {winner['run_id']}  config_hash: "
         f"{tracking.run_info(uri, winner['run_id'])['tags'].get('config_hash', '-')}",
         f"chosen by: {rule}",
+        f"{correction_line(t.correction, t.n_tests, t.metric)}",
         f"metrics: {shown}",
         f"re-run: python -m sweep experiment=winners/{name}",
     ]

@@ -223,13 +223,15 @@ def miss_summary(metrics: Mapping[str, Any]) -> str | None:
 NOT_APPLICABLE = "n/a"
 
 
-def comparison_rows(reports: Sequence[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
-    """Rows for the comparison table, best headline first (failed jobs last)."""
+def comparison_rows(reports: Sequence[dict[str, Any]], folders: Sequence[Path] | None = None
+                    ) -> tuple[list[str], list[dict[str, Any]]]:
+    """Rows for the comparison table, best headline first (failed jobs last); with
+    ``folders`` (each report's job folder), each row's ``folder``."""
     axes_all = varying_params([r for r in reports if r.get("status") == "FINISHED"] or reports)
     axes = axes_all
     rows = []
     seen: dict[str, dict[str, Any]] = {}
-    for rep in reports:
+    for n, rep in enumerate(reports):
         # Jobs with one config_hash are one configuration (`index=exact index.ef_search=8,64`:
         # exact search reads no ef_search); the second is usually resumed from the first. One
         # row, with the settings that do not apply shown as n/a rather than one job's value.
@@ -260,6 +262,8 @@ def comparison_rows(reports: Sequence[dict[str, Any]]) -> tuple[list[str], list[
         row["_latency"] = metrics.get("latency_end_to_end_p95_ms")
         row["_hash"] = str(chash or "")
         row["sources"] = rep.get("sources") or {}
+        if folders is not None:
+            row["folder"] = str(folders[n])
         rows.append(row)
 
     def key(row: dict[str, Any]) -> tuple[int, tuple[float, float, float, str]]:
@@ -295,11 +299,16 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+def _verdict(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The verdict column, when the sweep's statistics gave one (sweep.decide.decision)."""
+    return ["verdict"] if any(r.get("verdict") for r in rows) else []
+
+
 def write_comparison(sweep_dir: Path, axes: Sequence[str], rows: Sequence[dict[str, Any]]
                      ) -> list[Path]:
     """``comparison.csv`` and ``comparison.md`` in the sweep folder (also logged to the parent)."""
-    columns = [*axes, "status", "headline_metric", "headline", *table_metrics(rows), "misses",
-               "error"]
+    columns = [*axes, "status", "headline_metric", "headline", *_verdict(rows),
+               *table_metrics(rows), "misses", "error"]
     import io
 
     buf = io.StringIO()
@@ -318,7 +327,7 @@ def comparison_markdown(axes: Sequence[str], rows: Sequence[dict[str, Any]],
                         max_chars: int | None = None) -> str:
     """The comparison as a markdown table, best first; with ``max_chars``, whole rows up to
     that length and a line saying how many were left out (an MLflow tag holds 8000)."""
-    shown = [*axes, "headline", *table_metrics(rows), "misses"]
+    shown = [*axes, "headline", *_verdict(rows), *table_metrics(rows), "misses"]
     lines = ["| rank | " + " | ".join(shown) + " |", "|" + "---|" * (len(shown) + 1)]
     for i, row in enumerate(rows, start=1):
         cells = [format_value(row.get(c)) for c in shown]
@@ -344,8 +353,9 @@ def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> Non
     for axis in axes:
         table.add_column(axis)
     table.add_column(str(metric), justify="right", style="bold")
-    shown = [m for m in table_metrics(rows)
-             if m != metric and any(r.get(m) is not None for r in rows)]
+    shown = [*_verdict(rows),
+             *(m for m in table_metrics(rows)
+               if m != metric and any(r.get(m) is not None for r in rows))]
     if any(r.get("misses") for r in rows):
         shown.append("misses")
     for name in shown:
@@ -446,4 +456,49 @@ def plot_sweep(axes: Sequence[str], rows: Sequence[dict[str, Any]], path: Path) 
     ax.invert_yaxis()
     ax.set_title(f"{metric} per configuration")
     ax.set_xlabel(metric)
+    return save_figure(fig, path)
+
+
+def plot_axes(data: Mapping[str, Any], path: Path) -> Path | None:
+    """What each axis did and the Pareto fronts, one panel each (``data``: what
+    `sweep.decide.decision.plot_data` returns). Each axis panel shows every value's difference
+    from the axis's best value (averaged over the other axes) with its 95% paired interval,
+    grey where it is within noise; each front panel shows every configuration against a cost
+    with the front drawn through. None when there is nothing to draw."""
+    effects = list(data.get("axes") or [])
+    fronts = [f for f in data.get("fronts") or [] if f.get("all")]
+    panels = len(effects) + len(fronts)
+    if not panels:
+        return None
+    metric = str(data.get("metric"))
+    cols = min(3, panels)
+    rows_n = (panels + cols - 1) // cols
+    fig, axs = pyplot().subplots(rows_n, cols, figsize=(4.2 * cols, 3.4 * rows_n),
+                                 squeeze=False)
+    flat = [a for row in axs for a in row]
+    for ax, effect in zip(flat, effects, strict=False):
+        values = effect["values"]
+        ys = range(len(values))
+        for y, v in zip(ys, values, strict=True):
+            colour = ("tab:blue" if v["value"] == effect["best"]
+                      else "0.6" if v["within_noise"] in (True, None) else "tab:red")
+            if v["lo"] is not None:
+                ax.plot([v["lo"], v["hi"]], [y, y], color=colour, linewidth=2)
+            ax.plot([v["diff"]], [y], "o", color=colour)
+        ax.axvline(0, color="0.3", linewidth=0.8)
+        ax.set_yticks(list(ys), [str(v["value"]) for v in values], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_title(f"{effect['axis']} (best: {effect['best']})", fontsize=9)
+        ax.set_xlabel(f"{metric} minus the best value's", fontsize=8)
+    for ax, front in zip(flat[len(effects):], fronts, strict=False):
+        xs, ys_ = zip(*front["all"], strict=True)
+        ax.scatter(xs, ys_, s=18, color="0.6")
+        fx, fy = zip(*front["front"], strict=True)
+        ax.step(fx, fy, where="post", color="tab:blue")
+        ax.scatter(fx, fy, s=24, color="tab:blue")
+        ax.set_xlabel(str(front["cost"]), fontsize=8)
+        ax.set_ylabel(metric, fontsize=8)
+        ax.set_title(f"Pareto front vs {front['cost']}", fontsize=9)
+    for ax in flat[panels:]:
+        ax.set_visible(False)
     return save_figure(fig, path)

@@ -73,6 +73,18 @@ def plot_sweep(axes: Sequence[str], rows: Sequence[dict[str, Any]], path: Path
                 None if exc.filename is None else str(exc.filename))
 
 
+def plot_axes(data: Mapping[str, Any], path: Path) -> tuple[Any, ...]:
+    """`report.plot_axes` where the worker runs it (as `plot_sweep`: matplotlib is imported
+    there already); the same ``("ok", path or None)`` / ``("oserror", ...)`` reply."""
+    from sweep.outputs.report import plot_axes as plot
+
+    try:
+        return ("ok", plot(data, path))
+    except OSError as exc:
+        return ("oserror", exc.errno, exc.strerror,
+                None if exc.filename is None else str(exc.filename))
+
+
 def _quiet() -> None:
     for name in ("alembic", "mlflow.tracking", "mlflow.store"):
         logging.getLogger(name).setLevel(logging.WARNING)

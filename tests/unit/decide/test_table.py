@@ -438,3 +438,48 @@ def test_a_key_no_configuration_reads_differently_is_not_an_axis() -> None:
     axes, rows = comparison_rows(reports)
     assert axes == ["chunk.size"]
     assert all("index.ef_search" not in r for r in rows)
+
+
+def test_compare_prints_corrected_verdicts_power_and_axes(fake_store, tmp_path, capsys):
+    import math
+
+    from sweep.cli.compare import cmd_compare
+
+    uri = fake_store["uri"]
+    code = cmd_compare(["--tracking-uri", uri, "--axes", "--plot", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert ("verdicts: paired bootstrap vs the best on recall_at_5 (10,000 resamples, seed 0, "
+            "5%), Holm-corrected over all 3 pairs of the 3 configurations, as the best is picked "
+            "from the same data (the chance of any false 'worse' in the table is at most 5%)"
+            ) in out
+    # Holm over the 3 pairs: a-c and b-c are tiny, so a-b keeps its own p (x 1).
+    assert re.search(r"worse, p_holm<1e-04 \(p<1e-04; diff -0.500", out)
+    assert re.search(r"tied with best, p_holm=(0\.\d+) \(p=\1;", out)
+    # best a vs runner-up b: 40 questions, one differs (b misses q29).
+    k = 1.959963985 + 0.841621234
+    mde = k * math.sqrt(1 / 40) / math.sqrt(40 + k * k)
+    assert (f"power, from best (boundary=heading, size=256) vs runner-up (boundary=heading, "
+            f"size=128): this set (40 questions) can tell apart differences of "
+            f"{100 * mde:.1f} points or more") in out
+    assert "[1 of 40 questions differ; few: a rough figure]" in out
+    # Each axis over the combinations of the others that have all its values (one each here).
+    assert ("chunk.boundary: best heading (recall_at_5 0.725, over 1 combination of the others; "
+            "best in 1 of 1); fixed -0.475") in out
+    assert "chunk.size: best 256 (recall_at_5 0.750" in out
+    assert "Pareto front of recall_at_5 against context_tokens_at_5 (cheapest first):" in out
+    assert (tmp_path / "axes.png").stat().st_size > 1000
+
+    code = cmd_compare(["--tracking-uri", uri, "--json", "--no-plot", "--correction", "none",
+                        "--detect", "0.015", "--axes"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["correction"] == "none" and data["n_tests"] == 3
+    assert data["power"]["detect"] == 0.015 and data["power"]["kind"] == "discordant"
+    assert data["power"]["n_needed"] == math.ceil(k * k * (1 / 40 - 0.015**2) / 0.015**2)
+    assert data["rows"][2]["p_adj"] is None and data["rows"][2]["verdict"].startswith("worse, p<1e-04 (diff")
+    assert {a["axis"] for a in data["axes"]} == {"chunk.boundary", "chunk.size"}
+    front = next(f for f in data["fronts"] if f["cost"] == "context_tokens_at_5")
+    # c (500 tokens, 0.25) < b (600, 0.725) < a (1200, 0.75)
+    assert [p["run_id"] for p in front["points"]] == [fake_store["ids"][x] for x in "cba"]
+    with pytest.raises(SystemExit):
+        cmd_compare(["--tracking-uri", uri, "--detect", "0"])

@@ -1,0 +1,212 @@
+"""What a finished sweep can decide, in one place for the end-of-sweep summary and
+`sweep compare`: the corrected verdicts, the power line, each axis's effect and the Pareto
+fronts. Pure over plain rows (best first) and per-question scores; the callers read the files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sweep.common.errors import SweepError
+from sweep.decide import axes as ax
+from sweep.decide import multiple, power
+from sweep.decide.table import (
+    DEFAULT_CORRECTION,
+    N_RESAMPLES,
+    SEED,
+    Verdict,
+    correction_line,
+    format_p,
+    lower_is_better,
+    question_scores,
+    table_verdicts,
+)
+from sweep.outputs.report import PER_QUESTION
+
+LATENCY = "latency_end_to_end_p95_ms"
+
+Scores = Mapping[str, float]
+
+
+def power_pair(scores: Sequence[Scores | None]) -> int | None:
+    """The configuration the power line compares with the best (row 0): the runner-up, or
+    the next row that has per-question scores."""
+    if not scores or scores[0] is None:
+        return None
+    return next((i for i in range(1, len(scores)) if scores[i] is not None), None)
+
+
+def power_of(scores: Sequence[Scores | None], detect: float | None, names: Sequence[str]
+             ) -> dict[str, Any] | None:
+    """`power.power_summary` of the best against the runner-up (paired on the questions both
+    scored), with ``pair`` (their row indices) and ``pair_text`` naming them."""
+    j = power_pair(scores)
+    if j is None:
+        return None
+    best, other = scores[0], scores[j]
+    qids = [q for q in best if q in other]  # type: ignore[union-attr,operator]
+    out = power.power_summary([best[q] - other[q] for q in qids],  # type: ignore[index]
+                              detect=detect)
+    out["pair"] = [0, j]
+    which = "runner-up" if j == 1 else f"#{j + 1} (the runner-up has no per-question scores)"
+    out["pair_text"] = f"best ({names[0]}) vs {which} ({names[j]})"
+    out["line"] = f"power, from {out['pair_text']}: {out['text']}"
+    return out
+
+
+def short_verdict(v: Verdict | None) -> str:
+    """``worse (p_holm=0.003)`` for a table cell."""
+    if v is None:
+        return "n/a"
+    word = "worse" if not v.tied else ("tied" if v.text.startswith("tied") else v.text.split(",")[0])
+    if v.p is None:
+        return word
+    decisive = v.p if v.p_adj is None or v.correction == "none" else v.p_adj
+    name = "p" if decisive is v.p else f"p_{v.correction}"
+    return f"{word} ({format_p(decisive, N_RESAMPLES, name)})"
+
+
+def decide_sweep(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], metric: str,
+                 scores: Sequence[Scores | None], *, costs: Sequence[str] = (),
+                 names: Sequence[str] | None = None, correction: str = DEFAULT_CORRECTION,
+                 detect: float | None = power.DEFAULT_DETECT, n: int = N_RESAMPLES,
+                 seed: int = SEED, verdicts: Sequence[Verdict | None] | None = None
+                 ) -> dict[str, Any]:
+    """Everything the sweep can decide. ``rows`` best first, each with its axis values and
+    metrics; ``scores[i]`` its per-question scores on ``metric`` (None: none). Returns
+    ``verdicts`` (one per row after the best), ``n_tests`` (configurations in the corrected
+    family), ``power`` (or None),
+    ``axes`` (`axes.axis_effects`), ``fronts`` (`axes.pareto_fronts` against ``costs``) and
+    ``lines``: the text the summary prints (``axis_lines``: its part about the axes and
+    fronts, which `sweep compare --axes` prints). ``verdicts``: those
+    `table_verdicts` gave already for these rows (not computed again)."""
+    names = list(names) if names is not None else [str(i + 1) for i in range(len(rows))]
+    low = lower_is_better(metric)
+    if verdicts is None:
+        verdicts = table_verdicts(scores, metric, correction, n=n, seed=seed) if rows else []
+    n_tests = (sum(1 for sc in scores if sc is not None)
+               if scores and scores[0] is not None else 0)
+    pw = power_of(scores, detect, names)
+    effects = ax.axis_effects(rows, axes, metric, scores, lower_is_better=low,
+                              correction=correction, n=n, seed=seed)
+    fronts = ax.pareto_fronts(rows, metric, costs, scores, lower_is_better=low,
+                              correction=correction, n=n, seed=seed)
+    n_worse = sum(1 for v in verdicts if v is not None and not v.tied)
+    lines = [correction_line(correction, n_tests, metric)
+             + f": {n_worse} of {len(rows) - 1} worse than the best"]
+    if pw is not None:
+        lines.append(pw["line"])
+    axis_lines: list[str] = []
+    if effects:
+        how = ("" if correction == "none"
+               else f"; intervals 95%, 'within noise' {multiple.NAMES[correction]}-corrected")
+        axis_lines.append(f"what each axis did (mean {metric} over the other axes; each value "
+                          f"minus the axis's best, paired over questions{how}):")
+        axis_lines += [f"  {e['text']}" for e in effects]
+    for front in fronts:
+        if len(front["points"]) > 1:
+            axis_lines += ax.front_text(front, rows, axes, metric)
+    return {"verdicts": verdicts, "n_tests": n_tests, "correction": correction, "power": pw,
+            "axes": effects, "fronts": fronts, "axis_lines": axis_lines,
+            "lines": lines + axis_lines}
+
+
+def plot_data(decision: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
+              metric: str) -> dict[str, Any]:
+    """The plain data `outputs.report.plot_axes` draws (picklable, for the MLflow worker)."""
+    fronts = []
+    for front in decision["fronts"]:
+        cost = front["cost"]
+        fronts.append({"cost": cost,
+                       "all": [(float(r[cost]), float(r[metric])) for r in rows
+                               if isinstance(r.get(cost), int | float)
+                               and isinstance(r.get(metric), int | float)],
+                       "front": [(p["cost"], p["value"]) for p in front["points"]]})
+    effects = [{"axis": e["axis"], "best": str(e["best"]),
+                "values": [{"value": str(v["value"]), "mean": v["mean"], "diff": v["diff"],
+                            "lo": v["lo"], "hi": v["hi"], "within_noise": v["within_noise"]}
+                           for v in e["values"]]}
+               for e in decision["axes"] if e["best"] is not None]
+    return {"metric": metric, "axes": effects, "fronts": fronts}
+
+
+def row_name(row: Mapping[str, Any], axes: Sequence[str]) -> str:
+    """``boundary=heading, size=128``: a row by its swept settings."""
+    return ", ".join(f"{a.split('.')[-1]}={row.get(a)}" for a in axes) or "the configuration"
+
+
+def costs_of(rows: Sequence[Mapping[str, Any]], cost: str, latency: str) -> list[str]:
+    """The costs a sweep's rows report, for the Pareto fronts: context tokens, p95 latency,
+    and dollars (served models, or generation's estimate)."""
+    return [c for c in (cost, latency, "served_cost_usd", "cost_estimate_usd")
+            if any(isinstance(r.get(c), int | float) for r in rows)]
+
+
+def decide_table(t: Any, detect: float | None = power.DEFAULT_DETECT) -> dict[str, Any]:
+    """`decide_sweep` of a `table.SweepTable` read back from MLflow (its verdicts reused)."""
+    return decide_sweep(t.rows, t.swept, t.metric, t.scores,
+                        costs=costs_of(t.rows, t.cost, t.latency),
+                        names=[row_name(r, t.swept) for r in t.rows],
+                        correction=t.correction, detect=detect,
+                        verdicts=t.verdicts)
+
+
+def read_scores(folder: Path, metric: str) -> dict[str, float] | None:
+    """``{qid: score}`` from a job folder's per_question.csv, or None when it has none (or not
+    the metric: a job of an older chunk-sweep)."""
+    import pandas as pd
+
+    path = folder / PER_QUESTION
+    if not path.is_file():
+        return None
+    try:
+        head = pd.read_csv(path, nrows=0).columns
+        if metric not in head:
+            return None
+        cols = [c for c in ("qid", "status", metric) if c in head]
+        return question_scores(pd.read_csv(path, usecols=cols, dtype={"qid": str}), metric)
+    except (OSError, ValueError, SweepError):
+        return None
+
+
+def finished_sweep(axes: Sequence[str], rows: Sequence[dict[str, Any]],
+                   reports: Mapping[str, Mapping[str, Any]], *,
+                   correction: str = DEFAULT_CORRECTION,
+                   detect: float | None = power.DEFAULT_DETECT) -> dict[str, Any] | None:
+    """`decide_sweep` at the end of a sweep, from its folder: ``rows`` are
+    `outputs.report.comparison_rows` (best first; each with its job ``folder``), ``reports``
+    the job reports by folder. Sets each finished row's ``verdict`` (short form) in place.
+    None when fewer than two configurations finished."""
+    finished = [r for r in rows if r.get("status") == "FINISHED"
+                and isinstance(r.get("headline"), int | float)]
+    if len(finished) < 2:
+        return None
+    metric = str(finished[0]["headline_metric"])
+    plain: list[dict[str, Any]] = []
+    scores: list[dict[str, float] | None] = []
+    for r in finished:
+        rep = reports.get(str(r.get("folder"))) or {}
+        metrics = rep.get("metrics") or {}
+        prompt_k = ((rep.get("config") or {}).get("eval") or {}).get("prompt_k", 5)
+        cost = f"context_tokens_at_{prompt_k}"
+        row = {a: r.get(a) for a in axes}
+        row[metric] = float(r["headline"])
+        for name in (cost, LATENCY, "served_cost_usd", "cost_estimate_usd"):
+            if isinstance(metrics.get(name), int | float):
+                row[name] = float(metrics[name])
+        plain.append(row)
+        scores.append(read_scores(Path(str(r.get("folder"))), metric)
+                      if r.get("folder") else None)
+    costs = costs_of(plain, next((k for k in plain[0] if k.startswith("context_tokens_at_")),
+                                 "context_tokens_at_5"), LATENCY)
+    out = decide_sweep(plain, axes, metric, scores, costs=costs,
+                       names=[row_name(r, axes) for r in plain], correction=correction,
+                       detect=detect)
+    finished[0]["verdict"] = "best"
+    for r, v in zip(finished[1:], out["verdicts"], strict=True):
+        r["verdict"] = short_verdict(v)
+    out["rows"] = plain
+    out["metric"] = metric
+    return out
