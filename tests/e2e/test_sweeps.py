@@ -36,7 +36,13 @@ def test_multirun_logs_one_parent_and_four_finished_children(tmp_path: Path) -> 
     assert parent.info.status == "FINISHED"
     # the plot is drawn by the MLflow worker (tests/cli/test_warm_paths.py) and logged here
     assert {a.path for a in client.list_artifacts(parent.info.run_id)} >= {"comparison.csv",
-                                                                           "comparison.png"}
+                                                                           "comparison.png",
+                                                                           "axes.png"}
+    # What the set can decide: corrected verdicts, the power line, each axis (issue 28).
+    assert "Holm-corrected over all 6 pairs of the 4 configurations" in res.stdout
+    assert "power, from best (" in res.stdout and "  chunk.size: best " in res.stdout
+    assert parent.data.tags["correction"] == "holm" and "n_worse" in parent.data.metrics
+    assert parent.data.tags["power"].startswith("power, from best")
     combos = set()
     for child in children:
         assert child.info.status == "FINISHED"

@@ -78,6 +78,8 @@ def cmd_compare(argv: Sequence[str]) -> int:
     if args.json:
         data = table_json(t)
         data["power"] = decision["power"]
+        if data["power"] is not None:
+            data["power"]["pair_run_ids"] = [t.rows[i]["run_id"] for i in data["power"]["pair"]]
         if args.axes:
             data["axes"] = decision["axes"]
             data["fronts"] = [{**f, "points": [{**p, "run_id": t.rows[p["index"]]["run_id"]}

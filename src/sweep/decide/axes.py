@@ -35,8 +35,10 @@ from sweep.decide.table import (
     DEFAULT_CORRECTION,
     N_RESAMPLES,
     SEED,
+    Resamples,
     format_value,
     paired_bootstrap,
+    paired_or_resampled,
 )
 
 Scores = Mapping[str, float]
@@ -65,7 +67,8 @@ def _label(value: Any) -> str:
 def axis_effects(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], metric: str,
                  scores: Sequence[Scores | None] | None = None, *,
                  lower_is_better: bool = False, correction: str = DEFAULT_CORRECTION,
-                 n: int = N_RESAMPLES, seed: int = SEED) -> list[dict[str, Any]]:
+                 n: int = N_RESAMPLES, seed: int = SEED, resamples: Resamples | None = None
+                 ) -> list[dict[str, Any]]:
     """One entry per axis of ``axes`` with two values or more (module docstring).
 
     ``rows[i]`` holds the value of each axis and ``rows[i][metric]``; ``scores[i]`` is
@@ -73,7 +76,7 @@ def axis_effects(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], metric:
     Rows without a finite ``metric`` are left out. Each entry: ``axis``, ``others``, ``best``, ``n_cells``,
     ``best_in_cells``, ``values`` (per value: ``value``, ``mean``, ``diff``, ``lo``, ``hi``,
     ``p``, ``p_adj``, ``within_noise``, ``n_questions``), ``note`` (why nothing was computed)
-    and ``text`` (one line)."""
+    and ``text`` (one line). ``resamples``: a `table.Resamples` of ``scores``, reused."""
     sign = -1.0 if lower_is_better else 1.0
     usable = [i for i, r in enumerate(rows) if _finite(r.get(metric)) is not None]
     out: list[dict[str, Any]] = []
@@ -118,9 +121,16 @@ def axis_effects(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], metric:
             qids = sorted(set.intersection(*(set(scores[i] or {}) for i in involved)))
             if not qids:
                 continue
-            per_q = [sum(scores[cells[c][v]][q] - scores[cells[c][best]][q]  # type: ignore[index]
-                         for c in complete) / len(complete) for q in qids]
-            diff, lo, hi, p = paired_bootstrap(per_q, [0.0] * len(per_q), n=n, seed=seed)
+            if resamples is not None and resamples.covers(involved, qids):
+                weights: dict[int, float] = {}
+                for c in complete:
+                    for x, w in ((v, 1.0), (best, -1.0)):
+                        weights[cells[c][x]] = weights.get(cells[c][x], 0.0) + w / len(complete)
+                diff, lo, hi, p = resamples.combination(weights)
+            else:
+                per_q = [sum(scores[cells[c][v]][q] - scores[cells[c][best]][q]  # type: ignore[index]
+                             for c in complete) / len(complete) for q in qids]
+                diff, lo, hi, p = paired_bootstrap(per_q, [0.0] * len(per_q), n=n, seed=seed)
             item.update(diff=diff, lo=lo, hi=hi, p=p, n_questions=len(qids))
             tests.append((item, p))
     for (item, _), p_adj in zip(tests, multiple.adjust([p for _, p in tests], correction),
@@ -183,10 +193,12 @@ def pareto_front(rows: Sequence[Mapping[str, Any]], metric: str, cost: str, *,
 def pareto_fronts(rows: Sequence[Mapping[str, Any]], metric: str, costs: Sequence[str],
                   scores: Sequence[Scores | None] | None = None, *,
                   lower_is_better: bool = False, correction: str = DEFAULT_CORRECTION,
-                  n: int = N_RESAMPLES, seed: int = SEED) -> list[dict[str, Any]]:
+                  n: int = N_RESAMPLES, seed: int = SEED, resamples: Resamples | None = None
+                  ) -> list[dict[str, Any]]:
     """The front against each cost that some row reports: ``{"cost", "points": [{"index",
     "cost", "value", "gain", "lo", "hi", "p", "p_adj", "within_noise"}]}``, where ``gain`` is
-    the step over the cheaper point before it (tested on the questions both scored)."""
+    the step over the cheaper point before it (tested on the questions both scored).
+    ``resamples``: a `table.Resamples` of ``scores``, reused."""
     out: list[dict[str, Any]] = []
     tests: list[tuple[dict[str, Any], float]] = []
     sign = -1.0 if lower_is_better else 1.0
@@ -206,13 +218,10 @@ def pareto_fronts(rows: Sequence[Mapping[str, Any]], metric: str, costs: Sequenc
             point["gain"] = sign * (point["value"] - float(rows[prev][metric]))
             if scores is None or scores[i] is None or scores[prev] is None:
                 continue
-            mine, theirs = scores[i], scores[prev]
-            qids = sorted(q for q in mine if q in theirs)  # type: ignore[operator]
-            if not qids:
+            got = paired_or_resampled(resamples, scores[i], scores[prev], i, prev, n=n, seed=seed)
+            if got is None:
                 continue
-            _, lo, hi, p = paired_bootstrap([mine[q] for q in qids],  # type: ignore[index]
-                                               [theirs[q] for q in qids],  # type: ignore[index]
-                                               n=n, seed=seed)
+            _, (_, lo, hi, p) = got
             point.update(lo=lo, hi=hi, p=p)
             tests.append((point, p))
         out.append({"cost": cost, "points": points})

@@ -16,6 +16,7 @@ from sweep.decide.table import (
     DEFAULT_CORRECTION,
     N_RESAMPLES,
     SEED,
+    Resamples,
     Verdict,
     correction_line,
     format_p,
@@ -52,7 +53,8 @@ def power_of(scores: Sequence[Scores | None], detect: float | None, names: Seque
     out["pair"] = [0, j]
     which = "runner-up" if j == 1 else f"#{j + 1} (the runner-up has no per-question scores)"
     out["pair_text"] = f"best ({names[0]}) vs {which} ({names[j]})"
-    out["line"] = f"power, from {out['pair_text']}: {out['text']}"
+    said = out["text"] if out["mde"] is not None else f"not estimated ({out['reason']})"
+    out["line"] = f"power, from {out['pair_text']}: {said}"
     return out
 
 
@@ -72,8 +74,8 @@ def decide_sweep(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], metric:
                  scores: Sequence[Scores | None], *, costs: Sequence[str] = (),
                  names: Sequence[str] | None = None, correction: str = DEFAULT_CORRECTION,
                  detect: float | None = power.DEFAULT_DETECT, n: int = N_RESAMPLES,
-                 seed: int = SEED, verdicts: Sequence[Verdict | None] | None = None
-                 ) -> dict[str, Any]:
+                 seed: int = SEED, verdicts: Sequence[Verdict | None] | None = None,
+                 resamples: Resamples | None = None) -> dict[str, Any]:
     """Everything the sweep can decide. ``rows`` best first, each with its axis values and
     metrics; ``scores[i]`` its per-question scores on ``metric`` (None: none). Returns
     ``verdicts`` (one per row after the best), ``n_tests`` (configurations in the corrected
@@ -81,18 +83,23 @@ def decide_sweep(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], metric:
     ``axes`` (`axes.axis_effects`), ``fronts`` (`axes.pareto_fronts` against ``costs``) and
     ``lines``: the text the summary prints (``axis_lines``: its part about the axes and
     fronts, which `sweep compare --axes` prints). ``verdicts``: those
-    `table_verdicts` gave already for these rows (not computed again)."""
+    `table_verdicts` gave already for these rows (not computed again), ``resamples`` the
+    `Resamples` of ``scores`` made already."""
     names = list(names) if names is not None else [str(i + 1) for i in range(len(rows))]
     low = lower_is_better(metric)
+    # One set of resamples for the verdicts, the axes and the fronts (the same draws each
+    # would make on its own: one bootstrap of the table instead of one per comparison).
+    res = resamples if resamples is not None else Resamples(scores, n=n, seed=seed)
     if verdicts is None:
-        verdicts = table_verdicts(scores, metric, correction, n=n, seed=seed) if rows else []
+        verdicts = (table_verdicts(scores, metric, correction, n=n, seed=seed, resamples=res)
+                    if rows else [])
     n_tests = (sum(1 for sc in scores if sc is not None)
                if scores and scores[0] is not None else 0)
     pw = power_of(scores, detect, names)
     effects = ax.axis_effects(rows, axes, metric, scores, lower_is_better=low,
-                              correction=correction, n=n, seed=seed)
+                              correction=correction, n=n, seed=seed, resamples=res)
     fronts = ax.pareto_fronts(rows, metric, costs, scores, lower_is_better=low,
-                              correction=correction, n=n, seed=seed)
+                              correction=correction, n=n, seed=seed, resamples=res)
     n_worse = sum(1 for v in verdicts if v is not None and not v.tied)
     lines = [correction_line(correction, n_tests, metric)
              + f": {n_worse} of {len(rows) - 1} worse than the best"]
@@ -150,7 +157,7 @@ def decide_table(t: Any, detect: float | None = power.DEFAULT_DETECT) -> dict[st
                         costs=costs_of(t.rows, t.cost, t.latency),
                         names=[row_name(r, t.swept) for r in t.rows],
                         correction=t.correction, detect=detect,
-                        verdicts=t.verdicts)
+                        verdicts=t.verdicts, resamples=t.resamples)
 
 
 def read_scores(folder: Path, metric: str) -> dict[str, float] | None:

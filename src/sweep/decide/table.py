@@ -167,7 +167,7 @@ def resampled_means(scores: Any, n: int = N_RESAMPLES, seed: int = SEED) -> Any:
         # How often each question is drawn in each resample: one product for every column.
         flat = (idx + (np.arange(size) * m)[:, None]).ravel()
         counts = np.bincount(flat, minlength=size * m).reshape(size, m)
-        out[start : start + size] = counts @ s / m
+        out[start : start + size] = counts.astype(float) @ s / m  # (an integer matmul: 5x slower)
     return out
 
 
@@ -204,14 +204,73 @@ def pairwise_p(means: Any, observed: Sequence[float]) -> Any:
     return p
 
 
+class Resamples:
+    """One set of resamples of the questions for a whole table: `resampled_means` over the
+    questions every configuration with scores scored (``common``, sorted), so that any linear
+    combination of configurations (a pair, an axis value averaged over cells) gets the
+    bootstrap `paired_bootstrap` would give it on those questions, without resampling again.
+
+    ``scores[i]``: row i's ``{qid: score}`` or None (left out)."""
+
+    def __init__(self, scores: Sequence[Mapping[str, float] | None], n: int = N_RESAMPLES,
+                 seed: int = SEED) -> None:
+        import numpy as np
+
+        self.n = n
+        self.present = [i for i, sc in enumerate(scores) if sc is not None]
+        self.column = {i: c for c, i in enumerate(self.present)}
+        self.common = (sorted(set.intersection(*(set(scores[i] or {}) for i in self.present)))
+                       if self.present else [])
+        self.means: Any = None
+        self.observed: Any = None
+        if self.common and self.present:
+            matrix = np.array([[scores[i][q] for i in self.present]  # type: ignore[index]
+                               for q in self.common])
+            self.means = resampled_means(matrix, n=n, seed=seed)
+            self.observed = matrix.mean(axis=0)
+
+    def covers(self, rows: Sequence[int], qids: Sequence[str]) -> bool:
+        """Whether a comparison of ``rows`` on the questions ``qids`` (sorted) is one of these
+        resamples' linear combinations."""
+        return (self.means is not None and all(r in self.column for r in rows)
+                and list(qids) == self.common)
+
+    def combination(self, weights: Mapping[int, float]) -> tuple[float, float, float, float]:
+        """``(mean_diff, lo, hi, p)`` of ``sum(w * row)`` as `paired_bootstrap` reports it."""
+        import numpy as np
+
+        w = np.zeros(len(self.present))
+        for row, weight in weights.items():
+            w[self.column[row]] += weight
+        boots = np.round(self.means @ w, 12)
+        lo, hi = np.percentile(boots, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)])
+        p = min(1.0, 2.0 * min(float((boots <= 0).mean()), float((boots >= 0).mean())))
+        return float(np.round(self.observed @ w, 12)), float(lo), float(hi), p
+
+
+def paired_or_resampled(res: Resamples | None, a: Mapping[str, float], b: Mapping[str, float],
+                        ia: int, ib: int, n: int = N_RESAMPLES, seed: int = SEED
+                        ) -> tuple[int, tuple[float, float, float, float]] | None:
+    """The paired bootstrap of row ``ia`` minus row ``ib`` on the questions both scored (from
+    ``res`` when those are its questions); with the number of questions. None: none shared."""
+    shared = sorted(q for q in a if q in b)
+    if not shared:
+        return None
+    if res is not None and res.covers([ia, ib], shared):
+        return len(shared), res.combination({ia: 1.0, ib: -1.0})
+    return len(shared), paired_bootstrap([a[q] for q in shared], [b[q] for q in shared],
+                                         n=n, seed=seed)
+
+
 def table_verdicts(scores: Sequence[Mapping[str, float] | None], metric: str,
                    correction: str = DEFAULT_CORRECTION, n: int = N_RESAMPLES,
-                   seed: int = SEED) -> list[Verdict | None]:
+                   seed: int = SEED, resamples: Resamples | None = None
+                   ) -> list[Verdict | None]:
     """Every configuration of a table against its best, corrected for the table's comparisons.
 
     ``scores[0]`` is the best configuration's ``{qid: score}`` (questions it scored), then one
     per other row (None: no per-question scores; its verdict is None). Returns the verdicts of
-    ``scores[1:]``, in order.
+    ``scores[1:]``, in order. ``resamples``: a `Resamples` of these scores made already.
 
     Each row's difference, interval and p come from the paired bootstrap over the questions it
     and the best both scored (`paired_bootstrap`). The correction treats the table as the
@@ -219,9 +278,10 @@ def table_verdicts(scores: Sequence[Mapping[str, float] | None], metric: str,
     best is picked from the same data, and among 40 configurations that differ only by noise
     the observed best is the luckiest, so testing the others against it alone says "worse" by
     chance far more often than 5% (docs/statistics.md measures it). The pairs' p-values come
-    from one set of resamples of the questions every configuration scored
-    (`resampled_means`), are adjusted together (`multiple.adjust`), and a row is "worse" only
-    when its pair with the best stays below `ALPHA` after adjustment.
+    from one set of resamples of the questions every configuration scored (`Resamples`), are
+    adjusted together (`multiple.adjust`), and a row is "worse" only when its pair with the
+    best stays below `ALPHA` after adjustment (a table whose configurations share no question
+    has no family: every row stays tied).
     """
     import numpy as np
 
@@ -229,46 +289,26 @@ def table_verdicts(scores: Sequence[Mapping[str, float] | None], metric: str,
     out: list[Verdict | None] = [None] * (len(scores) - 1)
     if best is None:
         return out
-    present = [i for i, sc in enumerate(scores) if sc is not None]
-    common = sorted(set.intersection(*(set(scores[i] or {}) for i in present)))
+    res = resamples if resamples is not None else Resamples(scores, n=n, seed=seed)
     family_p: dict[int, float] = {}
-    means = None
-    if common and len(present) > 1:
-        matrix = np.array([[scores[i][q] for i in present] for q in common])  # type: ignore[index]
-        means = resampled_means(matrix, n=n, seed=seed)
-        observed = np.round(matrix.mean(axis=0), 12)
-        p = pairwise_p(means, observed.tolist())
-        pairs = [(a, b) for a in range(len(present)) for b in range(a + 1, len(present))]
+    if res.means is not None and len(res.present) > 1:
+        p = pairwise_p(res.means, np.round(res.observed, 12).tolist())
+        k = len(res.present)
+        pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
         adjusted = multiple.adjust([float(p[a, b]) for a, b in pairs], correction)
-        family_p = {present[b]: float(adj) for (a, b), adj in zip(pairs, adjusted, strict=True)
+        family_p = {res.present[b]: float(adj) for (a, b), adj in zip(pairs, adjusted, strict=True)
                     if a == 0 and adj is not None}
-        column = {i: c for c, i in enumerate(present)}
     for i in range(1, len(scores)):
         mine = scores[i]
         if mine is None:
             continue
-        shared = sorted(q for q in best if q in mine)
-        if not shared:
+        got = paired_or_resampled(res, mine, best, i, 0, n=n, seed=seed)
+        if got is None:
             out[i - 1] = Verdict(0, tied=True, text="n/a (no question scored in both)")
             continue
-        if means is not None and shared == common:
-            # The pair's own bootstrap is the family's resamples (the same draws).
-            boots = np.round(means[:, column[i]] - means[:, 0], 12)
-            diff = float(observed[column[i]] - observed[0])
-            lo, hi = (float(x) for x in np.percentile(boots, [100 * ALPHA / 2,
-                                                              100 * (1 - ALPHA / 2)]))
-            p_raw = min(1.0, 2.0 * min(float((boots <= 0).mean()), float((boots >= 0).mean())))
-            diff = float(np.round(diff, 12))
-        else:
-            diff, lo, hi, p_raw = paired_bootstrap([mine[q] for q in shared],
-                                                   [best[q] for q in shared], n=n, seed=seed)
-        # A row whose questions are not all scored by every configuration is still in the
-        # family (on the questions they all scored).
-        p_adj = family_p.get(i) if correction != "none" else None
-        if correction != "none" and p_adj is None:
-            p_adj = 1.0
-        out[i - 1] = decide_verdict(len(shared), diff, lo, hi, p_raw, metric, n, p_adj,
-                                    correction)
+        n_pairs, (diff, lo, hi, p_raw) = got
+        p_adj = None if correction == "none" else family_p.get(i, 1.0)
+        out[i - 1] = decide_verdict(n_pairs, diff, lo, hi, p_raw, metric, n, p_adj, correction)
     return out
 
 
@@ -446,6 +486,7 @@ class SweepTable:
     # per row: {qid: score} on the metric (None: no per_question.csv), and its verdict
     scores: list[Any] = field(repr=False, default_factory=list)
     verdicts: list[Any] = field(repr=False, default_factory=list)
+    resamples: Any = field(repr=False, default=None)  # the table's `Resamples`, reused
 
 
 def default_uri() -> str:
@@ -574,7 +615,8 @@ def add_verdicts(t: SweepTable, uri: str, tmp: Path, *, n: int = N_RESAMPLES,
             scores.append(None)
             continue
         scores.append(question_scores(mine, metric))
-    verdicts = table_verdicts(scores, metric, correction, n=n, seed=seed)
+    t.resamples = Resamples(scores, n=n, seed=seed)
+    verdicts = table_verdicts(scores, metric, correction, n=n, seed=seed, resamples=t.resamples)
     t.scores, t.verdicts = scores, verdicts
     t.n_tests = sum(1 for sc in scores if sc is not None) if scores[0] is not None else 0
     t.rows[0].update(tied=True, verdict="best", n_pairs=None, diff=None, lo=None, hi=None,

@@ -114,3 +114,29 @@ def test_pareto_steps_are_tested():
     lines = ax.front_text(front, rows, [], "m")
     assert lines[0] == "Pareto front of m against tok (cheapest first):"
     assert "within noise" in lines[2] and "distinguishable" in lines[3]
+
+
+def test_shared_resamples_give_what_each_bootstrap_gives_alone():
+    from sweep.decide.table import Resamples
+
+    rng = np.random.default_rng(8)
+    per_q = {k: (rng.random(90) < p).astype(float)
+             for k, p in zip(TABLE, (0.4, 0.5, 0.6, 0.55), strict=True)}
+    rows = [{"chunk.boundary": b, "chunk.size": s, "m": float(v.mean()), "tok": 100.0 * i}
+            for i, ((b, s), v) in enumerate(per_q.items())]
+    scores = [_scores(v) for v in per_q.values()]
+    res = Resamples(scores, n=1000)
+    alone = ax.axis_effects(rows, AXES, "m", scores, n=1000)
+    shared = ax.axis_effects(rows, AXES, "m", scores, n=1000, resamples=res)
+    def flat(effects):
+        return [x for e in effects for v in e["values"] if v["p"] is not None
+                for x in (v["diff"], v["lo"], v["hi"], v["p"])]
+
+    assert len(flat(alone)) == 8 and flat(alone) == pytest.approx(flat(shared))
+    f1 = ax.pareto_fronts(rows, "m", ["tok"], scores, n=1000)
+    f2 = ax.pareto_fronts(rows, "m", ["tok"], scores, n=1000, resamples=res)
+    steps = [[x for p in f[0]["points"][1:] for x in (p["lo"], p["hi"], p["p"])] for f in (f1, f2)]
+    assert steps[0] and steps[0] == pytest.approx(steps[1])
+    # A question one configuration did not score: the resamples do not cover that pair.
+    del scores[1]["q0"]
+    assert not Resamples(scores, n=10).covers([0, 2], sorted(scores[0]))

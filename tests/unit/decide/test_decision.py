@@ -93,6 +93,18 @@ def test_a_job_without_per_question_scores_is_na(tmp_path):
     assert decision.finished_sweep(axes, one, {}) is None
 
 
+def test_power_line_of_two_identical_configurations():
+    same = {"q1": 1.0, "q2": 0.0, "q3": 1.0}
+    pw = decision.power_of([same, dict(same)], 0.02, ["a", "b"])
+    assert pw["line"] == ("power, from best (a) vs runner-up (b): not estimated (the two "
+                          "configurations score every question the same: no paired variation "
+                          "to size the set from)")
+    # The runner-up without scores: the next configuration, and the line says so.
+    pw = decision.power_of([same, None, {"q1": 0.0, "q2": 0.0, "q3": 1.0}], None, ["a", "b", "c"])
+    assert pw["pair"] == [0, 2] and "#3 (the runner-up has no per-question scores) (c)" in pw["line"]
+    assert decision.power_of([None, same], 0.02, ["a", "b"]) is None
+
+
 def test_end_of_sweep_summary_prints_and_writes_it(tmp_path, capsys):
     from omegaconf import OmegaConf
 
