@@ -49,6 +49,9 @@ def test_audit_json(ws: Path) -> None:
     assert report["inputs"]["near_duplicates"]["model"] is None
     assert report["inputs"]["reference_chunking"]["from"] == "ChunkSpec defaults (no sidecar)"
     assert "Traceback" not in res.stderr
+    # No mlflow.db where it runs: nothing to size the set from, and the line says why.
+    assert s["power"]["mde"] is None and s["power"]["n_needed"] is None
+    assert s["power"]["line"].startswith("power: not estimated (no sweep to size it from (")
 
 
 def test_validate_audit_text_and_html(ws: Path) -> None:
@@ -58,6 +61,7 @@ def test_validate_audit_text_and_html(ws: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert "near-duplicate questions (normalised text only (no embedding)): 1 pairs" in res.stdout
     assert "coverage: 1/2 documents and 2/4 sections touched" in res.stdout
+    assert "power: not estimated (no sweep to size it from (" in res.stdout
     assert page.read_text(encoding="utf-8").startswith("<!doctype html>")
 
 

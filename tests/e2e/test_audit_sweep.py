@@ -30,6 +30,18 @@ def test_a_sweep_writes_and_logs_the_audit(tmp_path: Path) -> None:
 
     client, runs = mlflow_runs(f"sqlite:///{db}")
     [parent] = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    # What the set can decide, from this sweep's best and runner-up (issue 28): the line in
+    # audit.json and on the page, and `sweep audit` afterwards reads the same from MLflow.
+    power = audit["set"]["power"]
+    assert power["line"].startswith(f"power, on recall_at_5 from sweep {parent.info.run_id}, "
+                                    "best (")
+    assert power["mde"] > 0 and power["detect"] == 0.02 and power["n"] == 60
+    assert power["line"] in (tmp_path / "multirun" / "audit.html").read_text(encoding="utf-8")
+    later = run_cli("-m", "sweep.cli", "audit", "--json", "--no-embedding", cwd=tmp_path)
+    assert later.returncode == 0, later.stderr[-3000:]
+    again = json.loads(later.stdout)["set"]["power"]
+    assert (again["mde"], again["n_needed"]) == (power["mde"], power["n_needed"])
+    assert again["line"] == power["line"]
     assert {"audit.html", "audit.json"} <= {a.path for a in
                                            client.list_artifacts(parent.info.run_id)}
     for child in (r for r in runs if "mlflow.parentRunId" in r.data.tags):

@@ -22,3 +22,23 @@ def correction_arg(parser: argparse.ArgumentParser) -> None:
                         help="correct the verdicts for the table's comparisons: holm (default; "
                         "the chance of any false 'worse' <= 5%%), bh (Benjamini-Hochberg: the "
                         "share of false 'worse' <= 5%%) or none")
+
+
+def _detect(value: str) -> float:
+    try:
+        d = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not 0 < d <= 1:
+        raise argparse.ArgumentTypeError(f"{value}: the difference to detect must be in (0, 1] "
+                                         "(0.03 = 3 points)")
+    return d
+
+
+def detect_arg(parser: argparse.ArgumentParser) -> None:
+    """The difference the power line sizes the golden set for (compare, audit)."""
+    from sweep.decide.power import DEFAULT_DETECT
+
+    parser.add_argument("--detect", type=_detect, default=DEFAULT_DETECT, metavar="D",
+                        help="size the golden set for this difference of the metric "
+                        f"(default {DEFAULT_DETECT}: {100 * DEFAULT_DETECT:g} points)")

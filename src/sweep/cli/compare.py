@@ -16,10 +16,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from sweep.cli.args import correction_arg, selection_args
+from sweep.cli.args import correction_arg, detect_arg, selection_args
 from sweep.common.errors import SweepError
 from sweep.decide.decision import decide_table, plot_data
-from sweep.decide.power import DEFAULT_DETECT
 from sweep.decide.table import (
     default_uri,
     load_table,
@@ -32,17 +31,6 @@ from sweep.outputs import tracking
 from sweep.outputs.report import plot_axes
 
 
-def _detect(value: str) -> float:
-    try:
-        d = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
-    if not 0 < d <= 1:
-        raise argparse.ArgumentTypeError(f"{value}: the difference to detect must be in (0, 1] "
-                                         "(0.03 = 3 points)")
-    return d
-
-
 def cmd_compare(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="sweep compare",
                                      description="Compare the configurations of a sweep.")
@@ -53,9 +41,7 @@ def cmd_compare(argv: Sequence[str]) -> int:
                         "(default: the sweep folder)")
     parser.add_argument("--no-plot", action="store_true", help="skip the plots")
     correction_arg(parser)
-    parser.add_argument("--detect", type=_detect, default=DEFAULT_DETECT, metavar="D",
-                        help="size the golden set for this difference of the metric "
-                        f"(default {DEFAULT_DETECT}: {100 * DEFAULT_DETECT:g} points)")
+    detect_arg(parser)
     parser.add_argument("--axes", action="store_true", help="what each swept axis did "
                         "(averaged over the others) and the Pareto fronts; plot axes.png")
     args = parser.parse_args(argv)

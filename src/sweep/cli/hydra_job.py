@@ -30,7 +30,7 @@ from sweep.config.checks import check_config
 from sweep.config.compose import config_error_line, to_container
 from sweep.config.identity import config_hash
 from sweep.config.schema import Config
-from sweep.decide.decision import finished_sweep, plot_data
+from sweep.decide.decision import audit_power, finished_sweep, plot_data
 from sweep.outputs import quant, tracking, tracking_worker
 from sweep.outputs import report as rp
 from sweep.outputs.audit_report import write_audit
@@ -119,7 +119,9 @@ def job(cfg: DictConfig) -> float:
         paths += write_views(job_dir, result.views, run_name(plain),
                              {k: v for k, v in rep["metrics"].items() if k.startswith("n_miss")})
         if not multirun:  # a sweep audits its golden set once, at its end
-            paths += set_audit(typed, job_dir)
+            paths += set_audit(typed, job_dir, audit_power(
+                None, rep["headline"]["metric"], None, "one configuration: no pair to size it "
+                "from; a sweep's audit.json has it, and `sweep audit` reads the latest sweep"))
         if typed.generation.method.value != "none":
             try:
                 run_generation_for(typed, result, progress=not multirun)
@@ -305,13 +307,16 @@ def _print_summary(rep: dict[str, Any], job_dir: Path, multirun: bool) -> None:
         print(f"report: {job_dir / rp.REPORT}")
 
 
-def set_audit(cfg: Config, folder: Path) -> list[Path]:
-    """The golden set's audit (audit.json, audit.html) in ``folder``, when ``sweep.audit``.
-    It changes no result, so a failure is a warning and the run keeps its reports."""
+def set_audit(cfg: Config, folder: Path, power: dict[str, Any]) -> list[Path]:
+    """The golden set's audit (audit.json, audit.html) in ``folder``, when ``sweep.audit``,
+    with its power line ``power`` (`decision.audit_power`). It changes no result, so a
+    failure is a warning and the run keeps its reports."""
     if not cfg.sweep.audit:
         return []
     try:
-        return write_audit(folder, run_audit(cfg))
+        report = run_audit(cfg)
+        report["set"]["power"] = power
+        return write_audit(folder, report)
     except (SweepError, OSError) as exc:
         log.warning("the golden set's audit was not written: %s", exc)
         return []
@@ -530,7 +535,10 @@ class MlflowSweepCallback(Callback):
                 and OmegaConf.select(config, "sweep.audit", default=True)):
             typed = sweep_config(config)
             if typed is not None:
-                artifacts += set_audit(typed, sweep_dir)
+                pw = decision["power"] if decision is not None else None
+                artifacts += set_audit(typed, sweep_dir, audit_power(
+                    pw, decision["metric"] if decision is not None else None, self.parent,
+                    "fewer than two configurations finished with per-question scores"))
         # Drawn by the MLflow worker where there is one (it imported matplotlib while the jobs
         # ran), while this process prints the table; else here, as `call` runs it then.
         drawings = [tracking_worker.begin(tracking.plot_sweep, axes, rows,

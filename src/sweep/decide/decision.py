@@ -22,6 +22,8 @@ from sweep.decide.table import (
     format_p,
     lower_is_better,
     question_scores,
+    ranked_table,
+    read_per_question,
     table_verdicts,
 )
 from sweep.outputs.report import PER_QUESTION
@@ -217,3 +219,58 @@ def finished_sweep(axes: Sequence[str], rows: Sequence[dict[str, Any]],
     out["rows"] = plain
     out["metric"] = metric
     return out
+
+
+# --- the audit's power line -------------------------------------------------------------------
+
+def audit_power(pw: Mapping[str, Any] | None, metric: str | None, sweep: str | None,
+                reason: str | None = None) -> dict[str, Any]:
+    """The golden set audit's ``set.power``: what the set can decide, from `power_of` of a
+    sweep scored on it (``metric``: its headline; ``sweep``: its parent run id, None for the
+    sweep in progress), or why it is not estimated (``reason``, when ``pw`` is None or has no
+    figure). Always has ``mde``, ``n_needed``, ``detect`` and ``line``."""
+    if pw is None:
+        why = reason or "no two configurations with per-question scores"
+        return {"mde": None, "n_needed": None, "detect": None, "n": None, "metric": metric,
+                "sweep": sweep, "reason": why, "line": f"power: not estimated ({why})"}
+    where = f"sweep {sweep}" if sweep else "this sweep"
+    said = pw["text"] if pw["mde"] is not None else f"not estimated ({pw['reason']})"
+    return {**pw, "metric": metric, "sweep": sweep,
+            "line": f"power, on {metric} from {where}, {pw['pair_text']}: {said}"}
+
+
+def sweep_power(uri: str, experiment: str | None, sweep: str, golden_fingerprint: str | None,
+                tmp: Path, detect: float | None = power.DEFAULT_DETECT) -> dict[str, Any]:
+    """`audit_power` from a sweep in MLflow (``sweep``: latest or a parent run id): its best
+    configuration against the runner-up on its headline, among the configurations that scored
+    the golden set of ``golden_fingerprint`` (None: any). Only those two configurations'
+    per_question.csv are read: the line needs no bootstrap. Never raises `SweepError`: no
+    store, no sweep or another golden set is the line's reason."""
+    try:
+        t = ranked_table(uri, experiment, sweep, None, tmp)
+    except SweepError as exc:
+        return audit_power(None, None, None,
+                           f"no sweep to size it from ({exc}); the sweep's summary and "
+                           "`sweep compare` print it, or run `sweep audit` where its mlflow.db is")
+    run_id = t.parent["run_id"]
+    rows = [r for r in t.rows if golden_fingerprint is None
+            or (r.get("inputs") or {}).get("golden") == golden_fingerprint]
+    if len(rows) < 2:
+        return audit_power(None, t.metric, run_id,
+                           f"sweep {run_id} has {len(rows)} finished configuration(s) scored on "
+                           "this golden set (its file changed since, or the sweep used another); "
+                           "run a sweep on it, or --sweep PARENT_RUN_ID")
+    scores: list[dict[str, float] | None] = []
+    for r in rows:
+        frame = read_per_question(uri, r["run_id"], tmp)
+        scores.append(question_scores(frame, t.metric)
+                      if frame is not None and t.metric in frame.columns else None)
+        if scores[0] is None or (len(scores) > 1 and scores[-1] is not None):
+            break  # the best without scores has no pair; else the first pair found
+    pw = power_of(scores, detect, [row_name(r, t.swept) for r in rows[: len(scores)]])
+    if pw is not None:
+        pw["pair_run_ids"] = [rows[i]["run_id"] for i in pw["pair"]]
+    missing = ("its best configuration" if scores[0] is None
+               else "no configuration but the best")
+    return audit_power(pw, t.metric, run_id,
+                       f"in sweep {run_id}, {missing} has per-question scores")

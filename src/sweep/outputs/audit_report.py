@@ -65,9 +65,10 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
     lines.append(f"coverage: {cov['documents_touched']}/{cov['documents']} documents and "
                  f"{cov['sections_touched']}/{cov['sections']} sections touched by some "
                  "question's evidence")
+    # From a sweep's paired per-question results (`sweep.decide.decision.audit_power`): the
+    # set alone has no spread to size anything from.
     power = s.get("power")
-    lines.append(f"power: {power['line']}" if power else
-                 "power: not computed (needs sweep.decide.power, issue 28 part A)")
+    lines.append(power["line"] if power else "power: not estimated (no sweep was consulted)")
     return lines
 
 

@@ -61,7 +61,7 @@ def run_audit(cfg: Config, *, embed: bool = True, spec: AuditSpec | None = None,
                             "text": "NFKC, casefold, whitespace collapsed, trailing ?!. and "
                                     "quotes stripped"},
     }
-    # The power line needs `sweep.decide.power` (issue 28, part A); until it exists the
-    # audit says so rather than print a figure of its own.
+    # What the set can decide needs two configurations' paired scores on it: the caller adds
+    # it from a sweep (`sweep.decide.decision.audit_power`, a layer above this one).
     report["set"]["power"] = None
     return report

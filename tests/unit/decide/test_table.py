@@ -483,3 +483,34 @@ def test_compare_prints_corrected_verdicts_power_and_axes(fake_store, tmp_path, 
     assert [p["run_id"] for p in front["points"]] == [fake_store["ids"][x] for x in "cba"]
     with pytest.raises(SystemExit):
         cmd_compare(["--tracking-uri", uri, "--detect", "0"])
+
+
+def test_the_audit_sizes_the_set_from_the_latest_sweep_on_it(fake_store, tmp_path):
+    """The audit's power line: best (a) vs runner-up (b) of the sweep, on its headline, only
+    over the configurations that scored the audited golden set."""
+    import math
+
+    from sweep.decide.decision import audit_power, sweep_power
+
+    uri = fake_store["uri"]
+    got = sweep_power(uri, None, "latest", None, tmp_path, 0.02)
+    k = 1.959963985 + 0.841621234
+    # a and b differ on 1 of 40 questions: psi = 1/40 (as in `sweep compare`)
+    assert got["mde"] == pytest.approx(k * math.sqrt(1 / 40) / math.sqrt(40 + k * k))
+    assert got["n_needed"] == math.ceil(k * k * (1 / 40 - 0.02**2) / 0.02**2)
+    assert got["sweep"] == fake_store["parent"] and got["metric"] == "recall_at_5"
+    assert got["pair_run_ids"] == [fake_store["ids"]["a"], fake_store["ids"]["b"]]
+    assert got["line"].startswith(
+        f"power, on recall_at_5 from sweep {fake_store['parent']}, best (boundary=heading, "
+        "size=256) vs runner-up (boundary=heading, size=128): this set (40 questions) can tell "
+        f"apart differences of {100 * got['mde']:.1f} points or more")
+    assert got["n_needed"] == 483 and "2.0 points needs ~480 questions" in got["line"]
+    # The runs carry no golden fingerprint: none scored the set of "abc".
+    other = sweep_power(uri, None, "latest", "abc", tmp_path, 0.02)
+    assert other["mde"] is None and other["n_needed"] is None
+    assert other["line"].startswith(f"power: not estimated (sweep {fake_store['parent']} has 0 "
+                                    "finished configuration(s) scored on this golden set")
+    none = sweep_power(f"sqlite:///{tmp_path / 'none.db'}", None, "latest", None, tmp_path)
+    assert none["mde"] is None and none["line"].startswith("power: not estimated (no sweep to "
+                                                           "size it from (")
+    assert audit_power(None, "m", None, "why")["line"] == "power: not estimated (why)"

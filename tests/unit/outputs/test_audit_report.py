@@ -67,7 +67,7 @@ def test_the_page_escapes_everything() -> None:
 def test_text_and_files(tmp_path) -> None:
     rep = _report()
     lines = summary_lines(rep)
-    assert lines[-1].startswith("power: not computed")
+    assert lines[-1] == "power: not estimated (no sweep was consulted)"
     assert any(line.startswith("near-duplicate questions (normalised text only") and
                "1 pairs over 2 items (1 equal once normalised)" in line for line in lines)
     text = audit_text(rep)
