@@ -33,12 +33,22 @@ LATENCY = "latency_end_to_end_p95_ms"
 Scores = Mapping[str, float]
 
 
+def same_scores(a: Scores, b: Scores) -> bool:
+    """Whether two configurations score every question they both scored the same (on a corpus
+    without headings, ``heading`` and ``recursive`` cut the same chunks: one configuration)."""
+    return all(abs(a[q] - b[q]) < 1e-12 for q in a if q in b)
+
+
 def power_pair(scores: Sequence[Scores | None]) -> int | None:
     """The configuration the power line compares with the best (row 0): the runner-up, or
-    the next row that has per-question scores."""
+    the next row that has per-question scores, skipping those that score every question as
+    the best does (no paired variation: the same configuration in effect). When every one
+    does, the first with scores (its line says so)."""
     if not scores or scores[0] is None:
         return None
-    return next((i for i in range(1, len(scores)) if scores[i] is not None), None)
+    with_scores = [i for i in range(1, len(scores)) if scores[i] is not None]
+    differ = (i for i in with_scores if not same_scores(scores[0], scores[i]))  # type: ignore[arg-type]
+    return next(differ, with_scores[0] if with_scores else None)
 
 
 def power_of(scores: Sequence[Scores | None], detect: float | None, names: Sequence[str]
@@ -53,7 +63,14 @@ def power_of(scores: Sequence[Scores | None], detect: float | None, names: Seque
     out = power.power_summary([best[q] - other[q] for q in qids],  # type: ignore[index]
                               detect=detect)
     out["pair"] = [0, j]
-    which = "runner-up" if j == 1 else f"#{j + 1} (the runner-up has no per-question scores)"
+    skipped = [i for i in range(1, j) if scores[i] is not None]
+    if j == 1:
+        which = "runner-up"
+    elif skipped:
+        which = (f"#{j + 1} (#{', #'.join(str(i + 1) for i in skipped)} score every question "
+                 "as the best does)")
+    else:
+        which = f"#{j + 1} (the runner-up has no per-question scores)"
     out["pair_text"] = f"best ({names[0]}) vs {which} ({names[j]})"
     said = out["text"] if out["mde"] is not None else f"not estimated ({out['reason']})"
     out["line"] = f"power, from {out['pair_text']}: {said}"
@@ -265,8 +282,9 @@ def sweep_power(uri: str, experiment: str | None, sweep: str, golden_fingerprint
         frame = read_per_question(uri, r["run_id"], tmp)
         scores.append(question_scores(frame, t.metric)
                       if frame is not None and t.metric in frame.columns else None)
-        if scores[0] is None or (len(scores) > 1 and scores[-1] is not None):
-            break  # the best without scores has no pair; else the first pair found
+        if scores[0] is None or (len(scores) > 1 and scores[-1] is not None
+                                 and not same_scores(scores[0], scores[-1])):
+            break  # the best without scores has no pair; else the first pair that differs
     pw = power_of(scores, detect, [row_name(r, t.swept) for r in rows[: len(scores)]])
     if pw is not None:
         pw["pair_run_ids"] = [rows[i]["run_id"] for i in pw["pair"]]

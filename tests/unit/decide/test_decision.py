@@ -103,6 +103,13 @@ def test_power_line_of_two_identical_configurations():
     pw = decision.power_of([same, None, {"q1": 0.0, "q2": 0.0, "q3": 1.0}], None, ["a", "b", "c"])
     assert pw["pair"] == [0, 2] and "#3 (the runner-up has no per-question scores) (c)" in pw["line"]
     assert decision.power_of([None, same], 0.02, ["a", "b"]) is None
+    # A runner-up that scores every question as the best does (on COVID-QA, without headings,
+    # heading and recursive cut the same chunks) is the same configuration in effect: the
+    # line is sized from the next one that differs, and names the skipped.
+    other = {"q1": 0.0, "q2": 0.0, "q3": 1.0}
+    pw = decision.power_of([same, dict(same), None, other], 0.02, ["a", "b", "c", "d"])
+    assert pw["pair"] == [0, 3] and pw["n_discordant"] == 1 and pw["mde"] is not None
+    assert "vs #4 (#2 score every question as the best does) (d):" in pw["line"]
 
 
 def test_end_of_sweep_summary_prints_and_writes_it(tmp_path, capsys):
