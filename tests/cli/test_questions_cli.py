@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_cli
+from helpers import DEMO, run_cli
 
 LOG = ("timestamp,user_query,thumbs\n"
        "2024-05-01T10:00:00Z,How do I reset my password?,down\n"
@@ -62,6 +62,11 @@ def test_import_writes_queue_and_report_then_adds_to_it(tmp_path: Path) -> None:
     (lambda d: None, ["--mlflow-experiment", "x", "--tracking-uri", "sqlite:///{d}/none.db"],
      "no MLflow store at"),
     (lambda d: None, [], "give log files or --mlflow-experiment"),
+    (lambda d: (d / "l.csv").write_text("query\nq\n", encoding="utf-8"),
+     ["{d}/l.csv", "--against-sweep", "latest"], "--against-sweep needs --corpus DIR"),
+    (lambda d: (d / "l.csv").write_text("query\nq\n", encoding="utf-8"),
+     ["{d}/l.csv", "--corpus", "{demo}", "--against-sweep", "latest",
+      "--sweep-tracking-uri", "sqlite:///{d}/none.db"], "no MLflow store at"),
 ])
 def test_bad_input_one_line_nonzero_and_queue_untouched(tmp_path: Path, setup, args, message
                                                         ) -> None:
@@ -70,7 +75,8 @@ def test_bad_input_one_line_nonzero_and_queue_untouched(tmp_path: Path, setup, a
     q.write_text('{"cid": "c-1", "question": "kept", "count": 1, "source": "log"}\n',
                  encoding="utf-8")
     before = q.read_bytes()
-    code, _, err = sweep("import", *[a.replace("{d}", str(tmp_path)) for a in args],
+    code, _, err = sweep("import", *[a.replace("{d}", str(tmp_path)).replace("{demo}", str(DEMO / "corpus"))
+                             for a in args],
                            "--out", str(q), "--no-near", cwd=tmp_path)
     assert code != 0
     assert message in err, err

@@ -35,6 +35,16 @@ def _common(p: argparse.ArgumentParser) -> None:
                    "corpus (= corpus.path=DIR; chunked as chunk.*, embedded as embedding.*)")
     p.add_argument("--golden", metavar="FILE", help="with --corpus: rank questions outside "
                    "this golden set's documents and sections higher (coverage)")
+    p.add_argument("--against-sweep", metavar="latest|RUN_ID", default=None,
+                   help="with --corpus: disagreement between this sweep's best and runner-up "
+                        "configurations (run again on the candidates) instead of BM25 vs "
+                        "dense; the sweep is read from --sweep-tracking-uri")
+    p.add_argument("--sweep-experiment", metavar="NAME", default=None,
+                   help="with --against-sweep latest: the sweep's MLflow experiment "
+                        "(default: the one used last)")
+    p.add_argument("--sweep-tracking-uri", metavar="URI", default=None,
+                   help="the store holding --against-sweep (default: $MLFLOW_TRACKING_URI, "
+                        "else ./mlflow.db)")
     p.add_argument("--no-redact", action="store_true",
                    help="keep e-mails, phones, cards, IBANs and key-like strings as they are")
     p.add_argument("--no-near", action="store_true",
@@ -177,6 +187,103 @@ class Corpus:
         return locate
 
 
+def config_of_run(cfg: Any, run_config: dict[str, Any]) -> Any:
+    """``cfg`` (corpus, caches) with a sweep run's result sections (chunk, embedding,
+    retrieval, rerank, index) from its config.yaml."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from sweep.config.identity import RESULT_SECTIONS
+
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(cfg),
+                                 {k: run_config[k] for k in RESULT_SECTIONS if k in run_config})
+        return OmegaConf.to_object(merged)
+    except OmegaConfBaseException as exc:
+        raise SweepError(f"the sweep's config.yaml does not fit this version's schema: "
+                         f"{' '.join(str(exc).split())[:200]}") from None
+
+
+def config_places(cfg: Any, questions: list[str]) -> list[list[tuple[str, int, int]]]:
+    """The places (doc_id, start, end) of the first chunks ``cfg`` retrieves for each
+    question, as a sweep of that configuration would search (its chunking, model, method,
+    index and reranker; through the same caches)."""
+    from sweep.config.specs import chunk_spec
+    from sweep.pipeline.run import (
+        build_indexes,
+        chunks_for,
+        load_corpus_cached,
+        load_reranker,
+        make_search,
+    )
+    from sweep.questions.locate import DEPTH
+
+    spec = chunk_spec(cfg)
+    if spec.boundary in ("semantic", "cluster") or spec.header == "contextual":
+        raise SweepError(f"--against-sweep: chunk.boundary={spec.boundary}, chunk.header="
+                         f"{spec.header} is not re-run for the queue (use a tiling boundary and "
+                         "no contextual header, or BM25 vs dense without --against-sweep)")
+    docs, fingerprint = load_corpus_cached(cfg)
+    chunks = chunks_for(docs, fingerprint, spec, cfg.chunk.tokenizer,
+                        cache_dir=cfg.cache.dir if cfg.cache.enabled else None)
+    if not chunks:
+        raise SweepError(f"corpus {cfg.corpus.path} produced no chunks")
+    ix = build_indexes(cfg, chunks, questions, {}, progress=show_progress())
+    search = make_search(chunks, cfg.retrieval.method.value, cfg, ix.chunk_vecs, ix.bm25,
+                         load_reranker(cfg))
+    return [[(chunks[i].doc_id, chunks[i].start, chunks[i].end)
+             for i in r.final.indices[:DEPTH]]
+            for r in search.run_all(questions, ix.query_vecs)]
+
+
+def sweep_locate(args: argparse.Namespace, cfg: Any, base: Callable[[list[Any]], Any],
+                 steps: dict[str, Any]) -> Callable[[list[Any]], Any]:
+    """Disagreement between the best and the runner-up of a finished sweep: both are run
+    again on the candidates over ``--corpus`` (coverage still from ``base``)."""
+    import tempfile
+
+    from sweep.decide.rerun import run_configs
+    from sweep.decide.table import default_uri, ranked_table
+    from sweep.questions.locate import with_sweep_disagreement
+
+    uri = args.sweep_tracking_uri or default_uri()
+    with tempfile.TemporaryDirectory() as tmp:
+        t = ranked_table(uri, args.sweep_experiment, args.against_sweep, None,
+                         Path(tmp) / "table")
+        if len(t.rows) < 2:
+            raise SweepError(f"--against-sweep {args.against_sweep}: the sweep has "
+                             f"{len(t.rows)} finished configuration(s); a runner-up needs two")
+        configs = run_configs(uri, t.rows[:2], Path(tmp) / "cfg")
+    names = tuple(", ".join(f"{p}={row.get(p)}" for p in t.swept) or row["run_id"]
+                  for row in t.rows[:2])
+    chosen = [config_of_run(cfg, c) for c in configs]
+
+    def locate(cands: list[Any]) -> Any:
+        signals = base(cands)  # coverage (and BM25 vs dense, replaced below)
+        questions = [c.question for c in cands]
+        places = []
+        for name, c in zip(names, chosen, strict=True):
+            _say(f"ranking: {len(cands)} questions through the sweep's {name}")
+            places.append(config_places(c, questions))
+        out = with_sweep_disagreement(signals, cands, places[0], places[1],
+                                      (names[0], names[1]))
+        by_source: dict[str, dict[str, int]] = {}
+        for cand in cands:
+            s = by_source.setdefault(cand.source or "unspecified", {"candidates": 0,
+                                                                    "disagree": 0})
+            s["candidates"] += 1
+            s["disagree"] += bool(out[cand.cid].disagree)
+        steps["disagreement"] = {
+            "ran": True, "between": "best and runner-up", "sweep": t.parent["run_id"],
+            "experiment": t.parent.get("experiment"), "metric": t.metric,
+            "best": {"run_id": t.rows[0]["run_id"], "config": names[0]},
+            "runner_up": {"run_id": t.rows[1]["run_id"], "config": names[1]},
+            "corpus": cfg.corpus.path, "by_source": by_source}
+        return out
+
+    return locate
+
+
 def _progress_bar(what: str) -> tuple[Callable[[int, int], None], Callable[[], None]]:
     if not show_progress():
         started = time.monotonic()
@@ -218,6 +325,10 @@ def _finish(args: argparse.Namespace, cfg: Any, out: Path, rows: Iterable[Any],
         corpus = extra.pop("_corpus", None) if extra else None
         corpus = corpus or Corpus(cfg)
         locate = corpus.locate(args.golden, steps)
+        if args.against_sweep:
+            locate = sweep_locate(args, cfg, locate, steps)
+    elif args.against_sweep:
+        raise SweepError("--against-sweep needs --corpus DIR (the sweep's corpus)")
     else:
         steps["disagreement"] = {"ran": False, "why_not": "no --corpus"}
         steps["coverage"] = {"ran": False, "why_not": "no --corpus"}

@@ -10,6 +10,10 @@
   crypto.getRandomValues(bytes);
   const tab = "tab-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
   let current = null;
+  // The qid the page pre-filled when this candidate was claimed. Another tab may have saved
+  // an item under that very qid since; unless the labeller typed their own, the server picks
+  // the next free one at save time.
+  let autoQid = null;
 
   async function post(action, body) {
     const res = await fetch("/api/queue/" + action, {
@@ -90,6 +94,7 @@
         return;
       }
       current = data.candidate;
+      autoQid = $("qid").value;
       render(current);
       $("queue-skip").disabled = $("queue-reject").disabled = false;
       $("question").value = current.question;
@@ -100,7 +105,8 @@
   window.sweepLabelHooks = {
     // Saving a new item while a candidate is claimed saves it as that candidate.
     save: async (item, api) => current
-      ? api("POST", "/api/queue/save", { tab, cid: current.cid, item })
+      ? api("POST", "/api/queue/save", { tab, cid: current.cid,
+                                         item: item.qid === autoQid ? { ...item, qid: "" } : item })
       : api("POST", "/api/items", item),
     saved: () => { next(); },
   };

@@ -10,7 +10,9 @@ decision for a cid wins:
 * ``skipped`` ones go to the back, in the order they were skipped;
 * a candidate whose ``cid`` is already on a line of the golden file counts as labelled even
   without its decision line (a crash between the two appends loses nothing and never offers
-  the same question twice).
+  the same question twice); likewise a ``cid`` already in ``abstentions.jsonl`` counts as
+  rejected (rejecting it again would write a second line with the same qid, which every
+  later sweep refuses).
 
 Two tabs (or two people on one page) must never get or save the same candidate: the next
 candidate is *claimed* by the asking tab (an id the page keeps for its lifetime) until it
@@ -229,9 +231,20 @@ class LabelQueue:
         return frozenset(str(e.obj["cid"]) for e in self.golden.entries()
                          if e.obj is not None and isinstance(e.obj.get("cid"), str))
 
+    def abstained_cids(self) -> frozenset[str]:
+        """The cids already in abstentions.jsonl (written before their decision line)."""
+        return frozenset(str(obj["cid"]) for _, obj in _lines(abstentions_path(self.golden.path))
+                         if isinstance(obj.get("cid"), str))
+
+    def _decided(self, last: dict[str, Decision]) -> dict[str, Decision]:
+        """The decisions file's, plus a rejection for an abstention whose decision line a
+        crash lost (line 0: before every real line)."""
+        lost = self.abstained_cids() - {c for c, d in last.items() if d.decision in FINAL}
+        return {**last, **{c: Decision(c, "rejected", 0) for c in lost}}
+
     def _state(self) -> tuple[dict[str, Decision], frozenset[str], list[Candidate]]:
         self._reload()
-        last = read_decisions(self.decisions_file)
+        last = self._decided(read_decisions(self.decisions_file))
         labelled = self.golden_cids()
         return last, labelled, order(self.candidates, last, labelled)
 
@@ -323,7 +336,7 @@ class LabelQueue:
                                  f"for {LOCK_TIMEOUT_S} s; nothing was saved, try again"
                                  ) from None
             try:
-                last = read_decisions(self.decisions_file)
+                last = self._decided(read_decisions(self.decisions_file))
                 if cid in self.golden_cids() or (cid in last and last[cid].decision in FINAL):
                     done = "labelled" if cid in self.golden_cids() else last[cid].decision
                     raise ClaimConflict(f"this question was {done} meanwhile (another tab or "

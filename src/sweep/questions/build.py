@@ -111,6 +111,7 @@ def summary(report: Mapping[str, Any]) -> list[str]:
     fb = r["feedback"]
     counts = r["priority"]["counts"]
     steps = r["priority"].get("steps", {})
+    dis = steps.get("disagreement", {})
     lines = [
         f"read {r['rows_read']} rows ({r['rows_empty']} blank), kept {r['rows_kept']}; "
         f"{r['merged_exact']} exact duplicates merged; {near_text}",
@@ -123,8 +124,12 @@ def summary(report: Mapping[str, Any]) -> list[str]:
                           if fb["unrecognised_examples"] else ""),
         f"priority: {counts['negative_feedback']} with negative feedback, "
         f"{counts['asked_more_than_once']} asked more than once, "
-        + (f"{counts['disagreement']} where BM25 and dense disagree"
-           if steps.get("disagreement", {}).get("ran")
+        + (f"{counts['disagreement']} where "
+           + ("the last sweep's best and runner-up" if dis.get("between") else "BM25 and dense")
+           + " disagree" + (" (" + ", ".join(f"{k} {v['disagree']} of {v['candidates']}"
+                                             for k, v in dis["by_source"].items()) + ")"
+                            if dis.get("by_source") else "")
+           if dis.get("ran")
            else f"disagreement not computed ({steps.get('disagreement', {}).get('why_not', '')})")
         + ", "
         + (f"{counts['uncovered']} outside the golden set's coverage"

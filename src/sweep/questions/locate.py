@@ -9,7 +9,7 @@ configured chunking and model, through the caches a sweep uses).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -74,6 +74,40 @@ def disagreement(tops: Tops, chunks: Sequence[Chunk]) -> tuple[bool, str]:
     if _among(b0, [chunks[i] for i in tops.dense]) or _among(d0, [chunks[i] for i in tops.bm25]):
         return False, ""
     return True, f"BM25: {b0.chunk_id}, dense: {d0.chunk_id}"
+
+
+Place = tuple[str, int, int]  # (doc_id, start, end) of a returned chunk
+
+
+def places_disagree(a: Sequence[Place], b: Sequence[Place]) -> bool | None:
+    """Two configurations' first places for one question (each its own chunking, so compared
+    by where the text lies, not by chunk id): they disagree when neither's first is among the
+    other's first `DEPTH` (sharing text counts as the same place). None when either returned
+    nothing."""
+    if not a or not b:
+        return None
+
+    def among(first: Place, others: Sequence[Place]) -> bool:
+        return any(first[0] == o[0] and first[1] < o[2] and o[1] < first[2]
+                   for o in others[:DEPTH])
+
+    return not (among(a[0], b) or among(b[0], a))
+
+
+def with_sweep_disagreement(signals: dict[str, Signals], cands: Sequence[Candidate],
+                            best: Sequence[Sequence[Place]], runner_up: Sequence[Sequence[Place]],
+                            names: tuple[str, str]) -> dict[str, Signals]:
+    """``signals`` with disagreement taken from the last sweep's best and runner-up
+    configurations instead of BM25 vs dense (coverage kept)."""
+    out = dict(signals)
+    for c, a, b in zip(cands, best, runner_up, strict=True):
+        old = signals.get(c.cid, Signals())
+        d = places_disagree(a, b)
+        note = f"best {names[0]}: {a[0][0]}@{a[0][1]}, runner-up {names[1]}: {b[0][0]}@{b[0][1]}" \
+            if d else ""
+        out[c.cid] = replace(old, disagree=d, disagree_note=note,
+                             between="the last sweep's best and runner-up")
+    return out
 
 
 def place_of(doc: Document, offset: int) -> tuple[str, tuple[str, ...]]:

@@ -23,6 +23,8 @@ class Signals:
     disagree_note: str = ""
     uncovered: bool | None = None
     uncovered_note: str = ""
+    # who disagrees: the two retrievers, or the last sweep's best and runner-up
+    between: str = "BM25 and dense"
 
 
 def _reason(c: Candidate, s: Signals, skipped: bool) -> str:
@@ -31,8 +33,8 @@ def _reason(c: Candidate, s: Signals, skipped: bool) -> str:
         parts.append(f"negative feedback {c.negative_count} of {c.count} times asked")
     parts.append(f"asked {c.count} time{'s' if c.count != 1 else ''}")
     if s.disagree:
-        parts.append(f"BM25 and dense disagree ({s.disagree_note})" if s.disagree_note
-                     else "BM25 and dense disagree")
+        parts.append(f"{s.between} disagree ({s.disagree_note})" if s.disagree_note
+                     else f"{s.between} disagree")
     if s.uncovered:
         parts.append(f"not covered by the golden set ({s.uncovered_note})" if s.uncovered_note
                      else "not covered by the golden set")

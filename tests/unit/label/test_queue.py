@@ -252,6 +252,26 @@ def test_golden_line_without_its_decision_counts_as_labelled(work: tuple[Path, G
     assert q.counts()["labelled"] == 1
 
 
+def test_an_abstention_without_its_decision_counts_as_rejected(work: tuple[Path, GoldenFile]
+                                                              ) -> None:
+    """A crash between the abstentions.jsonl append and the decision append: the candidate is
+    not offered again, so no second abstention with the same qid can make sweeps fail."""
+    path, golden = work
+    q = LabelQueue(path, golden)
+    c = q.claim(TAB_A)["candidate"]
+    q.reject(TAB_A, c["cid"], "unanswerable")
+    decisions_path(path).write_text("")  # the decision line lost
+    q2 = LabelQueue(path, GoldenFile(golden.path))
+    assert next_question(q2) == QUESTIONS[1]
+    assert q2.counts()["rejected"] == 1 and q2.counts()["left"] == 3
+    with pytest.raises(ClaimConflict, match="rejected meanwhile"):
+        q2.reject(TAB_A, c["cid"], "unanswerable")
+    assert len(abstentions_path(golden.path).read_text().splitlines()) == 1
+    from sweep.data.abstentions import load_abstentions
+
+    assert [a.qid for a in load_abstentions(golden.path)[0]] == ["abstain-" + c["cid"][2:]]
+
+
 def test_a_queue_imported_into_while_the_page_runs_is_read_again(
         work: tuple[Path, GoldenFile]) -> None:
     path, golden = work
