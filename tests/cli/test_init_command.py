@@ -78,3 +78,15 @@ def test_init_errors(tmp_path: Path) -> None:
     bad = run_cli("-m", "sweep.cli", "init", "--corpus", "d", "--name", "My Docs", cwd=tmp_path)
     assert bad.returncode == 1 and "--name 'My Docs'" in bad.stderr
     assert list(tmp_path.iterdir()) == [tmp_path / "d"]  # nothing written on an error
+
+
+def test_the_clone_layers_nothing_and_refuses_init(tmp_path: Path) -> None:
+    from sweep.common import paths
+
+    assert paths.in_clone() and paths.PROJECT_ROOT == paths.CLONE_ROOT
+    assert paths.user_conf_path() is None  # the clone's conf/ is the bundled one
+    assert paths.project_root(tmp_path) == paths.CLONE_ROOT  # no conf/project/ there
+    (tmp_path / "conf" / "project").mkdir(parents=True)
+    assert paths.project_root(tmp_path) == tmp_path.resolve()
+    proc = run_cli("-m", "sweep.cli", "init", cwd=paths.CLONE_ROOT)
+    assert proc.returncode == 1 and "chunk-sweep's own clone" in proc.stderr

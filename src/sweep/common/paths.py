@@ -70,8 +70,8 @@ def conf_path() -> Path:
 
 def user_conf_path() -> Path | None:
     """The project's own ``conf/``, layered over the primary one; None when there is none or
-    when it is the primary one (the clone run from its root)."""
+    when it is the bundled one (the clone run for itself, also under $CHUNK_SWEEP_CONF_DIR)."""
     user = (PROJECT_ROOT / "conf").resolve()
-    if not user.is_dir() or user == conf_path():
+    if not user.is_dir() or user in (conf_path(), bundled_conf_path()):
         return None
     return user
