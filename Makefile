@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-unit test-slow test-all lint docs docs-serve ui clean compare gate mlflow-server bench bench-backends bench-big bench-index browser repro-chroma chroma-venv chroma-start chroma-stop \
+.PHONY: help install wheel demo test test-unit test-slow test-all lint docs docs-serve ui clean compare gate mlflow-server bench bench-backends bench-big bench-index browser repro-chroma chroma-venv chroma-start chroma-stop \
 	infinity-venv model-server model-server-stop
 
 help: ## show this help
@@ -30,6 +30,11 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## create .venv and install torch (CPU) + chunk-sweep with test extras; quick when done
 	@echo ">> $(VENV) is ready"
+
+# setuptools follows src/sweep/conf and src/sweep/demo (links to conf/, data/demo) into the
+# wheel; no build isolation, so nothing is downloaded (setuptools is in .venv).
+wheel: install ## build dist/chunk_sweep-*.whl (carries conf/, the experiments and the demo) for `pip install` in your repository
+	$(PY) -m pip wheel --no-deps --no-build-isolation -w dist .
 
 demo: install ## sweep the bundled demo corpus (experiments/chunking_grid.yaml) and print the comparison
 	$(PY) -m sweep -m experiment=chunking_grid

@@ -18,6 +18,8 @@ from sweep.common.errors import SweepError
 USAGE = """usage: sweep COMMAND [options] [key=value ...]
 
 commands:
+  init            [--corpus DIR] [--name NAME]: a starter project in the current folder (conf/,
+                  an empty golden set, experiments/grid.yaml, evals/, CI files); never overwrites
   validate        check the golden set against the corpus (orphans, bad ids, quotes)
   audit           [--json] [--html FILE] [--no-embedding]: the golden set's synthetic smell,
                   near-duplicates, ambiguous evidence, split answers and coverage
@@ -62,6 +64,7 @@ def _lazy(module: str, name: str) -> Callable[[Sequence[str]], int]:
 # One module per command under sweep/cli/ (argparse and printing; the work is done by
 # data/, decide/ and pipeline/); the labelling page keeps its server and options together.
 COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
+    "init": _lazy("sweep.cli.init", "cmd_init"),
     "validate": _lazy("sweep.cli.validate", "cmd_validate"),
     "audit": _lazy("sweep.cli.audit", "cmd_audit"),
     "cache": _lazy("sweep.cli.cache", "cmd_cache"),

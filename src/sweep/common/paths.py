@@ -1,4 +1,19 @@
-"""Where the package and the project it runs from live on disk."""
+"""Where the package, its bundled configuration and demo, and the project it runs for live.
+
+Two layouts:
+
+- **a clone** (an editable install from ``src/``): the clone's root holds ``conf/``,
+  ``experiments/``, ``evals/``, ``data/demo`` and ``.cache``, as it always has;
+- **an installed wheel**: the package carries ``sweep/conf`` (the configuration groups and
+  the shipped experiments) and ``sweep/demo`` (the demo corpus and golden set); the project is
+  the folder the command runs in, whose own ``conf/`` is layered over the bundled one on
+  Hydra's search path (``hydra_plugins/chunk_sweep_searchpath``) and which receives
+  ``experiments/winners/``, ``evals/``, ``.cache`` and ``mlflow.db``.
+
+In the clone, ``src/sweep/conf`` and ``src/sweep/demo`` are symbolic links to ``conf/`` and
+``data/demo`` (setuptools follows them into the wheel), but the clone's own folders are used
+directly, so a checkout without symbolic links still runs.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +21,57 @@ import os
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
-# The clone's root (conf/, experiments/, evals/) for an editable install from src/.
-PROJECT_ROOT = PACKAGE_DIR.parent.parent
+# The clone's root, when the package is imported from a clone's src/.
+CLONE_ROOT = PACKAGE_DIR.parent.parent
+# `sweep init` writes conf/project/; a folder holding one is a user's project even when the
+# package is imported from a clone (an editable install used from another repository).
+PROJECT_MARKER = Path("conf") / "project"
+ROOT_ENV = "CHUNK_SWEEP_PROJECT_ROOT"
+
+
+def in_clone() -> bool:
+    """True when the package is imported from a clone of chunk-sweep (not an installed wheel)."""
+    return (CLONE_ROOT / "pyproject.toml").is_file() and (CLONE_ROOT / "conf" / "config.yaml"
+                                                          ).is_file()
+
+
+def project_root(cwd: Path | None = None) -> Path:
+    """The project the command works for: ``$CHUNK_SWEEP_PROJECT_ROOT``; else the working
+    folder when it holds ``conf/project/`` or when the package is installed; else the clone."""
+    env = os.environ.get(ROOT_ENV)
+    if env:
+        return Path(env).resolve()
+    here = (cwd or Path.cwd()).resolve()
+    if not in_clone() or (here / PROJECT_MARKER).is_dir():
+        return here
+    return CLONE_ROOT
+
+
+# Read once, at import: every command runs for one project.
+PROJECT_ROOT = project_root()
+
+
+def bundled_conf_path() -> Path:
+    """The configuration the package ships (the clone's ``conf/`` in a clone)."""
+    return (CLONE_ROOT / "conf" if in_clone() else PACKAGE_DIR / "conf").resolve()
+
+
+def demo_path() -> Path:
+    """The bundled demo folder (corpus/, golden.jsonl and its reference sidecar)."""
+    return (CLONE_ROOT / "data" / "demo" if in_clone() else PACKAGE_DIR / "demo").resolve()
 
 
 def conf_path() -> Path:
-    """Where the ``conf/`` folder should be (``$CHUNK_SWEEP_CONF_DIR`` overrides it), whether
-    or not it is there (``sweep.config.schema.conf_dir`` checks)."""
-    return Path(os.environ.get("CHUNK_SWEEP_CONF_DIR") or PROJECT_ROOT / "conf").resolve()
+    """Where the primary ``conf/`` folder should be (``$CHUNK_SWEEP_CONF_DIR`` overrides it),
+    whether or not it is there (``sweep.config.schema.conf_dir`` checks)."""
+    env = os.environ.get("CHUNK_SWEEP_CONF_DIR")
+    return Path(env).resolve() if env else bundled_conf_path()
+
+
+def user_conf_path() -> Path | None:
+    """The project's own ``conf/``, layered over the primary one; None when there is none or
+    when it is the bundled one (the clone run for itself, also under $CHUNK_SWEEP_CONF_DIR)."""
+    user = (PROJECT_ROOT / "conf").resolve()
+    if not user.is_dir() or user in (conf_path(), bundled_conf_path()):
+        return None
+    return user

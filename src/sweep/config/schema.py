@@ -18,7 +18,7 @@ from omegaconf import MISSING, OmegaConf
 from sweep.chunking.chunkers import ALL_BOUNDARIES, HEADERS, ChunkSpec
 from sweep.chunking.tokenizers import DEFAULT_TOKENIZER
 from sweep.common.errors import SweepError
-from sweep.common.paths import PROJECT_ROOT, conf_path
+from sweep.common.paths import PROJECT_ROOT, conf_path, demo_path
 from sweep.data.parsers.limits import ParseLimits
 from sweep.data.parsers.registry import PARSERS
 from sweep.embedding.backends import BACKENDS as ENCODE_BACKENDS
@@ -39,7 +39,8 @@ def conf_dir() -> Path:
     path = conf_path()
     if not (path / "config.yaml").is_file():
         raise SweepError(f"config folder not found: {path}",
-                         hint="run from a clone of chunk-sweep or set CHUNK_SWEEP_CONF_DIR")
+                         hint="reinstall chunk-sweep (the wheel carries sweep/conf) or set "
+                         "CHUNK_SWEEP_CONF_DIR")
     return path
 
 
@@ -405,5 +406,7 @@ def register() -> None:
     cs.store(name="config_schema", node=Config)
     OmegaConf.register_new_resolver("project_root", lambda: str(PROJECT_ROOT), replace=True)
     OmegaConf.register_new_resolver("cwd", os.getcwd, replace=True)
+    # The bundled demo (data/demo in a clone, sweep/demo in an installed wheel).
+    OmegaConf.register_new_resolver("demo_dir", lambda: str(demo_path()), replace=True)
 
 

@@ -10,8 +10,8 @@ dependencies and parameters hash the same is not run.
 Two layers, so that a lookup needs only the standard library:
 
 - the **key** hashes what determines the composed configuration and the code: the overrides,
-  every file under ``conf/`` (experiments included), the environment variables the
-  configuration can read, the working directory, the package's source, the installed
+  every file under ``conf/`` (experiments included) and under the project's own ``conf/``,
+  the environment variables the configuration can read, the working directory, the package's source, the installed
   distributions and the Python version;
 - the memo lists the **inputs** the composed configuration reads, each with its digest: the
   corpus and the golden set by content, each local model folder by ``folder_signature``, a
@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from sweep.common.files import atomic_write, content_digest, folder_signature
-from sweep.common.paths import PACKAGE_DIR, PROJECT_ROOT, conf_path
+from sweep.common.paths import PACKAGE_DIR, PROJECT_ROOT, conf_path, user_conf_path
 from sweep.data.abstentions import ABSTENTIONS_NAME
 
 log = logging.getLogger(__name__)
@@ -106,13 +106,15 @@ def memo_key(overrides: Sequence[str]) -> str | None:
     """What decides the composed configuration and the code that runs it, hashed; None when
     configuration can come from outside ``conf/`` (a Hydra search path names other folders)."""
     conf = conf_path()
-    texts = list(_conf_texts(conf))
+    user = user_conf_path()  # the project's conf/, layered over the bundled one
+    texts = [*_conf_texts(conf), *(_conf_texts(user) if user else ())]
     if any("searchpath" in t for t in (*texts, *overrides)):
         return None
     payload = {
         "format": FORMAT,
         "overrides": list(overrides),
         "conf": content_digest(conf),
+        "user_conf": content_digest(user) if user else None,
         "env": _environment(conf, overrides, texts),
         "cwd": os.getcwd(),
         "project_root": str(PROJECT_ROOT),

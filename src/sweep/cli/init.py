@@ -1,0 +1,240 @@
+"""``sweep init [--corpus DIR] [--name NAME]``: a starter project in the current folder.
+
+Writes the project's own configuration (layered over the bundled one, see
+``sweep.common.paths``), an empty golden set with its reference sidecar, a small experiment,
+``evals/`` for the baseline and CI files for the gate. It writes nothing when any of those
+files exists. With ``--corpus`` it fills in the corpus path and runs ``sweep validate``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from sweep.common.errors import SweepError
+from sweep.common.paths import CLONE_ROOT, in_clone
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_EMPTY_GOLDEN = "no golden items (the file is empty)"
+GITIGNORE = [".cache/", "mlflow.db", "mlflow.db.lock", "mlartifacts/", "outputs/", "multirun/"]
+
+
+def default_name(folder: Path) -> str:
+    """A config-group option name from a folder name: lower case, ``_`` for the rest."""
+    name = re.sub(r"[^a-z0-9]+", "_", folder.name.lower()).strip("_")
+    return name if name and name[0].isalpha() else "project"
+
+
+def project_files(name: str, corpus: str) -> dict[str, str]:
+    """The starter project's files, by path relative to the project root (``corpus``: the
+    corpus folder relative to the root, or absolute)."""
+    corpus_path = corpus if os.path.isabs(corpus) else "${project_root:}/" + corpus
+    watched = [] if os.path.isabs(corpus) else [corpus.rstrip("/") + "/**"]
+    paths = ["conf/**", "experiments/**", "golden/**", "evals/**", *watched]
+    gh_paths = "\n".join(f'      - "{p}"' for p in paths)
+    gl_paths = "\n".join(f'        - "{p}"' for p in paths)
+    return {
+        "conf/project/default.yaml": f"""\
+# @package _global_
+# This project's defaults, layered over chunk-sweep's bundled configuration (`sweep init`).
+# A value here replaces the bundled default; the command line replaces both.
+defaults:
+  - override /corpus: {name}
+  - override /golden: {name}
+
+# e.g. the chunking your sweeps start from:
+# chunk:
+#   size: 256
+""",
+        f"conf/corpus/{name}.yaml": f"""\
+# The corpus: a folder of markdown, text, PDF, HTML or Word files.
+name: {name}
+path: {corpus_path}
+on_error: raise   # raise | skip
+""",
+        f"conf/golden/{name}.yaml": f"""\
+# The golden set: one JSON object a line (`sweep label` writes them).
+name: {name}
+path: ${{project_root:}}/golden/{name}.jsonl
+""",
+        f"golden/{name}.jsonl": "",
+        f"golden/{name}.reference.yaml": """\
+# The chunking that the chunk ids in the golden set refer to (`sweep validate` checks them).
+# Relevance in every swept configuration is resolved from the evidence quotes.
+chunk:
+  boundary: heading
+  size: 256
+  overlap: 0
+  tokenizer: minilm
+""",
+        "experiments/grid.yaml": """\
+# @package _global_
+# A first sweep: two boundaries x two sizes (4 configurations).
+#   sweep -m experiment=grid
+eval:
+  headline: evidence_recall_at_budget
+
+hydra:
+  sweeper:
+    params:
+      chunk.boundary: paragraph,heading
+      chunk.size: 128,256
+""",
+        "evals/README.md": """\
+# evals/
+
+`sweep baseline update` writes `baseline.json` here: the default configuration's scores that
+`sweep baseline check` (the CI gate) compares every change against. Commit it.
+""",
+        ".github/workflows/retrieval-gate.yml": f"""\
+# The retrieval gate (`sweep init`): on a pull request that touches the corpus, the golden set or
+# the configuration, score the default configuration against evals/baseline.json.
+name: retrieval-gate
+on:
+  pull_request:
+    paths:
+{gh_paths}
+jobs:
+  gate:
+    runs-on: ubuntu-latest
+    env:
+      HF_HUB_OFFLINE: "1"
+      # Seals the gate's memo, so that a job without it cannot write one this job accepts.
+      CHUNK_SWEEP_MEMO_SECRET: ${{{{ secrets.CHUNK_SWEEP_MEMO_SECRET }}}}
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.11"
+      - name: install
+        # the CPU build of torch first; then chunk-sweep from wherever your team gets it
+        run: |
+          pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+          pip install chunk-sweep
+      - uses: actions/cache@v4
+        with:
+          path: .cache
+          key: chunk-sweep-${{{{ hashFiles('conf/**', 'golden/**', 'evals/**') }}}}
+          restore-keys: chunk-sweep-
+      - run: sweep baseline check tracking=off
+""",
+        ".gitlab-ci.yml": f"""\
+# The retrieval gate (`sweep init`): see .github/workflows/retrieval-gate.yml.
+retrieval-gate:
+  image: python:3.11
+  variables:
+    HF_HUB_OFFLINE: "1"
+  rules:
+    - if: $CI_PIPELINE_SOURCE == "merge_request_event"
+      changes:
+{gl_paths}
+  cache:
+    key: chunk-sweep
+    paths:
+      - .cache/
+  script:
+    - pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+    - pip install chunk-sweep
+    - sweep baseline check tracking=off
+""",
+    }
+
+
+def existing(root: Path, files: Sequence[str]) -> list[str]:
+    return [rel for rel in files if os.path.lexists(root / rel)]
+
+
+def write_project(root: Path, files: dict[str, str]) -> list[str]:
+    """Write every file, or none when one exists (`SweepError` names them); also the
+    ``conf/experiment`` link to ``experiments/`` and a ``.gitignore`` when there is none.
+    Returns what was written."""
+    taken = existing(root, [*files, "conf/experiment"])
+    if taken:
+        raise SweepError("sweep init writes nothing over existing files: " + ", ".join(taken),
+                         hint="move them away, or run sweep init in another folder")
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    written = list(files)
+    # experiments/ is the `experiment` group, as in chunk-sweep's clone (conf/experiment ->
+    # ../experiments); `sweep export` writes winners to experiments/winners/.
+    (root / "experiments" / "winners").mkdir(parents=True, exist_ok=True)
+    try:
+        (root / "conf" / "experiment").symlink_to(Path("..") / "experiments",
+                                                  target_is_directory=True)
+        written.append("conf/experiment -> ../experiments")
+    except OSError as exc:
+        raise SweepError(f"cannot link conf/experiment to ../experiments: {exc}",
+                         hint="create the link by hand, or move experiments/ to "
+                              "conf/experiment/") from exc
+    if not os.path.lexists(root / ".gitignore"):
+        (root / ".gitignore").write_text("\n".join(GITIGNORE) + "\n", encoding="utf-8")
+        written.append(".gitignore")
+    return written
+
+
+def validate(root: Path) -> int:
+    """``sweep validate`` in a new process (it reads the project files just written); an
+    empty golden set is the expected state right after init."""
+    proc = subprocess.run([sys.executable, "-m", "sweep.cli", "validate", "--json"],
+                          cwd=root, capture_output=True, text=True)
+    try:
+        report = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        sys.stderr.write(proc.stderr)
+        print("sweep validate failed on the new project (above); fix conf/corpus and run "
+              "`sweep validate` again", file=sys.stderr)
+        return 1
+    errors = [p for p in report["problems"] if p["severity"] == "error"]
+    if report["ok"] or [p["message"] for p in errors] == [_EMPTY_GOLDEN]:
+        print(f"validate: the corpus {report['corpus']} reads; "
+              f"{report['items']} golden items so far")
+        return 0
+    for p in report["problems"]:
+        print(f"{p['file']}:{p['line']}: {p['field']}: {p['message']} [{p['severity']}]")
+    print("sweep validate: FAILED (above)", file=sys.stderr)
+    return 1
+
+
+def cmd_init(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="sweep init",
+        description="Write a starter project into the current folder: conf/ (corpus and golden "
+                    "groups, project defaults), an empty golden set, experiments/grid.yaml, "
+                    "evals/ and CI files for the gate. Existing files are never overwritten.")
+    parser.add_argument("--corpus", metavar="DIR",
+                        help="the corpus folder (default: corpus/); runs sweep validate at the end")
+    parser.add_argument("--name", help="the corpus and golden groups' name (default: from the "
+                                       "corpus folder's name)")
+    args = parser.parse_args(argv)
+    root = Path.cwd().resolve()
+    if in_clone() and root == CLONE_ROOT.resolve():
+        raise SweepError("this is chunk-sweep's own clone",
+                         hint="run sweep init in your project's folder")
+    corpus = args.corpus or "corpus"
+    corpus_dir = (root / corpus).resolve()
+    if args.corpus is not None and not corpus_dir.is_dir():
+        raise SweepError(f"--corpus {args.corpus}: not a folder ({corpus_dir})")
+    rel = (os.path.relpath(corpus_dir, root) if corpus_dir.is_relative_to(root)
+           else str(corpus_dir))
+    name = args.name or default_name(corpus_dir)
+    if not _NAME.match(name):
+        raise SweepError(f"--name {name!r}: use lower-case letters, digits and _ "
+                         "(it names config files)")
+    written = write_project(root, project_files(name, rel.replace(os.sep, "/")))
+    for rel_path in written:
+        print(f"wrote {rel_path}")
+    if args.corpus is None:
+        (root / corpus).mkdir(exist_ok=True)
+        print(f"put your documents in {corpus}/, then: sweep validate")
+        return 0
+    print("next: sweep label (questions and evidence), sweep -m experiment=grid, "
+          "sweep baseline update")
+    return validate(root)
