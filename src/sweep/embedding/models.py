@@ -249,7 +249,7 @@ class Embedder:
         """Exported models live beside the embedding cache (cache.dir), else in
         `cache_root()` (a model asked for its limit before the caller set the cache)."""
         cache = getattr(self, "cache", None)
-        return (cache.path.parent if cache is not None else cache_root()) / EXPORTS_FOLDER
+        return (cache.folder if cache is not None else cache_root()) / EXPORTS_FOLDER
 
     @property
     def model(self) -> Any:

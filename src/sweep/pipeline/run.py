@@ -34,10 +34,12 @@ from sweep.chunking.tokenizers import DEFAULT_TOKENIZER, load_chunk_tokenizer
 from sweep.common.errors import SweepError
 from sweep.common.memory import release_free_memory
 from sweep.common.sqlite import parts_key
+from sweep.common.store import CacheTarget
 from sweep.config.compose import to_container
 from sweep.config.identity import config_hash
 from sweep.config.schema import Config
 from sweep.config.specs import (
+    cache_target,
     chunk_spec,
     corpus_limits,
     corpus_parsers,
@@ -163,7 +165,7 @@ def load_corpus_cached(cfg: Config) -> tuple[list[Document], str]:
         skipped: dict[str, str] = {}
         docs = load_corpus(cfg.corpus.path, extensions=cfg.corpus.extensions,
                            on_error=cfg.corpus.on_error, parsers=corpus_parsers(cfg),
-                           cache_dir=cfg.cache.dir if cfg.cache.enabled else None,
+                           cache_dir=cache_target(cfg),
                            parse_log=records, max_file_mb=cfg.corpus.max_file_mb,
                            limits=corpus_limits(cfg), skipped=skipped)
         if records:
@@ -192,10 +194,12 @@ def parsing_summary(cfg: Config) -> dict[str, Any]:
 
 def chunks_for(docs: list[Document], fingerprint: str, spec: ChunkSpec,
                tokenizer: str, params: SemanticParams | None = None,
-               embedder: Embedder | None = None, cache_dir: str | None = None) -> list[Chunk]:
+               embedder: Embedder | None = None,
+               cache_dir: str | CacheTarget | None = None) -> list[Chunk]:
     """The chunks of a corpus under ``spec``; the semantic and cluster boundaries also take
     their ``params`` and the ``embedder`` they cut with (memoised by its fingerprint). With
-    ``cache_dir``, token starts come from (and go to) its on-disk cache."""
+    ``cache_dir`` (a folder, or a `CacheTarget`), token starts come from (and go to) its
+    cache."""
     key = (fingerprint, spec, tokenizer, params, embedder.fingerprint if embedder else "")
     if key not in _MEMO.chunks:
         tok = load_chunk_tokenizer(tokenizer)
@@ -394,7 +398,8 @@ def _cache_dir(cfg: Config) -> str | None:
 
 def embedder_for(cfg: Config) -> Embedder:
     embedder = get_embedder(embedding_spec(cfg))
-    embedder.cache = get_cache(cfg.cache.dir) if cfg.cache.enabled else None
+    target = cache_target(cfg)
+    embedder.cache = get_cache(target) if target is not None else None
     return embedder
 
 
@@ -529,12 +534,12 @@ def run_config(cfg: Config, *, progress: bool = True,
         if spec.boundary in ("semantic", "cluster"):
             cutter, params = cut_embedder(cfg, embedder_for), semantic_params(cfg)
             chunks = chunks_for(docs, corpus_fp, spec, cfg.chunk.tokenizer, params, cutter,
-                                cache_dir=_cache_dir(cfg))
+                                cache_dir=cache_target(cfg))
             cut_texts = _MEMO.cut_texts[(corpus_fp, spec, cfg.chunk.tokenizer, params,
                                          cutter.fingerprint)]
         else:
             chunks = chunks_for(docs, corpus_fp, spec, cfg.chunk.tokenizer,
-                                cache_dir=_cache_dir(cfg))
+                                cache_dir=cache_target(cfg))
         context_metrics: dict[str, float] = {}
         if spec.header == "contextual":
             chunks, context_metrics = contextual_chunks(
