@@ -266,3 +266,37 @@ def test_a_wrong_password_is_one_line_and_no_password_is_written(server: str,
                   f"cache.url={server.replace('@', ':' + wrong + '@', 1)}", cwd=tmp_path)
     assert res.returncode != 0 and wrong not in res.stdout + res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------- a run through the shared cache
+
+
+def test_a_run_on_the_shared_cache_matches_sqlite_and_a_second_node_encodes_nothing(
+        target: CacheTarget, tmp_path: Path) -> None:
+    """Two processes with their own cache.dir (two nodes) on one database: the second sends
+    no text to the model and scores what a SQLite-cached run scores; no parse, starts or
+    vector file appears in either cache.dir."""
+    import json
+
+    from sweep.outputs.report import result_metrics
+
+    common = ["chunk.size=200", "chunk.boundary=paragraph", "tracking=off"]
+    shared = ["cache.backend=postgres", f"cache.url='{target.url}'",  # quoted: ?options=
+              f"cache.password_env={PASSWORD_ENV}"]
+    reports = {}
+    for name, extra in [("node_a", shared), ("node_b", shared), ("sqlite", [])]:
+        res = run_cli("-m", "sweep", *common, *extra, f"hydra.run.dir={tmp_path}/{name}",
+                      f"cache.dir={tmp_path}/cache-{name}", cwd=tmp_path,
+                      env={"CHUNK_SWEEP_NODE": name})
+        assert res.returncode == 0, res.stderr[-3000:]
+        reports[name] = json.loads((tmp_path / name / "report.json").read_text())
+    a, b, local = reports["node_a"], reports["node_b"], reports["sqlite"]
+    assert a["texts_encoded"] > 100 and a["texts_from_cache"] == 0
+    assert b["texts_encoded"] == 0 and b["texts_from_cache"] == a["texts_encoded"]
+    assert (a["node"], b["node"], a["cache_backend"]) == ("node_a", "node_b", "postgres")
+    assert local["texts_encoded"] == a["texts_encoded"] and local["cache_backend"] == "sqlite"
+    assert result_metrics(a["metrics"]) == result_metrics(local["metrics"])
+    assert result_metrics(b["metrics"]) == result_metrics(local["metrics"])
+    for name in ("node_a", "node_b"):
+        assert not list((tmp_path / f"cache-{name}").glob("*.sqlite"))
+    assert list((tmp_path / "cache-sqlite").glob("embeddings.sqlite"))

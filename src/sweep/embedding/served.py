@@ -476,6 +476,7 @@ class ServedEmbedder(Embedder):
         self._timed: dict[str, tuple[np.ndarray, float]] = {}
         self.cache = None
         self.encoded_texts = 0
+        self.read_from_cache = 0  # distinct texts the disk cache answered
         self.timed_from_cache = 0  # query times are never measured for a served model
         self.timed_now = 0
         self._dim = spec.served.dimensions
@@ -510,6 +511,7 @@ class ServedEmbedder(Embedder):
             found = disk.get_many(model, keys)
             with self.http._lock:
                 self.usage.cached += len(found)
+                self.read_from_cache += len(found)
             record_hits(disk.folder / FILE_NAME, model, len(found))
             return found
 

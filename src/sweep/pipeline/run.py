@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import os
+import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -436,10 +438,12 @@ def build_indexes(cfg: Config, chunks: list[Chunk], questions: list[str],
         with stage_timer(timings, "embed_s"):
             out.embedder = embedder_for(cfg)
             encoded_before = out.embedder.encoded_texts
+            read_before = out.embedder.read_from_cache
             out.chunk_vecs = out.embedder.encode(texts, progress=progress)
             out.query_vecs = out.embedder.encode(questions, query=True, progress=progress)
         release_free_memory()  # what the model's batches freed, before the BM25 build
         out.metrics["n_texts_encoded"] = float(out.embedder.encoded_texts - encoded_before)
+        out.metrics["n_texts_from_cache"] = float(out.embedder.read_from_cache - read_before)
         out.metrics["index_bytes_dense"] = float(out.chunk_vecs.nbytes)
     with stage_timer(timings, "index_s"):  # truncation check, BM25 index
         if out.embedder is not None:
@@ -643,6 +647,7 @@ def run_config(cfg: Config, *, progress: bool = True,
         + [str(p) for r in resolved for p in r.problems if p.severity == "warning"],
         "n_documents": len(docs),
         "parsing": parsing_summary(cfg),
+        **embedding_work(cfg, ix.metrics),
         # Not scored, and said so: items a rebase left for review, and a corpus that moved
         # since the labels were made (sweep.data.drift).
         "golden_pending_review": len(golden.pending),
@@ -652,6 +657,20 @@ def run_config(cfg: Config, *, progress: bool = True,
            if abstentions else {}),
     }
     return JobResult(report, rows, chunks, list(resolved), rankings, misses.views)
+
+
+def embedding_work(cfg: Config, metrics: dict[str, float]) -> dict[str, Any]:
+    """What this job's embedding cost, for report.json: the texts it sent to a model
+    (``texts_encoded``) beside those the cache answered (``texts_from_cache``; texts already
+    in the process's memory from an earlier job count in neither), which cache that was, and
+    the node that ran the job (a cluster's sweep sums them per node)."""
+    return {
+        "texts_encoded": int(metrics.get("n_texts_encoded", 0)),
+        "texts_from_cache": int(metrics.get("n_texts_from_cache", 0)),
+        "cache_backend": cfg.cache.backend if cfg.cache.enabled else "none",
+        # $CHUNK_SWEEP_NODE names a node where several share one host (a local test cluster)
+        "node": os.environ.get("CHUNK_SWEEP_NODE") or socket.gethostname(),
+    }
 
 
 def need_split_metrics(headline: str, prompt_k: int) -> list[str]:
