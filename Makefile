@@ -13,7 +13,7 @@ export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
 .PHONY: help install wheel demo test test-unit test-slow test-all lint docs docs-serve ui clean compare gate mlflow-server bench bench-backends bench-big bench-index browser repro-chroma chroma-venv chroma-start chroma-stop \
-	infinity-venv model-server model-server-stop
+	infinity-venv model-server model-server-stop postgres postgres-stop
 
 help: ## show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -159,3 +159,18 @@ model-server: $(INFINITY_STAMP) $(TEST_RERANKER)/config.json ## start infinity o
 
 model-server-stop: ## stop the server `make model-server` started
 	STATE=$(abspath $(MODEL_SERVER_DIR)) PORT=$(MODEL_SERVER_PORT) servers/infinity.sh stop
+
+# --- the shared cache's database (issue 34) -----------------------------------------------
+# cache.backend=postgres keeps the embedding, token-starts, chunk-spans and parse caches in one
+# PostgreSQL database every node of a cluster reaches. This is a throwaway one for the tests and
+# a first try: Debian's postgresql (found on PATH or under /usr/lib/postgresql/*/bin, else
+# apt-get installed), data in a new temporary folder, listening on 127.0.0.1 only, the role
+# `sweep` with the password in $$CHUNK_SWEEP_CACHE_PASSWORD (set it first; it reaches initdb
+# through a pipe, so it lands in no file). The URL is the last line printed.
+POSTGRES_DIR ?= .cache/postgres
+POSTGRES_PORT ?= 5433
+postgres: ## a throwaway PostgreSQL on 127.0.0.1:$(POSTGRES_PORT) for cache.backend=postgres (password: $$CHUNK_SWEEP_CACHE_PASSWORD); prints its URL last
+	@STATE=$(abspath $(POSTGRES_DIR)) PORT=$(POSTGRES_PORT) servers/postgres.sh start
+
+postgres-stop: ## stop the server `make postgres` started and remove its data
+	@STATE=$(abspath $(POSTGRES_DIR)) PORT=$(POSTGRES_PORT) servers/postgres.sh stop

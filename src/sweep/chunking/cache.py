@@ -12,7 +12,7 @@ Spans (table ``chunk_spans``): a tiling boundary's cuts of one document, keyed b
 fingerprint, the source of the modules that cut); cutting COVID-QA's 98 papers six ways took
 0.6-0.8 s of a warm 12-configuration sweep.
 Storage: ``token_starts.sqlite`` in ``cache.dir``, WAL mode, one transaction per write, as the
-embedding cache.
+embedding cache; or, with ``cache.backend=postgres``, two tables of the shared database.
 """
 
 from __future__ import annotations
@@ -23,25 +23,16 @@ from pathlib import Path
 
 import numpy as np
 
-from sweep.common.sqlite import open_db, select_keys, text_key, write_rows
+from sweep.common.sqlite import text_key
+from sweep.common.store import CacheTarget, SQLiteStore, Table, as_target, open_store
 
 log = logging.getLogger(__name__)
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS token_starts (
-    tokenizer TEXT NOT NULL,
-    key BLOB NOT NULL,
-    dtype TEXT NOT NULL,
-    n INTEGER NOT NULL,
-    starts BLOB NOT NULL,
-    PRIMARY KEY (tokenizer, key)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS chunk_spans (
-    key BLOB NOT NULL PRIMARY KEY,
-    n INTEGER NOT NULL,
-    spans BLOB NOT NULL
-) WITHOUT ROWID;
-"""
+TABLES = (
+    Table("token_starts", (("tokenizer", "TEXT"), ("key", "BLOB"), ("dtype", "TEXT"),
+                           ("n", "INTEGER"), ("starts", "BLOB")), ("tokenizer", "key")),
+    Table("chunk_spans", (("key", "BLOB"), ("n", "INTEGER"), ("spans", "BLOB")), ("key",)),
+)
 _DTYPES = {"int32": np.int32, "int64": np.int64}
 FILE_NAME = "token_starts.sqlite"
 
@@ -54,9 +45,13 @@ def plausible(starts: np.ndarray, text_len: int) -> bool:
 
 
 class TokenStartsCache:
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._db = open_db(self.path, _SCHEMA, "token starts cache")
+    def __init__(self, where: str | Path | CacheTarget) -> None:
+        """``where``: a SQLite file path, or a `CacheTarget` (its backend decides)."""
+        if isinstance(where, CacheTarget):
+            self._db = open_store(where, FILE_NAME, TABLES, "token starts cache")
+        else:
+            self._db = SQLiteStore(Path(where), TABLES, "token starts cache")
+        self.path = self._db.location  # what messages name: a file, or the database URL
 
     def get_many(self, tokenizer: str, texts: Sequence[str]) -> dict[int, np.ndarray]:
         """Starts found for ``texts`` (by position); rows that fail the check are left out."""
@@ -65,8 +60,8 @@ class TokenStartsCache:
             where.setdefault(text_key(t), []).append(i)
         found: dict[int, np.ndarray] = {}
         bad = 0
-        for key, dtype, n, blob in select_keys(
-                self._db, "SELECT key, dtype, n, starts FROM token_starts WHERE tokenizer = ? "
+        for key, dtype, n, blob in self._db.select_keys(
+                "SELECT key, dtype, n, starts FROM token_starts WHERE tokenizer = ? "
                 "AND key IN ({marks})", [tokenizer], list(where)):
             kind = _DTYPES.get(dtype)
             if kind is None or len(blob) != n * np.dtype(kind).itemsize:
@@ -91,8 +86,7 @@ class TokenStartsCache:
                 arr = arr.astype(np.int64)
             rows.append((tokenizer, text_key(text), arr.dtype.name, int(arr.size), arr.tobytes()))
         if rows:
-            write_rows(self._db, "INSERT OR REPLACE INTO token_starts VALUES (?, ?, ?, ?, ?)",
-                       rows)
+            self._db.insert(TABLES[0], rows, replace=True)
 
     def get_spans(self, keys: Sequence[bytes], text_lens: Sequence[int]
                   ) -> dict[int, list[tuple[int, int]]]:
@@ -104,8 +98,8 @@ class TokenStartsCache:
             where.setdefault(key, []).append(i)
         found: dict[int, list[tuple[int, int]]] = {}
         bad = 0
-        for key, n, blob in select_keys(
-                self._db, "SELECT key, n, spans FROM chunk_spans WHERE key IN ({marks})", [],
+        for key, n, blob in self._db.select_keys(
+                "SELECT key, n, spans FROM chunk_spans WHERE key IN ({marks})", [],
                 list(where)):
             if len(blob) != 16 * n:
                 bad += len(where[bytes(key)])
@@ -128,13 +122,13 @@ class TokenStartsCache:
         rows = [(key, len(spans), np.asarray(spans, dtype=np.int64).reshape(-1).tobytes())
                 for key, spans in items]
         if rows:
-            write_rows(self._db, "INSERT OR REPLACE INTO chunk_spans VALUES (?, ?, ?)", rows)
+            self._db.insert(TABLES[1], rows, replace=True)
 
     def count(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM token_starts").fetchone()[0])
+        return int(self._db.execute("SELECT COUNT(*) FROM token_starts")[0][0])
 
     def count_spans(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM chunk_spans").fetchone()[0])
+        return int(self._db.execute("SELECT COUNT(*) FROM chunk_spans")[0][0])
 
     def clear(self) -> int:
         """Every row of both tables; the number of documents whose token starts it held."""
@@ -145,11 +139,13 @@ class TokenStartsCache:
         return n
 
 
-_CACHES: dict[Path, TokenStartsCache] = {}
+_CACHES: dict[CacheTarget, TokenStartsCache] = {}
 
 
-def get_starts_cache(folder: str | Path) -> TokenStartsCache:
-    path = (Path(folder) / FILE_NAME).resolve()
-    if path not in _CACHES:
-        _CACHES[path] = TokenStartsCache(path)
-    return _CACHES[path]
+def get_starts_cache(where: str | Path | CacheTarget) -> TokenStartsCache:
+    """The cache of ``where`` (a ``cache.dir`` folder, or a `CacheTarget`), one per process."""
+    target = as_target(where)
+    target = CacheTarget(target.dir.resolve(), target.backend, target.url, target.password_env)
+    if target not in _CACHES:
+        _CACHES[target] = TokenStartsCache(target)
+    return _CACHES[target]

@@ -12,10 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sweep.chunking.cache import get_starts_cache
+from sweep.common.store import CacheTarget
 from sweep.config.compose import compose
+from sweep.config.specs import cache_target
 from sweep.decide.memo import FOLDER as GATE_FOLDER
 from sweep.embedding.backends import EXPORTS_FOLDER, exported_models
-from sweep.embedding.cache import get_cache
+from sweep.embedding.cache import FILE_NAME, get_cache
 from sweep.embedding.served import clear_ledger, ledger_summary
 from sweep.retrieval.bm25 import CACHE_FOLDER
 
@@ -28,11 +30,12 @@ def cmd_cache(argv: Sequence[str]) -> int:
     parser.add_argument("overrides", nargs="*", help="config overrides, e.g. cache.dir=DIR")
     args = parser.parse_args(argv)
     cfg = compose(args.overrides)
-    cache = get_cache(cfg.cache.dir)
-    starts = get_starts_cache(cfg.cache.dir)
+    target = cache_target(cfg) or CacheTarget(cfg.cache.dir)
+    cache = get_cache(target)
+    starts = get_starts_cache(target)
     if args.action == "clear":
-        clear_ledger(cache.path)
-        print(f"removed {cache.clear()} vectors (and their token lengths) from {cache.path}")
+        clear_ledger(cache.folder / FILE_NAME)
+        print(f"removed {cache.clear()} vectors (and their token lengths) from {cache.location}")
         spans = starts.count_spans()
         print(f"removed the token starts of {starts.clear()} documents and {spans} documents' "
               f"chunk spans from {starts.path}")
@@ -70,7 +73,7 @@ def cmd_cache(argv: Sequence[str]) -> int:
     for model, stats in info["models"].items():  # type: ignore[union-attr]
         print(f"  model {model}: {stats['vectors']} vectors")
     # what served models were paid for, and what the cache has answered since
-    for row in ledger_summary(cache.path):
+    for row in ledger_summary(cache.folder / FILE_NAME):
         print(f"  served {row['model']} (fingerprint {row['fingerprint']}): paid for "
               f"{row['texts_paid']} texts, {row['tokens_paid']} tokens, "
               f"${row['cost_usd_paid']:.4f}; the cache has answered {row['texts_from_cache']} "

@@ -35,7 +35,7 @@ def estimate(overrides: Sequence[str]) -> dict[str, Any]:
     from sweep.common.sqlite import text_key
     from sweep.config.checks import check_config
     from sweep.config.compose import compose
-    from sweep.config.specs import embedding_spec
+    from sweep.config.specs import cache_target, embedding_spec
     from sweep.embedding.cache import get_cache
     from sweep.embedding.served import served_fingerprint
     from sweep.pipeline.run import chunks_for, load_corpus_cached, load_golden_cached
@@ -75,7 +75,7 @@ def estimate(overrides: Sequence[str]) -> dict[str, Any]:
         todo = {k: t for k, t in todo.items() if k not in mine}
         mine.update(todo)
         if cfg.cache.enabled and todo:
-            cached = get_cache(cfg.cache.dir).get_many(fp, list(todo))
+            cached = get_cache(cache_target(cfg) or cfg.cache.dir).get_many(fp, list(todo))
             todo = {k: t for k, t in todo.items() if k not in cached}
         n_tokens = sum(len(tok.token_starts(t)) + 2 for t in todo.values())
         served = spec.served

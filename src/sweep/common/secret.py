@@ -30,9 +30,16 @@ def is_secret_key(dotted: str) -> bool:
     return not last.endswith("_env") and _SECRET_WORD.search(last) is not None
 
 
+# A libpq URL names its role before the @ (cache.url=postgresql://USER@HOST:PORT/DB); without a
+# ':' that is no credential: the password comes from the variable cache.password_env names.
+_PG_ROLE_ONLY = re.compile(r"^postgres(?:ql)?://[^:/?#@\s]+@[^@\s]*$")
+
+
 def url_has_userinfo(value: str) -> bool:
-    """True for ``scheme://user[:password]@host...``: credentials inside a URL."""
-    return _USERINFO.match(value.strip()) is not None
+    """True for ``scheme://user[:password]@host...``: credentials inside a URL (a PostgreSQL
+    URL's role alone, ``postgresql://user@host``, is not one)."""
+    value = value.strip()
+    return _USERINFO.match(value) is not None and _PG_ROLE_ONLY.match(value) is None
 
 
 def find_secrets(node: Any, prefix: str = "") -> Iterator[tuple[str, str]]:

@@ -11,7 +11,13 @@ import yaml
 from omegaconf import OmegaConf
 
 from sweep.common.errors import SweepError
-from sweep.common.secret import HINT, find_secrets, is_secret_key, secret_error
+from sweep.common.secret import (
+    HINT,
+    find_secrets,
+    is_secret_key,
+    secret_error,
+    url_has_userinfo,
+)
 
 # `scheme://user[:password]@` anywhere in an override's text (also inside a sweep list).
 _URL_CREDENTIALS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s,\]\[]+@")
@@ -275,7 +281,10 @@ def refuse_secrets(overrides: Sequence[str]) -> None:
             key = text.split("=", 1)[0]
         if is_secret_key(key):
             raise SweepError(secret_error(key.lstrip("+~"), "looks like a secret"), hint=HINT)
-        if _URL_CREDENTIALS.search(text.split("=", 1)[-1]):
+        value = text.split("=", 1)[-1]
+        found = _URL_CREDENTIALS.search(value)
+        # url_has_userinfo lets a PostgreSQL URL's role through (cache.url=postgresql://u@h/db)
+        if found and url_has_userinfo(value[found.start():]):
             raise SweepError(secret_error(key.lstrip("+~"),
                                           "holds a URL with credentials (user:password@)"),
                              hint=HINT)

@@ -351,6 +351,13 @@ class CacheConfig:
     # $CHUNK_SWEEP_CACHE_DIR moves it without an override on every command (the test suite
     # points it at a temporary folder so a run leaves the repository as it found it).
     dir: str = "${oc.env:CHUNK_SWEEP_CACHE_DIR,${project_root:}/.cache}"
+    # Where the embedding, token-starts, chunk-spans and parse caches keep their rows: a SQLite
+    # file per cache in cache.dir (one machine), or one PostgreSQL database every node of a
+    # cluster reaches (docs/guide/cluster.md). cache.dir still holds what is never shared
+    # (model exports, BM25 index folders).
+    backend: str = "sqlite"  # sqlite | postgres
+    url: str = ""  # postgres: postgresql://USER@HOST:PORT/DB, never with a password
+    password_env: str = ""  # the NAME of the variable holding the password ("" = none sent)
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from sweep.chunking.chunkers import ChunkSpec
 from sweep.chunking.semantic import SemanticParams
+from sweep.common.store import CacheTarget
 from sweep.config.schema import Config
 from sweep.data.parsers.limits import ParseLimits
 from sweep.embedding.models import EmbeddingSpec
@@ -18,6 +19,13 @@ from sweep.evaluation.evaluate import EvalSpec
 from sweep.retrieval.index import IndexSpec
 from sweep.retrieval.rerank import RerankSpec
 from sweep.retrieval.units import UnitSpec
+
+
+def cache_target(cfg: Config) -> CacheTarget | None:
+    """Where the caches are (None with cache.enabled=false)."""
+    if not cfg.cache.enabled:
+        return None
+    return CacheTarget(cfg.cache.dir, cfg.cache.backend, cfg.cache.url, cfg.cache.password_env)
 
 
 def chunk_spec(cfg: Config) -> ChunkSpec:

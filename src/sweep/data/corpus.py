@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from sweep.common.errors import SweepError, one_line
 from sweep.common.files import read_regular
+from sweep.common.store import CacheTarget
 
 if TYPE_CHECKING:
     from sweep.data.parsers.limits import ParseLimits
@@ -278,7 +279,7 @@ def load_corpus(
     extensions: Iterable[str] = DEFAULT_EXTENSIONS,
     on_error: str = "raise",
     parsers: Mapping[str, str] | None = None,
-    cache_dir: str | Path | None = None,
+    cache_dir: str | Path | CacheTarget | None = None,
     parse_log: list | None = None,
     max_file_mb: float = DEFAULT_MAX_FILE_MB,
     limits: ParseLimits | None = None,

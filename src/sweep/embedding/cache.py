@@ -7,9 +7,10 @@ same key, the text's length in model tokens (what the truncation check needs, so
 never re-tokenises), and other facts measured once per text: where the model stops reading a
 truncated text, and the time a query took through the model on this machine (kind
 ``query_ms@<machine>``).
-Storage: one SQLite file in WAL mode; every write is a transaction, so a crash leaves either
-the whole batch or none of it, and several jobs may read and write at once (SQLite serialises
-the writers; a busy writer is waited for).
+Storage (`sweep.common.store`): one SQLite file in WAL mode (``cache.backend=sqlite``), or the
+tables of a PostgreSQL database every node reaches (``cache.backend=postgres``); every write is
+a transaction, so a crash leaves either the whole batch or none of it, and several jobs may read
+and write at once (SQLite serialises the writers; PostgreSQL's upsert writes a text once).
 """
 
 from __future__ import annotations
@@ -20,33 +21,21 @@ from pathlib import Path
 
 import numpy as np
 
-from sweep.common.sqlite import open_db, parts_key, select_keys, write_rows
+from sweep.common.sqlite import parts_key
+from sweep.common.store import CacheTarget, SQLiteStore, Table, as_target, open_store
 
 log = logging.getLogger(__name__)
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS embeddings (
-    model TEXT NOT NULL,
-    key BLOB NOT NULL,
-    dim INTEGER NOT NULL,
-    vector BLOB NOT NULL,
-    checksum BLOB,
-    PRIMARY KEY (model, key)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS token_lengths (
-    model TEXT NOT NULL,
-    key BLOB NOT NULL,
-    n INTEGER NOT NULL,
-    PRIMARY KEY (model, key)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS facts (
-    model TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    key BLOB NOT NULL,
-    value REAL NOT NULL,
-    PRIMARY KEY (model, kind, key)
-) WITHOUT ROWID;
-"""
+TABLES = (
+    Table("embeddings", (("model", "TEXT"), ("key", "BLOB"), ("dim", "INTEGER"),
+                         ("vector", "BLOB"), ("checksum", "BLOB NULL")), ("model", "key")),
+    Table("token_lengths", (("model", "TEXT"), ("key", "BLOB"), ("n", "INTEGER")),
+          ("model", "key")),
+    Table("facts", (("model", "TEXT"), ("kind", "TEXT"), ("key", "BLOB"), ("value", "REAL")),
+          ("model", "kind", "key")),
+)
+EMBEDDINGS, TOKEN_LENGTHS, FACTS = TABLES
+FILE_NAME = "embeddings.sqlite"
 
 
 def checksum(model: str, key: bytes, vector: bytes) -> bytes:
@@ -56,29 +45,43 @@ def checksum(model: str, key: bytes, vector: bytes) -> bytes:
 
 
 class EmbeddingCache:
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._db = open_db(self.path, _SCHEMA, "embedding cache")
-        self._migrate()
+    """``where``: a SQLite file path (the cache of one machine), or a `CacheTarget` (its
+    backend decides: a file in ``cache.dir``, or the shared PostgreSQL database)."""
+
+    def __init__(self, where: str | Path | CacheTarget) -> None:
+        if isinstance(where, CacheTarget):
+            self.target = where
+            self._db = open_store(where, FILE_NAME, TABLES, "embedding cache")
+        else:
+            path = Path(where)
+            self.target = CacheTarget(path.parent)
+            self._db = SQLiteStore(path, TABLES, "embedding cache")
+        # cache.dir: model exports and served ledgers stay on the local disk either way.
+        self.folder = self.target.dir
+        self.path = Path(self._db.location) if self._db.dialect == "sqlite" else None
+        self.location = self._db.location
+        if self._db.dialect == "sqlite":
+            self._migrate()
 
     def _migrate(self) -> None:
         """Cache files written before the checksum column: add it and fill it once for the
         rows already there (they were trusted before; from now on they are checked)."""
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(embeddings)")}
+        db = self._db.db  # a SQLite file only: PostgreSQL tables were made with the column
+        columns = {row[1] for row in db.execute("PRAGMA table_info(embeddings)")}
         if "checksum" in columns:
             return
-        self._db.execute("BEGIN IMMEDIATE")
+        db.execute("BEGIN IMMEDIATE")
         try:
-            columns = {row[1] for row in self._db.execute("PRAGMA table_info(embeddings)")}
+            columns = {row[1] for row in db.execute("PRAGMA table_info(embeddings)")}
             if "checksum" not in columns:  # another process may have migrated meanwhile
-                self._db.execute("ALTER TABLE embeddings ADD COLUMN checksum BLOB")
-                rows = self._db.execute("SELECT model, key, vector FROM embeddings").fetchall()
-                self._db.executemany(
+                db.execute("ALTER TABLE embeddings ADD COLUMN checksum BLOB")
+                rows = db.execute("SELECT model, key, vector FROM embeddings").fetchall()
+                db.executemany(
                     "UPDATE embeddings SET checksum = ? WHERE model = ? AND key = ?",
                     [(checksum(m, bytes(k), bytes(v)), m, k) for m, k, v in rows])
-            self._db.execute("COMMIT")
+            db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            db.execute("ROLLBACK")
             raise
 
     def get_many(self, model: str, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
@@ -95,10 +98,10 @@ class EmbeddingCache:
             found[bytes(key)] = vec
         if bad:
             log.warning("embedding cache %s: %d vectors fail their checksum (overwritten or "
-                        "corrupted); they are embedded again", self.path, len(bad))
+                        "corrupted); they are embedded again", self.location, len(bad))
             # Dropped (only if still the bad value), so that the fresh vector can be stored.
-            self._insert("DELETE FROM embeddings WHERE model = ? AND key = ? AND vector = ?",
-                        bad)
+            self._db.write_rows("DELETE FROM embeddings WHERE model = ? AND key = ? AND "
+                                "vector = ?", bad)
         return found
 
     def put_many(self, model: str, items: Sequence[tuple[bytes, np.ndarray]]) -> int:
@@ -111,8 +114,7 @@ class EmbeddingCache:
 
         if not items:
             return 0
-        self._insert("INSERT OR IGNORE INTO embeddings (model, key, dim, vector, checksum) "
-                     "VALUES (?, ?, ?, ?, ?)", rows())
+        self._db.insert(EMBEDDINGS, rows(), replace=False)
         return len(items)
 
     def get_lengths(self, model: str, keys: Sequence[bytes]) -> dict[bytes, int]:
@@ -121,42 +123,46 @@ class EmbeddingCache:
 
     def _select(self, columns: str, table: str, model: str, keys: Sequence[bytes]
                 ) -> Iterator[tuple]:
-        return select_keys(self._db, f"SELECT key, {columns} FROM {table} WHERE model = ? AND "
+        return self._db.select_keys(f"SELECT key, {columns} FROM {table} WHERE model = ? AND "
                            "key IN ({marks})", [model], keys)
 
     def put_lengths(self, model: str, items: Iterable[tuple[bytes, int]]) -> int:
         rows = [(model, key, int(n)) for key, n in items]
-        return self._insert("INSERT OR IGNORE INTO token_lengths VALUES (?, ?, ?)", rows)
+        return self._insert(TOKEN_LENGTHS, rows, replace=False)
 
     def get_facts(self, model: str, kind: str, keys: Sequence[bytes]) -> dict[bytes, float]:
-        return {bytes(key): float(value) for key, value in select_keys(
-            self._db, "SELECT key, value FROM facts WHERE model = ? AND kind = ? AND key IN "
+        return {bytes(key): float(value) for key, value in self._db.select_keys(
+            "SELECT key, value FROM facts WHERE model = ? AND kind = ? AND key IN "
             "({marks})", [model, kind], keys)}
 
     def put_facts(self, model: str, kind: str, items: Iterable[tuple[bytes, float]]) -> int:
         rows = [(model, kind, key, float(v)) for key, v in items]
-        return self._insert("INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?)", rows)
+        return self._insert(FACTS, rows, replace=True)
 
-    def _insert(self, sql: str, rows: Sequence[tuple] | Iterator[tuple]) -> int:
-        """Run ``sql`` over ``rows`` in one transaction; returns how many rows (-1 for an
-        iterator, which is not counted: its caller knows)."""
-        if isinstance(rows, Sequence) and not rows:
+    def _insert(self, table: Table, rows: Sequence[tuple], *, replace: bool) -> int:
+        """``rows`` into ``table`` in one transaction; returns how many rows."""
+        if not rows:
             return 0
-        write_rows(self._db, sql, rows)
-        return len(rows) if isinstance(rows, Sequence) else -1
+        self._db.insert(table, rows, replace=replace)
+        return len(rows)
 
     def info(self) -> dict[str, object]:
         models = self._db.execute(
-            "SELECT model, COUNT(*), SUM(LENGTH(vector)) FROM embeddings GROUP BY model"
-        ).fetchall()
-        lengths = self._db.execute("SELECT COUNT(*) FROM token_lengths").fetchone()[0]
-        size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*"))
-        return {"path": str(self.path), "bytes_on_disk": size,
-                "models": {m: {"vectors": n, "vector_bytes": b} for m, n, b in models},
-                "vectors": sum(n for _, n, _ in models), "token_lengths": int(lengths)}
+            "SELECT model, COUNT(*), SUM(LENGTH(vector)) FROM embeddings GROUP BY model")
+        lengths = self._db.execute("SELECT COUNT(*) FROM token_lengths")[0][0]
+        if self.path is not None:
+            size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*"))
+        else:
+            size = int(self._db.execute(
+                "SELECT COALESCE(SUM(pg_total_relation_size(c)), 0) FROM unnest(ARRAY["
+                + ", ".join(f"'{t.name}'" for t in TABLES) + "]::regclass[]) AS c")[0][0])
+        return {"path": self.location, "backend": self._db.dialect, "bytes_on_disk": size,
+                "models": {m: {"vectors": int(n), "vector_bytes": int(b)}
+                           for m, n, b in models},
+                "vectors": sum(int(n) for _, n, _ in models), "token_lengths": int(lengths)}
 
     def clear(self) -> int:
-        n = self._db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+        n = self._db.execute("SELECT COUNT(*) FROM embeddings")[0][0]
         self._db.execute("DELETE FROM embeddings")
         self._db.execute("DELETE FROM token_lengths")
         self._db.execute("DELETE FROM facts")
@@ -164,16 +170,17 @@ class EmbeddingCache:
         return int(n)
 
     def close(self) -> None:
-        self._db.close()
+        if self._db.dialect == "sqlite":  # a shared connection stays open for the other caches
+            self._db.close()
 
 
-_CACHES: dict[Path, EmbeddingCache] = {}
+_CACHES: dict[CacheTarget, EmbeddingCache] = {}
 
 
-def get_cache(folder: str | Path) -> EmbeddingCache:
-    path = (Path(folder) / "embeddings.sqlite").resolve()
-    if path not in _CACHES:
-        _CACHES[path] = EmbeddingCache(path)
-    return _CACHES[path]
-
-
+def get_cache(where: str | Path | CacheTarget) -> EmbeddingCache:
+    """The cache of ``where`` (a ``cache.dir`` folder, or a `CacheTarget`), one per process."""
+    target = as_target(where)
+    target = CacheTarget(target.dir.resolve(), target.backend, target.url, target.password_env)
+    if target not in _CACHES:
+        _CACHES[target] = EmbeddingCache(target)
+    return _CACHES[target]

@@ -225,6 +225,7 @@ class Embedder:
         self._timed: dict[str, tuple[np.ndarray, float]] = {}
         self.cache: EmbeddingCache | None = None  # the disk cache, set by the caller
         self.encoded_texts = 0  # texts actually sent through the model (cache misses)
+        self.read_from_cache = 0  # distinct texts the disk cache answered
         self.timed_from_cache = 0  # query times read back instead of measured
         self.timed_now = 0
 
@@ -249,7 +250,7 @@ class Embedder:
         """Exported models live beside the embedding cache (cache.dir), else in
         `cache_root()` (a model asked for its limit before the caller set the cache)."""
         cache = getattr(self, "cache", None)
-        return (cache.path.parent if cache is not None else cache_root()) / EXPORTS_FOLDER
+        return (cache.folder if cache is not None else cache_root()) / EXPORTS_FOLDER
 
     @property
     def model(self) -> Any:
@@ -286,8 +287,14 @@ class Embedder:
                                    lengths)
 
         disk = self.cache
+
+        def disk_get(model: str, keys: list[bytes]) -> dict[bytes, np.ndarray]:
+            found = disk.get_many(model, keys)  # type: ignore[union-attr]
+            self.read_from_cache += len(found)
+            return found
+
         keys = tiered([prefix + t for t in texts], self._cache,
-                       disk.get_many if disk is not None else None,
+                       disk_get if disk is not None else None,
                        disk.put_many if disk is not None else None, self.fingerprint, run_model)
         if not keys:
             return np.zeros((0, self.dimension), dtype=np.float32)

@@ -40,6 +40,7 @@ from sweep.common.errors import SweepError
 from sweep.common.net import connect_error
 from sweep.common.secret import scrub
 from sweep.common.sqlite import open_db
+from sweep.embedding.cache import FILE_NAME
 from sweep.embedding.models import Embedder, EmbeddingSpec, tiered
 
 log = logging.getLogger(__name__)
@@ -475,6 +476,7 @@ class ServedEmbedder(Embedder):
         self._timed: dict[str, tuple[np.ndarray, float]] = {}
         self.cache = None
         self.encoded_texts = 0
+        self.read_from_cache = 0  # distinct texts the disk cache answered
         self.timed_from_cache = 0  # query times are never measured for a served model
         self.timed_now = 0
         self._dim = spec.served.dimensions
@@ -509,7 +511,8 @@ class ServedEmbedder(Embedder):
             found = disk.get_many(model, keys)
             with self.http._lock:
                 self.usage.cached += len(found)
-            record_hits(disk.path, model, len(found))
+                self.read_from_cache += len(found)
+            record_hits(disk.folder / FILE_NAME, model, len(found))
             return found
 
         def send(todo: list[str]) -> list[np.ndarray]:
@@ -595,7 +598,7 @@ class ServedEmbedder(Embedder):
                         disk.put_many(self.fingerprint,
                                       [(text_key(texts[i]), v) for i, v in zip(batch, vecs,
                                                                                 strict=True)])
-                        record_spend(disk.path, self.fingerprint, sv.model, len(batch),
+                        record_spend(disk.folder / FILE_NAME, self.fingerprint, sv.model, len(batch),
                                      n_tokens, n_tokens * sv.price_per_mtok / 1e6)
                     if bar is not None:
                         bar.update(len(batch))

@@ -66,7 +66,8 @@ def result_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
     from run to run by nature."""
     return {k: v for k, v in metrics.items()
             if not k.startswith(("latency_", "time_", *SERVED_PREFIXES)) and not k.endswith("_s")
-            and k not in ("n_texts_encoded", "bm25_index_cached", "n_requests",
+            and k not in ("n_texts_encoded", "n_texts_from_cache", "bm25_index_cached",
+                          "n_requests",
                           "served_cost_usd")}
 
 

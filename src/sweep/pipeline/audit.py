@@ -10,6 +10,7 @@ from typing import Any
 from sweep.chunking.chunkers import ChunkSpec
 from sweep.chunking.tokenizers import DEFAULT_TOKENIZER
 from sweep.config.schema import Config
+from sweep.config.specs import cache_target
 from sweep.data.golden import reference_path
 from sweep.embedding.cache import get_cache
 from sweep.embedding.models import EmbeddingSpec, get_embedder
@@ -41,7 +42,7 @@ def run_audit(cfg: Config, *, embed: bool = True, spec: AuditSpec | None = None,
         ref, origin = (ChunkSpec(), DEFAULT_TOKENIZER), "ChunkSpec defaults (no sidecar)"
     else:
         origin = str(reference_path(Path(golden.path)))
-    cache_dir = cfg.cache.dir if cfg.cache.enabled else None
+    cache_dir = cache_target(cfg)
     chunks = chunks_for(docs, corpus_fp, ref[0], ref[1], cache_dir=cache_dir)
     vectors, model = None, None
     if embed:

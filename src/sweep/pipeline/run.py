@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import os
+import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,10 +36,12 @@ from sweep.chunking.tokenizers import DEFAULT_TOKENIZER, load_chunk_tokenizer
 from sweep.common.errors import SweepError
 from sweep.common.memory import release_free_memory
 from sweep.common.sqlite import parts_key
+from sweep.common.store import CacheTarget
 from sweep.config.compose import to_container
 from sweep.config.identity import config_hash
 from sweep.config.schema import Config
 from sweep.config.specs import (
+    cache_target,
     chunk_spec,
     corpus_limits,
     corpus_parsers,
@@ -163,7 +167,7 @@ def load_corpus_cached(cfg: Config) -> tuple[list[Document], str]:
         skipped: dict[str, str] = {}
         docs = load_corpus(cfg.corpus.path, extensions=cfg.corpus.extensions,
                            on_error=cfg.corpus.on_error, parsers=corpus_parsers(cfg),
-                           cache_dir=cfg.cache.dir if cfg.cache.enabled else None,
+                           cache_dir=cache_target(cfg),
                            parse_log=records, max_file_mb=cfg.corpus.max_file_mb,
                            limits=corpus_limits(cfg), skipped=skipped)
         if records:
@@ -192,10 +196,12 @@ def parsing_summary(cfg: Config) -> dict[str, Any]:
 
 def chunks_for(docs: list[Document], fingerprint: str, spec: ChunkSpec,
                tokenizer: str, params: SemanticParams | None = None,
-               embedder: Embedder | None = None, cache_dir: str | None = None) -> list[Chunk]:
+               embedder: Embedder | None = None,
+               cache_dir: str | CacheTarget | None = None) -> list[Chunk]:
     """The chunks of a corpus under ``spec``; the semantic and cluster boundaries also take
     their ``params`` and the ``embedder`` they cut with (memoised by its fingerprint). With
-    ``cache_dir``, token starts come from (and go to) its on-disk cache."""
+    ``cache_dir`` (a folder, or a `CacheTarget`), token starts come from (and go to) its
+    cache."""
     key = (fingerprint, spec, tokenizer, params, embedder.fingerprint if embedder else "")
     if key not in _MEMO.chunks:
         tok = load_chunk_tokenizer(tokenizer)
@@ -394,7 +400,8 @@ def _cache_dir(cfg: Config) -> str | None:
 
 def embedder_for(cfg: Config) -> Embedder:
     embedder = get_embedder(embedding_spec(cfg))
-    embedder.cache = get_cache(cfg.cache.dir) if cfg.cache.enabled else None
+    target = cache_target(cfg)
+    embedder.cache = get_cache(target) if target is not None else None
     return embedder
 
 
@@ -431,10 +438,12 @@ def build_indexes(cfg: Config, chunks: list[Chunk], questions: list[str],
         with stage_timer(timings, "embed_s"):
             out.embedder = embedder_for(cfg)
             encoded_before = out.embedder.encoded_texts
+            read_before = out.embedder.read_from_cache
             out.chunk_vecs = out.embedder.encode(texts, progress=progress)
             out.query_vecs = out.embedder.encode(questions, query=True, progress=progress)
         release_free_memory()  # what the model's batches freed, before the BM25 build
         out.metrics["n_texts_encoded"] = float(out.embedder.encoded_texts - encoded_before)
+        out.metrics["n_texts_from_cache"] = float(out.embedder.read_from_cache - read_before)
         out.metrics["index_bytes_dense"] = float(out.chunk_vecs.nbytes)
     with stage_timer(timings, "index_s"):  # truncation check, BM25 index
         if out.embedder is not None:
@@ -529,12 +538,12 @@ def run_config(cfg: Config, *, progress: bool = True,
         if spec.boundary in ("semantic", "cluster"):
             cutter, params = cut_embedder(cfg, embedder_for), semantic_params(cfg)
             chunks = chunks_for(docs, corpus_fp, spec, cfg.chunk.tokenizer, params, cutter,
-                                cache_dir=_cache_dir(cfg))
+                                cache_dir=cache_target(cfg))
             cut_texts = _MEMO.cut_texts[(corpus_fp, spec, cfg.chunk.tokenizer, params,
                                          cutter.fingerprint)]
         else:
             chunks = chunks_for(docs, corpus_fp, spec, cfg.chunk.tokenizer,
-                                cache_dir=_cache_dir(cfg))
+                                cache_dir=cache_target(cfg))
         context_metrics: dict[str, float] = {}
         if spec.header == "contextual":
             chunks, context_metrics = contextual_chunks(
@@ -638,6 +647,7 @@ def run_config(cfg: Config, *, progress: bool = True,
         + [str(p) for r in resolved for p in r.problems if p.severity == "warning"],
         "n_documents": len(docs),
         "parsing": parsing_summary(cfg),
+        **embedding_work(cfg, ix.metrics),
         # Not scored, and said so: items a rebase left for review, and a corpus that moved
         # since the labels were made (sweep.data.drift).
         "golden_pending_review": len(golden.pending),
@@ -647,6 +657,20 @@ def run_config(cfg: Config, *, progress: bool = True,
            if abstentions else {}),
     }
     return JobResult(report, rows, chunks, list(resolved), rankings, misses.views)
+
+
+def embedding_work(cfg: Config, metrics: dict[str, float]) -> dict[str, Any]:
+    """What this job's embedding cost, for report.json: the texts it sent to a model
+    (``texts_encoded``) beside those the cache answered (``texts_from_cache``; texts already
+    in the process's memory from an earlier job count in neither), which cache that was, and
+    the node that ran the job (a cluster's sweep sums them per node)."""
+    return {
+        "texts_encoded": int(metrics.get("n_texts_encoded", 0)),
+        "texts_from_cache": int(metrics.get("n_texts_from_cache", 0)),
+        "cache_backend": cfg.cache.backend if cfg.cache.enabled else "none",
+        # $CHUNK_SWEEP_NODE names a node where several share one host (a local test cluster)
+        "node": os.environ.get("CHUNK_SWEEP_NODE") or socket.gethostname(),
+    }
 
 
 def need_split_metrics(headline: str, prompt_k: int) -> list[str]:

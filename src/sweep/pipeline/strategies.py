@@ -10,7 +10,7 @@ import numpy as np
 
 from sweep.chunking.chunkers import Chunk
 from sweep.config.schema import Config
-from sweep.config.specs import cut_model, unit_spec
+from sweep.config.specs import cache_target, cut_model, unit_spec
 from sweep.data.corpus import Document
 from sweep.embedding.cache import get_cache
 from sweep.embedding.models import Embedder, EmbeddingSpec, get_embedder
@@ -33,7 +33,8 @@ def cut_embedder(cfg: Config, swept: Callable[[Config], Embedder]) -> Embedder:
     if not name:
         return swept(cfg)
     embedder = get_embedder(EmbeddingSpec(name))
-    embedder.cache = get_cache(cfg.cache.dir) if cfg.cache.enabled else None
+    target = cache_target(cfg)
+    embedder.cache = get_cache(target) if target is not None else None
     return embedder
 
 

@@ -4,8 +4,6 @@ row is cut again with a warning; other tools' boundaries are never cached."""
 
 from __future__ import annotations
 
-import logging
-import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
@@ -66,26 +64,6 @@ def test_the_key_follows_what_a_cut_depends_on(corpus) -> None:
         spans_key(doc, spec, load_chunk_tokenizer("regex").fingerprint),
     ]
     assert len({key, *others}) == len(others) + 1
-
-
-def test_a_damaged_row_is_cut_again(tmp_path: Path, corpus,
-                                    caplog: pytest.LogCaptureFixture) -> None:
-    docs, tok, starts = corpus
-    spec = ChunkSpec("fixed", 48, 0, "none")
-    expected = corpus_spans(docs, spec, tok, starts)
-    cache = get_starts_cache(tmp_path)
-    corpus_spans(docs, spec, tok, starts, cache)
-    key = spans_key(docs[0], spec, tok.fingerprint)
-    db = sqlite3.connect(cache.path)
-    with db:  # a span past the end of the document, and a truncated row
-        db.execute("UPDATE chunk_spans SET spans = ? WHERE key = ?",
-                   ((10**9).to_bytes(8, "little") * 2 * len(expected[0]), key))
-        db.execute("UPDATE chunk_spans SET spans = x'00' WHERE key = ?",
-                   (spans_key(docs[1], spec, tok.fingerprint),))
-    db.close()
-    with caplog.at_level(logging.WARNING):
-        assert corpus_spans(docs, spec, tok, starts, cache) == expected
-    assert any("fail their check" in r.getMessage() for r in caplog.records)
 
 
 def test_other_tools_boundaries_are_not_cached(tmp_path: Path, corpus) -> None:

@@ -10,7 +10,7 @@ import pytest
 from pdfgen import make_pdf
 from sweep.config.schema import DocxParser, HtmlParser, PdfParser
 from sweep.data.corpus import corpus_fingerprint, load_corpus
-from sweep.data.parsers import PARSERS, ParseCache, get_parser, parse_file
+from sweep.data.parsers import PARSERS, get_parser, parse_file
 from sweep.data.parsers.html import decode_html
 
 PAGES = [
@@ -271,16 +271,6 @@ def test_parse_cache_key_changes_with_content_settings_and_version(tmp_path: Pat
     assert registry.cache_key("a" * 64, other) != base_key
     monkeypatch.setattr(registry, "_library_version", lambda dist: "0.0-other")
     assert registry.cache_key("a" * 64, parser) != base_key
-
-
-def test_unreadable_cache_entry_is_a_miss(tmp_path: Path) -> None:
-    cache = ParseCache(tmp_path)
-    data = make_pdf(PAGES, OUTLINE)
-    parsed, _ = parse_file(data, "b.pdf", get_parser("pdf", "pypdf"), cache)
-    (entry,) = (tmp_path / "parsed").rglob("*.json")
-    entry.write_text("{not json")
-    again, rec2 = parse_file(data, "b.pdf", get_parser("pdf", "pypdf"), cache)
-    assert not rec2.cached and again == parsed
 
 
 # ------------------------------------------------------------------- sweep validate --quotes

@@ -23,6 +23,10 @@ def test_warm_job_never_loads_the_model(tmp_path: Path, monkeypatch: pytest.Monk
     _fresh_process()
     cold = pipeline.run_config(compose([*base, "eval.latency_sample=5"]), progress=False)
     assert cold.report["metrics"]["n_texts_encoded"] > 0
+    # report.json: what was sent to the model beside what the cache answered (a new cache: none)
+    assert cold.report["texts_encoded"] == cold.report["metrics"]["n_texts_encoded"]
+    assert cold.report["texts_from_cache"] == 0 and cold.report["cache_backend"] == "sqlite"
+    assert cold.report["node"]
     assert cold.report["latency_source"] == "measured"
     # A second configuration in the same process times no query again, and says so.
     other = pipeline.run_config(compose([*base, "eval.latency_sample=5", "chunk.size=128"]),
@@ -40,6 +44,9 @@ def test_warm_job_never_loads_the_model(tmp_path: Path, monkeypatch: pytest.Monk
                                    progress=False)
         assert result_metrics(warm.report["metrics"]) == result_metrics(cold.report["metrics"])
         assert warm.report["metrics"]["n_texts_encoded"] == 0
+        # every distinct text the cold job encoded is read back, and nothing else
+        assert warm.report["texts_encoded"] == 0
+        assert warm.report["texts_from_cache"] == cold.report["texts_encoded"]
         assert warm.rows == cold.rows
         if sample:
             assert "cached" in warm.report["latency_source"]

@@ -1,0 +1,50 @@
+"""The cache stores' settings (sweep.common.store): what a cache.url may hold, and the SQL each
+dialect gets from one table declaration."""
+
+from __future__ import annotations
+
+import pytest
+
+from sweep.common.errors import SweepError
+from sweep.common.secret import find_secrets, url_has_userinfo
+from sweep.common.store import CacheTarget, Table, _ddl, check_url
+
+
+def test_a_role_only_postgres_url_is_no_secret_but_a_password_is() -> None:
+    assert not url_has_userinfo("postgresql://sweep@db.internal:5432/cache")
+    assert not url_has_userinfo("postgres://sweep@127.0.0.1/cache?sslmode=require")
+    assert url_has_userinfo("postgresql://sweep:hunter2@db.internal:5432/cache")
+    assert url_has_userinfo("https://token@example.org/")  # other schemes: any userinfo
+    tree = {"cache": {"url": "postgresql://sweep:hunter2@h/db"}}
+    assert [k for k, _ in find_secrets(tree)] == ["cache.url"]
+    assert list(find_secrets({"cache": {"url": "postgresql://sweep@h/db"}})) == []
+
+
+@pytest.mark.parametrize(("url", "says"), [
+    ("", "empty"),
+    ("mysql://u@h/db", "not a postgresql:// URL"),
+    ("postgresql://u:pw@h/db", "holds a password"),
+])
+def test_bad_cache_urls_are_one_line_without_the_password(url: str, says: str) -> None:
+    with pytest.raises(SweepError) as err:
+        check_url(url)
+    assert says in str(err.value) and "pw" not in str(err.value).replace("password", "")
+
+
+def test_target_checks_backend_and_url() -> None:
+    with pytest.raises(SweepError, match=r"cache\.backend"):
+        CacheTarget("/tmp", "redis")
+    with pytest.raises(SweepError, match=r"cache\.url"):
+        CacheTarget("/tmp", "postgres")
+    assert CacheTarget("/tmp", "postgres", "postgresql://u@h:1/db").shared
+    assert not CacheTarget("/tmp").shared
+
+
+def test_one_table_two_dialects() -> None:
+    t = Table("t", (("k", "BLOB"), ("n", "INTEGER"), ("v", "REAL"), ("c", "BLOB NULL")),
+              ("k",))
+    assert _ddl(t, "sqlite") == ("CREATE TABLE IF NOT EXISTS t (k BLOB NOT NULL, n INTEGER NOT "
+                                 "NULL, v REAL NOT NULL, c BLOB, PRIMARY KEY (k)) WITHOUT ROWID")
+    assert _ddl(t, "postgres") == ("CREATE TABLE IF NOT EXISTS t (k BYTEA NOT NULL, n BIGINT "
+                                   "NOT NULL, v DOUBLE PRECISION NOT NULL, c BYTEA, PRIMARY KEY "
+                                   "(k))")
