@@ -8,6 +8,7 @@ $CHUNK_SWEEP_CHROMA_PORT reuses a server already running there (e.g. `make chrom
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -119,17 +120,14 @@ class Relay:
 
     def cut(self) -> None:
         self.dead = True
-        try:  # wakes the accept() blocked in the other thread (a bare close() would not)
+        # wakes the accept() blocked in the other thread (a bare close() would not)
+        with contextlib.suppress(OSError):
             self.listener.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self.listener.close()
         with self._lock:
             for s in self._socks:
-                try:
+                with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
                 s.close()
 
 
