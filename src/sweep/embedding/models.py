@@ -263,6 +263,11 @@ class Embedder:
         return self._max_seq_length
 
     @property
+    def loaded(self) -> bool:
+        """The model is in memory (a search needs no load first)."""
+        return self._model is not None
+
+    @property
     def dimension(self) -> int:
         getter = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         return int(getter())
