@@ -7,6 +7,7 @@ invented) or one line naming the key, before any model is called."""
 from __future__ import annotations
 
 import socket
+import sqlite3
 
 import numpy as np
 import pytest
@@ -101,4 +102,6 @@ def test_contextual_headers_with_the_chat_endpoint_down_is_one_line(tmp_path) ->
     assert str(err.value).startswith(f"chunk.context.base_url=http://127.0.0.1:{port}/v1: "
                                      "cannot reach the endpoint (Connection refused)")
     assert "\n" not in str(err.value) and err.value.hint == "start the server or fix the URL"
-    assert not list(tmp_path.glob("**/*context*"))  # nothing cached from a failed call
+    db = sqlite3.connect(tmp_path / "contexts.sqlite")  # opened, but nothing cached
+    assert db.execute("SELECT COUNT(*) FROM contexts").fetchone() == (0,)
+    db.close()
