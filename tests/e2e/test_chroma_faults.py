@@ -254,3 +254,18 @@ def test_two_sweeps_building_one_index_at_once(port: int) -> None:
         _exact_ok(index, x, tb)
     mine = [n for n in _names(port) if n.startswith(name)]
     assert mine == [name]  # the loser's copy deleted
+
+
+def test_a_sweep_with_no_chroma_server_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    from helpers import run_cli
+
+    closed = _free_port()
+    res = run_cli("-m", "sweep", "index=chroma", f"index.port={closed}", "tracking=off",
+                  f"cache.dir={tmp_path}/cache", f"hydra.run.dir={tmp_path}/run", cwd=tmp_path)
+    assert res.returncode == 1, res.stderr[-2000:]
+    errors = [ln for ln in res.stderr.splitlines() if "error" in ln.lower()]
+    assert any(f"index=chroma: no Chroma server at http://127.0.0.1:{closed}" in ln
+               for ln in errors), res.stderr[-2000:]
+    assert "Traceback" not in res.stderr
+    # the embeddings it made before the index step are kept: a rerun does not embed again
+    assert (tmp_path / "cache" / "embeddings.sqlite").stat().st_size > 0
