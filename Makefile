@@ -7,6 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 PORT ?= 5000
 CHROMA_VENV := .venv-chroma
 CHROMA_PORT ?= 8000
+CHROMA_STATE ?= $(CURDIR)/.cache
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
@@ -72,11 +73,11 @@ chroma-venv: ## the venv holding the Chroma server (chromadb 1.5.9, ~520 MB)
 	@test -x $(CHROMA_VENV)/bin/chroma || { $(PYTHON) -m venv $(CHROMA_VENV) && \
 		$(CHROMA_VENV)/bin/pip install --progress-bar on chromadb==1.5.9; }
 
-chroma-start: chroma-venv ## a Chroma server on 127.0.0.1:$(CHROMA_PORT), data in .cache/chroma; waits for its heartbeat (WAIT_S=120), never starts a second
-	@PORT=$(CHROMA_PORT) VENV=$(abspath $(CHROMA_VENV)) STATE=$(CURDIR)/.cache servers/chroma.sh start
+chroma-start: chroma-venv ## a Chroma server on 127.0.0.1:$(CHROMA_PORT), data in .cache/chroma (CHROMA_STATE=... moves it); waits for its heartbeat (WAIT_S=120), never starts a second
+	@PORT=$(CHROMA_PORT) VENV=$(abspath $(CHROMA_VENV)) STATE=$(abspath $(CHROMA_STATE)) servers/chroma.sh start
 
 chroma-stop: ## stop the server chroma-start started
-	@PORT=$(CHROMA_PORT) STATE=$(CURDIR)/.cache servers/chroma.sh stop
+	@PORT=$(CHROMA_PORT) STATE=$(abspath $(CHROMA_STATE)) servers/chroma.sh stop
 
 compare: install ## compare the latest sweep in ./mlflow.db (paired tests against the best, plots)
 	$(PY) -m sweep.cli compare

@@ -27,7 +27,7 @@ def test_cli_impossible_overlap_is_one_line_and_nonzero(tmp_path: Path) -> None:
     res = run_cli("-m", "sweep", "chunk.overlap=300", "tracking=off",
                   f"hydra.run.dir={tmp_path}/run", cwd=tmp_path)
     assert res.returncode == 1
-    assert "error: chunk.overlap=300 must be >= 0 and smaller than chunk.size=256" in res.stderr
+    assert "error: chunk.overlap=300 must be >= 0 and smaller than chunk.size=254" in res.stderr
     assert "Traceback" not in res.stderr
 
 

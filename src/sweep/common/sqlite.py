@@ -33,21 +33,63 @@ def parts_key(parts: Iterable[str]) -> bytes:
     return h.digest()
 
 
+class CacheDB(sqlite3.Connection):
+    """A connection that knows which cache file it is, so an error met mid-run (a cache
+    damaged after it was opened, a folder made read-only) names the file and its real cause."""
+
+    where: Path
+    what: str
+
+
+def cache_error(exc: BaseException, path: Path, what: str) -> SweepError:
+    """One line for a cache that cannot be used, naming the cause SQLite (or the OS) gives:
+    a damaged file is not a permission problem, and a read-only folder is not damage."""
+    text = str(exc)
+    low = text.lower()
+    if isinstance(exc, sqlite3.DatabaseError) and any(
+            s in low for s in ("malformed", "not a database", "disk i/o error")):
+        # A file cut short (a copy or sync interrupted, half of it deleted) or written over:
+        # every value in it is derived, so the fix is to drop it, never to trust part of it.
+        return SweepError(f"cache.dir: the {what} {path} is damaged ({text}): cut short or "
+                          "written over", hint=f"delete {path} and its -wal/-shm files (it "
+                          "is rebuilt) or set cache.enabled=false")
+    if "locked" in low or "busy" in low:
+        return SweepError(f"cache.dir: the {what} {path} stayed locked by another process "
+                          f"for over {BUSY_TIMEOUT_S} s ({text})",
+                          hint="let the other sweep finish, or give this one its own cache.dir")
+    if isinstance(exc, PermissionError) or any(
+            s in low for s in ("readonly", "read-only", "unable to open", "permission denied")):
+        return SweepError(f"cache.dir: cannot write the {what} {path} ({text}): the folder or "
+                          "the file is read-only (SQLite writes the file and a -wal/-shm beside "
+                          "it, even to read)",
+                          hint="set cache.dir to a writable folder or cache.enabled=false")
+    return SweepError(f"cache.dir: cannot use the {what} {path} ({text})",
+                      hint="set cache.dir to another folder or cache.enabled=false")
+
+
+BUSY_TIMEOUT_S = 120
+
+
 def open_db(path: Path, schema: str, what: str) -> sqlite3.Connection:
     """A SQLite file in WAL mode (readers never wait for the writer; a busy writer is waited
     for up to two minutes), autocommit, with ``schema`` applied."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(str(path), timeout=120, isolation_level=None)
+        db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                             factory=CacheDB)
+        db.where, db.what = path, what
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.executescript(schema)
     except (OSError, sqlite3.Error) as exc:
-        raise SweepError(f"cache.dir: cannot open the {what} {path} ({exc})",
-                         hint="set cache.dir to a writable folder or cache.enabled=false") \
-            from None
+        raise cache_error(exc, path, what) from None
     return db
 
+
+def _raise_for(db: sqlite3.Connection, exc: sqlite3.Error) -> SweepError:
+    if isinstance(db, CacheDB):
+        return cache_error(exc, db.where, db.what)
+    return cache_error(exc, Path("?"), "cache")
 
 
 # Keys per SELECT ... IN (...) (SQLite's variable limit is far above).
@@ -61,15 +103,28 @@ def select_keys(db: sqlite3.Connection, sql: str, params: Sequence[object],
     unique = list(dict.fromkeys(keys))
     for lo in range(0, len(unique), KEYS_PER_SELECT):
         part = unique[lo : lo + KEYS_PER_SELECT]
-        yield from db.execute(sql.format(marks=",".join("?" * len(part))), [*params, *part])
+        try:
+            rows = db.execute(sql.format(marks=",".join("?" * len(part))),
+                              [*params, *part]).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise _raise_for(db, exc) from None
+        yield from rows
 
 
 def write_rows(db: sqlite3.Connection, sql: str, rows: Iterable[tuple]) -> None:
     """``sql`` over ``rows`` in one transaction: a crash leaves all of them or none."""
-    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute("BEGIN IMMEDIATE")
+    except sqlite3.DatabaseError as exc:
+        raise _raise_for(db, exc) from None
     try:
         db.executemany(sql, rows)
         db.execute("COMMIT")
+    except sqlite3.DatabaseError as exc:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise _raise_for(db, exc) from None
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.in_transaction:
+            db.execute("ROLLBACK")
         raise

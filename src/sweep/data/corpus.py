@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from sweep.common.errors import SweepError, one_line
 from sweep.common.files import read_regular
+from sweep.common.progress import Progress
 from sweep.common.store import CacheTarget
 
 if TYPE_CHECKING:
@@ -319,72 +320,75 @@ def load_corpus(
         log.warning("skipped %s", message)
     docs: list[Document] = []
     seen: dict[str, str] = {}
-    for path in paths:
-        rel = path.relative_to(root).as_posix()
-        shown = one_line(str(path))  # a name may hold a line break: never a second line
-        real = _real(path)
-        if isinstance(real, Path) and not real.is_relative_to(real_root):
-            # One rule for runs and the labelling page: a symlink out of the corpus folder (a
-            # home folder, /etc) is never indexed, scored or shown.
-            log.warning("skipped %s: a symlink to %s, outside the corpus folder", shown,
-                        one_line(str(real)))
-            continue
-        fmt = FORMATS.get(path.suffix.lower())
-        try:
+    # one PDF under pdfplumber can take ten minutes: a log line every 30 s says which file
+    with Progress("parse corpus", total=len(paths), unit="files", bar=False) as parsing:
+        for i, path in enumerate(paths):
+            rel = path.relative_to(root).as_posix()
+            parsing.done, parsing.note = i, one_line(rel)
+            shown = one_line(str(path))  # a name may hold a line break: never a second line
+            real = _real(path)
+            if isinstance(real, Path) and not real.is_relative_to(real_root):
+                # One rule for runs and the labelling page: a symlink out of the corpus folder (a
+                # home folder, /etc) is never indexed, scored or shown.
+                log.warning("skipped %s: a symlink to %s, outside the corpus folder", shown,
+                            one_line(str(real)))
+                continue
+            fmt = FORMATS.get(path.suffix.lower())
             try:
-                size = path.stat().st_size
-            except (OSError, RuntimeError):
-                size = 0  # a symlink loop or a dangling link: read_regular names it
-            if max_file_mb and size > max_file_mb * 1e6:
-                raise SweepError(f"{shown}: {size / 1e6:,.0f} MB ({size:,} bytes) is over the "
-                                 f"size limit corpus.max_file_mb={max_file_mb:g}",
-                                 hint="raise corpus.max_file_mb, remove the file, or set "
-                                 "corpus.on_error=skip")
-            if size > HUGE_FILE_BYTES:
-                log.warning("%s: %.0f MB is unusually large for a corpus document", shown,
-                            size / 1e6)
-            data = read_regular(path, shown)
-            if fmt is None:
-                kind = sniff(data)
-                if kind in ("pdf", "docx", "zip", "badzip"):
-                    raise SweepError(f"{shown}: named {path.suffix} but its content is "
-                                     f"{'a PDF' if kind == 'pdf' else 'a zip / Word file'}",
-                                     hint="rename the file to its real extension")
-                text = decode_file(Path(shown), data)
-            elif not data.strip():
-                log.warning("skipped %s: empty file", shown)
-                continue
+                try:
+                    size = path.stat().st_size
+                except (OSError, RuntimeError):
+                    size = 0  # a symlink loop or a dangling link: read_regular names it
+                if max_file_mb and size > max_file_mb * 1e6:
+                    raise SweepError(f"{shown}: {size / 1e6:,.0f} MB ({size:,} bytes) is over the "
+                                     f"size limit corpus.max_file_mb={max_file_mb:g}",
+                                     hint="raise corpus.max_file_mb, remove the file, or set "
+                                     "corpus.on_error=skip")
+                if size > HUGE_FILE_BYTES:
+                    log.warning("%s: %.0f MB is unusually large for a corpus document", shown,
+                                size / 1e6)
+                data = read_regular(path, shown)
+                if fmt is None:
+                    kind = sniff(data)
+                    if kind in ("pdf", "docx", "zip", "badzip"):
+                        raise SweepError(f"{shown}: named {path.suffix} but its content is "
+                                         f"{'a PDF' if kind == 'pdf' else 'a zip / Word file'}",
+                                         hint="rename the file to its real extension")
+                    text = decode_file(Path(shown), data)
+                elif not data.strip():
+                    log.warning("skipped %s: empty file", shown)
+                    continue
+                else:
+                    parsed, record = parse_file(data, shown, chosen[fmt], cache, rel, limits)
+                    if parse_log is not None:
+                        parse_log.append(record)
+            except (OSError, SweepError) as exc:
+                message = str(exc) if isinstance(exc, SweepError) else (
+                    f"{shown}: cannot read ({one_line(str(exc))})")
+                if on_error == "skip":
+                    log.warning("skipped %s", message)
+                    if skipped is not None:
+                        reason = message.removeprefix(f"{shown}: ")
+                        skipped[slugify_path(rel)] = skipped[rel] = f"{rel} was skipped: {reason}"
+                    continue
+                raise SweepError(message) from None
+            if fmt is not None:
+                doc = Document(doc_id=slugify_path(rel),
+                               title=parsed.title or _first_heading(parsed.sections, rel),
+                               text=parsed.text, sections=parsed.sections, source=rel,
+                               parser=chosen[fmt].name, pages=parsed.pages)
             else:
-                parsed, record = parse_file(data, shown, chosen[fmt], cache, rel, limits)
-                if parse_log is not None:
-                    parse_log.append(record)
-        except (OSError, SweepError) as exc:
-            message = str(exc) if isinstance(exc, SweepError) else (
-                f"{shown}: cannot read ({one_line(str(exc))})")
-            if on_error == "skip":
-                log.warning("skipped %s", message)
-                if skipped is not None:
-                    reason = message.removeprefix(f"{shown}: ")
-                    skipped[slugify_path(rel)] = skipped[rel] = f"{rel} was skipped: {reason}"
-                continue
-            raise SweepError(message) from None
-        if fmt is not None:
-            doc = Document(doc_id=slugify_path(rel),
-                           title=parsed.title or _first_heading(parsed.sections, rel),
-                           text=parsed.text, sections=parsed.sections, source=rel,
-                           parser=chosen[fmt].name, pages=parsed.pages)
-        else:
-            if not text.strip():
-                log.warning("skipped %s: empty file", shown)
-                continue
-            doc = parse_document(rel, text, markdown=path.suffix.lower() != ".txt")
-        if doc.doc_id in seen:
-            raise SweepError(
-                f"{shown}: doc_id {doc.doc_id!r} is also the id of {seen[doc.doc_id]}",
-                hint="rename one of the two files",
-            )
-        seen[doc.doc_id] = rel
-        docs.append(doc)
+                if not text.strip():
+                    log.warning("skipped %s: empty file", shown)
+                    continue
+                doc = parse_document(rel, text, markdown=path.suffix.lower() != ".txt")
+            if doc.doc_id in seen:
+                raise SweepError(
+                    f"{shown}: doc_id {doc.doc_id!r} is also the id of {seen[doc.doc_id]}",
+                    hint="rename one of the two files",
+                )
+            seen[doc.doc_id] = rel
+            docs.append(doc)
     if not docs:
         raise SweepError(
             f"corpus folder {root} has no readable {'/'.join(sorted(exts))} files",

@@ -20,6 +20,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -29,7 +30,7 @@ import numpy as np
 from sweep.common.errors import SweepError, model_load_error
 from sweep.common.files import folder_signature
 from sweep.common.hf import quiet_transformers
-from sweep.common.progress import show_progress
+from sweep.common.progress import Progress, show_progress
 from sweep.common.sqlite import text_key
 from sweep.embedding.backends import (
     EXPORTS_FOLDER,
@@ -263,6 +264,11 @@ class Embedder:
         return self._max_seq_length
 
     @property
+    def loaded(self) -> bool:
+        """The model is in memory (a search needs no load first)."""
+        return self._model is not None
+
+    @property
     def dimension(self) -> int:
         getter = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         return int(getter())
@@ -283,8 +289,8 @@ class Embedder:
             if lengths is not None and limit:
                 lengths = [min(n, limit) for n in lengths]
             return encode_by_batch(self.model, todo, self.spec.batch_size,
-                                   show_progress(progress) and len(todo) > self.spec.batch_size,
-                                   lengths)
+                                   progress and len(todo) > self.spec.batch_size, lengths,
+                                   desc=f"embed {self.spec.name}")
 
         disk = self.cache
 
@@ -408,7 +414,7 @@ class Embedder:
 
 
 def encode_by_batch(model: Any, texts: list[str], batch_size: int, progress: bool,
-                    lengths: Sequence[int] | None = None) -> np.ndarray:
+                    lengths: Sequence[int] | None = None, desc: str = "embed") -> np.ndarray:
     """``model.encode(texts, normalize_embeddings=True)`` as float32, one batch per call, into
     one preallocated array; without ``lengths`` bit for bit the vectors of one call.
 
@@ -426,22 +432,22 @@ def encode_by_batch(model: Any, texts: list[str], batch_size: int, progress: boo
     the character count) and cuts batches in that order; the same sort here and one call per
     batch give the batches of one call, hence the same vectors (a batch's padding, not only its
     texts, decides the rounding). A model that flattens its inputs instead of padding them
-    (sentence-transformers' ``_can_flatten_inputs``) orders batches its own way: one call."""
+    (sentence-transformers' ``_can_flatten_inputs``) orders batches its own way: one call.
+
+    ``progress``: a bar on a terminal, else a line every 30 s in the log (`Progress`)."""
     flattens = getattr(model, "_can_flatten_inputs", None)
     if len(texts) <= batch_size or (callable(flattens) and flattens()):
-        return np.asarray(model.encode(texts, batch_size=batch_size, show_progress_bar=progress,
-                                       normalize_embeddings=True, convert_to_numpy=True),
-                          dtype=np.float32)
+        heartbeat = progress and not show_progress(True)  # the model's own bar on a terminal
+        with Progress(desc, bar=False) if heartbeat else nullcontext():
+            return np.asarray(model.encode(texts, batch_size=batch_size,
+                                           show_progress_bar=progress and show_progress(True),
+                                           normalize_embeddings=True, convert_to_numpy=True),
+                              dtype=np.float32)
     # sentence-transformers' own order (np.argsort of minus the characters), or the tokens'
     order = (np.argsort([-len(t) for t in texts]) if lengths is None
              else np.argsort([-int(n) for n in lengths], kind="stable"))
     out: np.ndarray | None = None
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(texts), desc="Batches", unit="text", leave=False)
-    try:
+    with Progress(desc, total=len(texts), unit="texts") if progress else nullcontext() as bar:
         for lo in range(0, len(texts), batch_size):
             idx = order[lo:lo + batch_size]
             vecs = model.encode([texts[i] for i in idx], batch_size=batch_size,
@@ -452,9 +458,6 @@ def encode_by_batch(model: Any, texts: list[str], batch_size: int, progress: boo
             out[idx] = vecs
             if bar is not None:
                 bar.update(len(idx))
-    finally:
-        if bar is not None:
-            bar.close()
     assert out is not None  # len(texts) > batch_size >= 1
     return out
 

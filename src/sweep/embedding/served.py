@@ -38,6 +38,7 @@ import numpy as np
 
 from sweep.common.errors import SweepError
 from sweep.common.net import connect_error
+from sweep.common.progress import Progress
 from sweep.common.secret import scrub
 from sweep.common.sqlite import open_db
 from sweep.embedding.cache import FILE_NAME
@@ -565,9 +566,9 @@ class ServedEmbedder(Embedder):
         queue = list(reversed(batches))
         bar = None
         if progress and len(batches) > 1:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=len(texts), desc=f"embed via {sv.model}", leave=False)
+            # a bar on a terminal only; a log gets a line every 30 s (a bar there was one
+            # redraw per line)
+            bar = Progress(f"embed via {sv.model}", total=len(texts), unit="texts").__enter__()
         try:
             while queue or pending:
                 while queue and error is None and len(pending) < max(1, sv.endpoint.concurrency):
@@ -605,7 +606,7 @@ class ServedEmbedder(Embedder):
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
             if bar is not None:
-                bar.close()
+                bar.__exit__(None, None, None)
         if error is not None:
             raise error
         return np.stack([v for v in out if v is not None])

@@ -81,6 +81,10 @@ class DenseIndex:
     name: str
     vectors: np.ndarray
     encode_query: Callable[[str], np.ndarray]
+    # False while the model that embeds the questions loads (every chunk vector can come from
+    # the cache, so the first search is what loads it: a minute or two on a small machine).
+    # The page asks /api/status and says so, instead of "searching…" alone.
+    ready: Callable[[], bool] = lambda: True
 
 
 @dataclass
@@ -615,8 +619,24 @@ def build_app(settings: LabelSettings, *, dense_spec: Any = None, cache_dir: str
         vectors = embedder.encode([c.embed_text for c in chunks], progress=True)
         say(f"dense index ready: {embedder.encoded_texts - before} chunks encoded, the rest "
             f"from the cache ({time.perf_counter() - t:.1f}s)")
-        dense = DenseIndex(dense_spec.name, vectors,
-                           lambda q: embedder.encode_uncached(q, query=True))
+        lock = threading.Lock()  # one load, one query at a time: the server is threaded
+
+        def encode_query(q: str) -> np.ndarray:
+            with lock:
+                return embedder.encode_uncached(q, query=True)
+
+        def warm() -> None:  # load the model while the user types the first question
+            try:
+                encode_query("warm-up")
+            except Exception as exc:  # the first real search reports it as one line
+                log.warning("the embedding model %s did not load: %s", dense_spec.name, exc)
+
+        dense = DenseIndex(dense_spec.name, vectors, encode_query,
+                           ready=lambda: getattr(embedder, "loaded", True))
+        if not dense.ready():
+            say(f"loading the embedding model {dense_spec.name} for the questions (in the "
+                "background; the page says so until it is ready)")
+            threading.Thread(target=warm, name="label model warm-up", daemon=True).start()
         note = ""
     app = LabelApp(settings, docs, chunks, reference_from, dense, note)
     moved = drift.corpus_drift(store.path, docs)

@@ -148,15 +148,30 @@
     const q = $("question").value.trim();
     if (!q) return;
     $("bm25-results").innerHTML = $("dense-results").innerHTML = '<p class="muted">searching…</p>';
+    // A search still running after a moment may be waiting for the embedding model to load
+    // (the first one after start): ask, and say so rather than "searching…" for minutes.
+    const slow = setTimeout(async () => {
+      try {
+        const st = await api("GET", "/api/status");
+        if (st.dense !== "loading") return;
+        const p = document.createElement("p");
+        p.className = "muted";
+        p.id = "model-loading";
+        p.textContent = `searching… the embedding model ${st.model} is loading (the first ` +
+          "search waits for it: a minute or two on a small machine)";
+        $("dense-results").replaceChildren(p);
+      } catch (err) { /* the search itself reports */ }
+    }, 800);
     try {
       const data = await api("GET", "/api/search?q=" + encodeURIComponent(q));
+      clearTimeout(slow);
       $("bm25-results").innerHTML = data.bm25;
       $("dense-results").innerHTML = data.dense;
       // Each snippet opens on its passage; the text around it is there to scroll to.
       for (const box of document.querySelectorAll(".snippet")) {
         scrollTo(box.querySelector(".chunk"), box, 18);
       }
-    } catch (err) { setStatus(err.message, "bad"); }
+    } catch (err) { clearTimeout(slow); setStatus(err.message, "bad"); }
   }
   $("search-form").addEventListener("submit", (ev) => { ev.preventDefault(); search(); });
   $("question").addEventListener("input", () => refresh(500));

@@ -230,6 +230,11 @@ class LabelHandler(BaseHTTPRequestHandler):
                 self._html(HTTPStatus.OK, pages.items_page(app, rows, ranks, nonce), nonce)
             elif path.startswith("/doc/"):
                 self._doc(app, path[len("/doc/"):], query)
+            elif path == "/api/status":
+                dense = app.dense
+                self._json(HTTPStatus.OK, {
+                    "dense": "off" if dense is None else "ready" if dense.ready() else "loading",
+                    "model": dense.name if dense is not None else ""})
             elif path == "/api/search":
                 q = (query.get("q") or [""])[0]
                 hits = app.search(q)

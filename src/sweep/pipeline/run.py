@@ -35,6 +35,7 @@ from sweep.chunking.semantic import SemanticParams, chunk_corpus_embedded
 from sweep.chunking.tokenizers import DEFAULT_TOKENIZER, load_chunk_tokenizer
 from sweep.common.errors import SweepError
 from sweep.common.memory import release_free_memory
+from sweep.common.progress import Progress
 from sweep.common.sqlite import parts_key
 from sweep.common.store import CacheTarget
 from sweep.config.compose import to_container
@@ -207,7 +208,8 @@ def chunks_for(docs: list[Document], fingerprint: str, spec: ChunkSpec,
         tok = load_chunk_tokenizer(tokenizer)
         if (fingerprint, tokenizer) not in _MEMO.starts:
             cache = get_starts_cache(cache_dir) if cache_dir else None
-            _MEMO.starts[(fingerprint, tokenizer)] = corpus_token_starts(docs, tok, cache)
+            with Progress(f"tokenise {len(docs):,} documents ({tokenizer})", bar=False):
+                _MEMO.starts[(fingerprint, tokenizer)] = corpus_token_starts(docs, tok, cache)
             release_free_memory()
         starts = _MEMO.starts[(fingerprint, tokenizer)]
         if embedder is None or params is None:
@@ -219,12 +221,16 @@ def chunks_for(docs: list[Document], fingerprint: str, spec: ChunkSpec,
             _MEMO.chunks[key] = chunk_corpus(docs, spec, tok, starts, _MEMO.spans[cut])
         else:
             sent: list[int] = []
+            # a semantic cut embeds every sentence window: 16 minutes on the Debian book
+            cutting = Progress(f"chunk.boundary={spec.boundary} cut", bar=False)
 
             def embed(texts: list[str]) -> np.ndarray:
                 sent.append(len(texts))
+                cutting.note = f"{sum(sent):,} sentence texts embedded"
                 return embedder.encode(texts, progress=False)
 
-            _MEMO.chunks[key] = chunk_corpus_embedded(docs, spec, params, starts, embed)
+            with cutting:
+                _MEMO.chunks[key] = chunk_corpus_embedded(docs, spec, params, starts, embed)
             _MEMO.cut_texts[key] = sum(sent)
     return _MEMO.chunks[key]
 
@@ -263,7 +269,9 @@ def index_for(spec: IndexSpec, chunks: list[Chunk], chunk_vecs: np.ndarray) -> V
     if key not in _MEMO.ann:
         _MEMO.ann.clear()
         tiebreak = tiebreak_order([c.chunk_id for c in chunks])
-        _MEMO.ann[key] = build_index(spec, chunk_vecs, tiebreak)
+        # an HNSW build over 100k+ vectors is one FAISS call: only a heartbeat can say it runs
+        with Progress(f"index.kind={spec.kind} build over {len(chunks):,} vectors", bar=False):
+            _MEMO.ann[key] = build_index(spec, chunk_vecs, tiebreak)
     return _MEMO.ann[key]
 
 
@@ -436,7 +444,9 @@ def build_indexes(cfg: Config, chunks: list[Chunk], questions: list[str],
     out = Indexes()
     if uses_dense or cfg.retrieval.diagnose:
         with stage_timer(timings, "embed_s"):
-            out.embedder = embedder_for(cfg)
+            # loading a model the first time (and exporting an ONNX one) takes minutes
+            with Progress(f"load embedding model {cfg.embedding.name}", bar=False):
+                out.embedder = embedder_for(cfg)
             encoded_before = out.embedder.encoded_texts
             read_before = out.embedder.read_from_cache
             out.chunk_vecs = out.embedder.encode(texts, progress=progress)
@@ -447,12 +457,14 @@ def build_indexes(cfg: Config, chunks: list[Chunk], questions: list[str],
         out.metrics["index_bytes_dense"] = float(out.chunk_vecs.nbytes)
     with stage_timer(timings, "index_s"):  # truncation check, BM25 index
         if out.embedder is not None:
-            out.truncated = truncation(out.embedder, texts, cfg.embedding.name)
+            with Progress(f"truncation check over {len(texts):,} chunks", bar=False):
+                out.truncated = truncation(out.embedder, texts, cfg.embedding.name)
         if uses_bm25 or cfg.retrieval.diagnose:
             # The diagnosis-only BM25 list uses bm25s: the same scores as rank-bm25 (tested on
             # SciFact), ~70x faster per question, and it never changes the metrics.
             backend = cfg.retrieval.bm25_backend.value if uses_bm25 else "bm25s"
-            out.bm25, build_s = bm25_for(texts, cfg, backend)
+            with Progress(f"BM25 index over {len(texts):,} chunks", bar=False):
+                out.bm25, build_s = bm25_for(texts, cfg, backend)
             out.metrics["index_bytes_bm25"] = float(out.bm25.size_bytes())
             out.metrics["index_build_bm25_s"] = build_s  # reading it back, when cached
             out.metrics["bm25_index_cached"] = float(out.bm25.from_cache)

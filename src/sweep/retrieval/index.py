@@ -297,6 +297,24 @@ def _build_binary(spec: IndexSpec, vecs: np.ndarray, tiebreak: np.ndarray) -> Ve
     return BinaryIndex(index, _f32(vecs), tiebreak, spec.rescore, spec.kind, build_s, nbytes)
 
 
+# The collection's metadata says who wrote it and what it holds. A collection is only read as
+# this configuration's index when all of it matches: a name alone could be an earlier run's
+# half-written one, another tool's, or an older chunk-sweep's without the marks.
+CHROMA_FORMAT = 1
+# Vectors read back and compared on reuse: the metadata can claim anything, the vectors cannot.
+CHROMA_SAMPLE = 8
+
+
+def _chroma_failed(url: str, doing: str, exc: BaseException) -> SweepError:
+    """One line for a server that stopped answering (or answered with an error) mid-sweep."""
+    detail = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return SweepError(
+        f"index=chroma: the Chroma server at {url} failed while {doing} "
+        f"({type(exc).__name__}{': ' + detail if detail else ''})",
+        hint="restart it (make chroma-start) and run the sweep again: configurations already "
+        "logged are kept and skipped, and the embeddings are cached")
+
+
 @dataclass
 class ChromaIndex:
     """A collection on a Chroma server, searched over HTTP the way an application would.
@@ -310,25 +328,77 @@ class ChromaIndex:
     kind: str
     build_s: float
     nbytes: int = 0  # the server's memory is not observable from the client
+    url: str = ""
 
     def search(self, query_vecs: np.ndarray, depth: int) -> list[Ranking]:
         k = min(depth, len(self.tiebreak))
-        res = self.collection.query(query_embeddings=_f32(query_vecs), n_results=k,
-                                    include=["distances"])
+        try:
+            res = self.collection.query(query_embeddings=_f32(query_vecs), n_results=k,
+                                        include=["distances"])
+        except Exception as exc:  # the client raises its own types, and httpx's
+            raise _chroma_failed(self.url, f"searching {self.collection.name}", exc) from None
         out = []
+        n = len(self.tiebreak)
         for ids, dist in zip(res["ids"], res["distances"], strict=True):
-            idx = np.array([int(i) for i in ids], dtype=np.int64)
+            try:
+                idx = np.array([int(i) for i in ids], dtype=np.int64)
+            except ValueError:
+                idx = np.array([-1], dtype=np.int64)
+            if idx.size and (idx.min() < 0 or idx.max() >= n):  # never index out of range
+                raise SweepError(f"index=chroma: collection {self.collection.name} at "
+                                 f"{self.url} answered ids that are not this chunking's "
+                                 f"0..{n - 1}", hint="delete the collection; it is rebuilt")
             sc = 1.0 - np.asarray(dist, dtype=np.float64)  # cosine distance -> cosine
             order = np.lexsort((self.tiebreak[idx], -sc))
             out.append(Ranking(tuple(idx[order].tolist()), tuple(sc[order].tolist())))
         return out
 
 
-def chroma_collection_name(spec: IndexSpec, vecs: np.ndarray) -> str:
+def _vectors_digest(vecs: np.ndarray) -> str:
     import hashlib
 
-    digest = hashlib.sha256(_f32(vecs).tobytes()).hexdigest()[:32]
-    return f"cs-{digest}-m{spec.M}-c{spec.ef_construction}-s{spec.ef_search}"
+    return hashlib.sha256(_f32(vecs).tobytes()).hexdigest()
+
+
+def chroma_collection_name(spec: IndexSpec, vecs: np.ndarray) -> str:
+    return f"cs-{_vectors_digest(vecs)[:32]}-m{spec.M}-c{spec.ef_construction}-s{spec.ef_search}"
+
+
+def _chroma_metadata(spec: IndexSpec, vecs: np.ndarray) -> dict[str, Any]:
+    return {"chunk_sweep": CHROMA_FORMAT, "vectors_sha256": _vectors_digest(vecs),
+            "n": int(vecs.shape[0]), "dim": int(vecs.shape[1]), "space": "cosine",
+            "M": spec.M, "ef_construction": spec.ef_construction, "ef_search": spec.ef_search}
+
+
+def _chroma_sample(n: int) -> list[int]:
+    """Fixed ids to read back: both ends and a spread between (deterministic, no RNG)."""
+    return sorted({0, n - 1, *(int(i) for i in np.linspace(0, n - 1, CHROMA_SAMPLE))})
+
+
+def chroma_mismatch(collection: Any, spec: IndexSpec, vecs: np.ndarray) -> str:
+    """Why ``collection`` is not this configuration's index ('' when it is): written by
+    something else or by an older chunk-sweep (no marks), for other vectors or settings, left
+    half-written, or holding other vectors than its marks claim."""
+    want = _chroma_metadata(spec, vecs)
+    have = dict(collection.metadata or {})
+    if have.get("chunk_sweep") != CHROMA_FORMAT:
+        return "it carries no chunk-sweep marks (another tool's, or an older version's)"
+    if have.get("complete") is not True:
+        return "its build never finished"
+    for key, value in want.items():
+        if have.get(key) != value:
+            return f"its {key} is {have.get(key)!r}, this configuration's {value!r}"
+    count = collection.count()
+    if count != want["n"]:
+        return f"it holds {count} vectors of {want['n']} (left half-written)"
+    ids = _chroma_sample(want["n"])
+    got = collection.get(ids=[str(i) for i in ids], include=["embeddings"])
+    back = {int(i): np.asarray(e, dtype=np.float32)
+            for i, e in zip(got["ids"], got["embeddings"], strict=True)}
+    for i in ids:
+        if i not in back or not np.allclose(back[i], vecs[i], atol=1e-6):
+            return f"its vector {i} differs from this chunking's"
+    return ""
 
 
 def _build_chroma(spec: IndexSpec, vecs: np.ndarray, tiebreak: np.ndarray) -> VectorIndex:
@@ -346,27 +416,94 @@ def _build_chroma(spec: IndexSpec, vecs: np.ndarray, tiebreak: np.ndarray) -> Ve
         raise SweepError(f"index=chroma: no Chroma server at {url} ({type(exc).__name__})",
                          hint="start one with `make chroma-start` or set index.host/index.port"
                          ) from None
+    vecs = _f32(vecs)
+    name = chroma_collection_name(spec, vecs)
     start = time.perf_counter()
+    try:
+        collection = _chroma_reuse(client, name, spec, vecs)
+        if collection is None:
+            collection = _chroma_fill(client, name, spec, vecs)
+            build_s = time.perf_counter() - start
+        else:
+            build_s = 0.0
+    except SweepError:
+        raise
+    except Exception as exc:
+        raise _chroma_failed(url, f"building {name}", exc) from None
+    return ChromaIndex(collection, tiebreak, spec.kind, build_s, url=url)
+
+
+def _chroma_reuse(client: Any, name: str, spec: IndexSpec, vecs: np.ndarray) -> Any | None:
+    """The complete collection of this name, or None after deleting one that is not."""
+    existing = {c.name for c in client.list_collections()}
+    _drop_abandoned(client, name, existing)
+    if name not in existing:
+        return None
+    collection = client.get_collection(name, embedding_function=None)
+    why = chroma_mismatch(collection, spec, vecs)
+    if not why:
+        return collection
+    log.warning("index=chroma: collection %s is not read as this configuration's index: %s; "
+                "deleted and built again", name, why)
+    _delete_quietly(client, name)
+    return None
+
+
+# A build copy older than this was left by a crash (a live build adds its vectors in minutes).
+ABANDONED_AFTER_S = 6 * 3600
+
+
+def _drop_abandoned(client: Any, name: str, existing: set[str]) -> None:
+    """Delete the build copies of ``name`` that a crashed sweep left on the server."""
+    for other in sorted(existing):
+        if not other.startswith(f"{name}-b"):
+            continue
+        meta = client.get_collection(other, embedding_function=None).metadata or {}
+        started = meta.get("started")
+        if isinstance(started, int) and time.time() - started > ABANDONED_AFTER_S:
+            log.warning("index=chroma: deleting %s, a build left unfinished by a sweep that "
+                        "ended", other)
+            _delete_quietly(client, other)
+
+
+def _delete_quietly(client: Any, name: str) -> None:
+    try:
+        client.delete_collection(name)
+    except Exception:  # another sweep deleted it first: the same end state
+        log.debug("collection %s already gone", name)
+
+
+def _chroma_fill(client: Any, name: str, spec: IndexSpec, vecs: np.ndarray) -> Any:
+    """Build under a name of its own, then rename to ``name`` once every vector is in: a
+    crash leaves only a ``-b<token>`` collection that no lookup ever reads, and two sweeps
+    building the same index at once never read each other's half. The loser of the rename
+    deletes its copy and reads the winner's (the same vectors, checked)."""
+    import secrets
+
+    own = f"{name}-b{secrets.token_hex(4)}"
+    meta = _chroma_metadata(spec, vecs)
     # embedding_function=None: vectors are always ours (Chroma's default would download a
     # model on first use).
-    collection = client.get_or_create_collection(
-        chroma_collection_name(spec, vecs), embedding_function=None,
+    collection = client.create_collection(
+        own, embedding_function=None,
+        metadata={**meta, "complete": False, "started": int(time.time())},
         configuration={"hnsw": {"space": "cosine", "max_neighbors": spec.M,
                                 "ef_construction": spec.ef_construction,
                                 "ef_search": spec.ef_search}})
-    n = vecs.shape[0]
-    if collection.count() != n:  # new, or left half-written by an interrupted run
-        if collection.count():
-            client.delete_collection(collection.name)
-            return _build_chroma(spec, vecs, tiebreak)
+    try:
+        n = vecs.shape[0]
         step = client.get_max_batch_size()
         for lo in range(0, n, step):
             hi = min(lo + step, n)
-            collection.add(ids=[str(i) for i in range(lo, hi)], embeddings=_f32(vecs[lo:hi]))
-        build_s = time.perf_counter() - start
-    else:
-        build_s = 0.0
-    return ChromaIndex(collection, tiebreak, spec.kind, build_s)
+            collection.add(ids=[str(i) for i in range(lo, hi)], embeddings=vecs[lo:hi])
+        collection.modify(name=name, metadata={**meta, "complete": True})
+    except Exception:
+        winner = _chroma_reuse(client, name, spec, vecs)
+        _delete_quietly(client, own)
+        if winner is not None:
+            return winner
+        raise
+    return client.get_collection(name, embedding_function=None)
 
 
 BUILDERS: dict[str, Callable[[IndexSpec, np.ndarray, np.ndarray], VectorIndex]] = {

@@ -52,7 +52,7 @@ def test_bad_override_fails_before_work_naming_the_key(override: str, words: lis
 @pytest.mark.parametrize(
     ("override", "words"),
     [
-        (["chunk.overlap=256"], ["chunk.overlap=256", "smaller than chunk.size=256"]),
+        (["chunk.overlap=254"], ["chunk.overlap=254", "smaller than chunk.size=254"]),
         (["chunk.size=0"], ["chunk.size=0", "at least 1"]),
         (["chunk.overlap=-1"], ["chunk.overlap=-1"]),
         (["eval.k=[0,5]"], ["eval.k", ">= 1"]),

@@ -20,7 +20,7 @@ def test_baseline_file_shape():
     assert set(bl.GATED) <= set(data["metrics"])
     assert data["n_questions"] >= data["n_scored"] > 0
     assert len(data["per_question"]) == data["n_questions"]
-    assert data["config"]["chunk"]["size"] == 256  # the project's default configuration
+    assert data["config"]["chunk"]["size"] == 254  # the project's default configuration
     assert "/work/" not in json.dumps(data["config"])  # portable paths
 
 

@@ -384,7 +384,7 @@ def test_new_golden_set_gets_a_reference_sidecar(tmp_path: Path) -> None:
     app.save_new({"question": "refund window?",
                   "evidence": [span_of(app, "returns/refund-policy.md", QUOTE_30)]})
     golden = load_golden(app.store.path)
-    assert golden.reference == {"chunk": {"boundary": "recursive", "size": 256, "overlap": 0,
+    assert golden.reference == {"chunk": {"boundary": "recursive", "size": 254, "overlap": 0,
                                           "tokenizer": "minilm"}}
     from sweep.pipeline.run import resolve_golden
 
