@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sweep.common.errors import SweepError
+from sweep.common.sqlite import BUSY_TIMEOUT_S, cache_error
 
 log = logging.getLogger(__name__)
 
@@ -124,31 +125,49 @@ class SQLiteStore:
         self.location = str(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(str(path), timeout=120, isolation_level=None)
+            self.db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(";\n".join(_ddl(t, "sqlite") for t in tables) + ";")
         except (OSError, sqlite3.Error) as exc:
-            raise SweepError(f"cache.dir: cannot open the {what} {path} ({exc})",
-                             hint="set cache.dir to a writable folder or cache.enabled=false"
-                             ) from None
+            raise cache_error(exc, path, what) from None
+        self.what = what
+
+    def _error(self, exc: BaseException) -> SweepError:
+        # a cache damaged or made read-only after it was opened: one line with the real cause
+        return cache_error(exc, self.path, self.what)
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
-        return self.db.execute(sql, list(params)).fetchall()
+        try:
+            return self.db.execute(sql, list(params)).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
 
     def select_keys(self, sql: str, params: Sequence[object], keys: Sequence[bytes]
                     ) -> Iterator[tuple]:
         for part in _batches(keys):
-            yield from self.db.execute(sql.format(marks=",".join("?" * len(part))),
-                                       [*params, *part])
+            try:
+                rows = self.db.execute(sql.format(marks=",".join("?" * len(part))),
+                                       [*params, *part]).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise self._error(exc) from None
+            yield from rows
 
     def write_rows(self, sql: str, rows: Iterable[tuple]) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
         try:
             self.db.executemany(sql, rows)
             self.db.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise self._error(exc) from None
         except BaseException:
-            self.db.execute("ROLLBACK")
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
             raise
 
     def insert(self, table: Table, rows: Iterable[tuple], *, replace: bool) -> None:
