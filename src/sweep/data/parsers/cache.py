@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep.common.files import atomic_write
-from sweep.data.corpus import Section
+from sweep.data.documents import Section
 from sweep.data.parsers.base import Parsed
 
 log = logging.getLogger(__name__)
