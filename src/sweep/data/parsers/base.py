@@ -17,7 +17,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from sweep.common.errors import SweepError
-from sweep.data.corpus import Section, markdown_sections, normalize_text, utf16_codec
+from sweep.data.documents import Section, markdown_sections, normalize_text, utf16_codec
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 from sweep.common.files import atomic_write
 from sweep.common.store import CacheTarget, Table, as_target, open_store
-from sweep.data.corpus import Section
+from sweep.data.documents import Section
 from sweep.data.parsers.base import Parsed
 
 log = logging.getLogger(__name__)

@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from sweep.common.errors import SweepError
-from sweep.data.corpus import utf16_codec
+from sweep.data.documents import utf16_codec
 from sweep.data.parsers.base import Parsed, converter_error, from_markdown
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from io import BytesIO
 from typing import Any
 
 from sweep.common.errors import SweepError
-from sweep.data.corpus import Section, normalize_text, sections_from_headings
+from sweep.data.documents import Section, normalize_text, sections_from_headings
 from sweep.data.parsers.base import Parsed
 
 log = logging.getLogger(__name__)
