@@ -23,5 +23,5 @@ def test_worse_config_fails_the_gate(capsys):
     code = baseline_cmd.cmd_baseline(["check", "chunk.size=32"])
     out = capsys.readouterr().out
     assert code == 1
-    assert "chunk.size=32 (baseline 256)" in out
+    assert "chunk.size=32 (baseline 254)" in out
     assert "FAIL" in out and "questions found in the top 5 by the baseline and not now" in out
