@@ -51,7 +51,11 @@ def test_the_tutorials_have_quick_blocks() -> None:
 
 
 @pytest.mark.parametrize(("page", "lines"), BLOCKS, ids=[p for p, _ in BLOCKS])
-def test_a_quick_block_runs(page: str, lines: list[str], tmp_path: Path) -> None:
+def test_a_quick_block_runs(page: str, lines: list[str], tmp_path: Path,
+                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # an in-process test earlier in the session may have called mlflow.set_tracking_uri,
+    # which exports MLFLOW_TRACKING_URI: the page's commands must see the user's default store
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     env = {"CHUNK_SWEEP_PROJECT_ROOT": str(tmp_path), "CHUNK_SWEEP_CACHE_DIR":
            str(tmp_path / "cache"), "PYTHONPATH": str(ROOT / "src")}
     outputs = []
