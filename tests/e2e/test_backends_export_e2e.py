@@ -17,7 +17,7 @@ import pytest
 from helpers import SHARED_DATA
 from sweep.embedding.backends import BACKENDS, REFERENCE, entry_file
 from sweep.embedding.cache import EmbeddingCache
-from sweep.embedding.models import Embedder, EmbeddingSpec
+from sweep.embedding.models import EmbeddingSpec, LocalEmbedder
 
 # The bounds stated in docs/performance-backends.md (worst passage; int8 also the mean).
 MIN_COSINE = {"fp32": 0.9999, "bf16": 0.99, "int8": 0.995}
@@ -44,11 +44,11 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def reference(passages: list[str]) -> np.ndarray:
-    return Embedder(EmbeddingSpec(device="cpu")).encode(passages, progress=False)
+    return LocalEmbedder(EmbeddingSpec(device="cpu")).encode(passages, progress=False)
 
 
-def _embedder(backend: str, precision: str, folder: Path) -> Embedder:
-    e = Embedder(EmbeddingSpec(backend=backend, precision=precision))
+def _embedder(backend: str, precision: str, folder: Path) -> LocalEmbedder:
+    e = LocalEmbedder(EmbeddingSpec(backend=backend, precision=precision))
     e.cache = EmbeddingCache(folder / "embeddings.sqlite")  # exports go to folder/exports
     return e
 
@@ -89,7 +89,7 @@ def test_a_damaged_real_export_is_exported_again_with_the_same_vectors(
     data = bytearray(model.read_bytes())
     data[len(data) // 2] ^= 0xFF  # one flipped byte in the weights
     model.write_bytes(bytes(data))
-    again = Embedder(EmbeddingSpec(backend="onnx", precision="int8"))
+    again = LocalEmbedder(EmbeddingSpec(backend="onnx", precision="int8"))
     # no cached vectors in this one; the exports are the same folder's
     again.cache = EmbeddingCache(folder / "elsewhere.sqlite")
     with caplog.at_level(logging.WARNING, logger="sweep.embedding.backends"):

@@ -31,8 +31,8 @@ from sweep.data.golden import (
     load_golden,
     parse_golden_lines,
 )
-from sweep.data.validate import check_golden
 from sweep.evaluation.relevance import CorpusIndex, resolve_item
+from sweep.evaluation.validate import check_golden
 from sweep.pipeline.run import reference_spec
 
 FUZZ = settings(max_examples=200, deadline=None,

@@ -16,7 +16,7 @@ import pytest
 from helpers import SHARED_DATA
 from sweep.data.corpus import load_corpus
 from sweep.data.golden import load_golden, parse_golden_lines
-from sweep.data.rebase import Rebaser, check_landing, rebase_items, summary
+from sweep.evaluation.rebase import Rebaser, check_landing, rebase_items, summary
 from sweep.evaluation.relevance import CorpusIndex, resolve_item
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "homebrew_2025-06_golden.jsonl"

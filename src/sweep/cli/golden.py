@@ -53,7 +53,7 @@ def review_line(result: Any, out: Path, corpus: str | None) -> dict[str, Any]:
 
 
 def print_table(report: dict[str, Any], say: Callable[[str], None]) -> None:
-    from sweep.data.rebase import STATUSES
+    from sweep.evaluation.rebase import STATUSES
 
     counts = report["summary"]["items"]
     say("items:    " + "  ".join(f"{s} {counts[s]}" for s in STATUSES)
@@ -75,12 +75,13 @@ def print_table(report: dict[str, Any], say: Callable[[str], None]) -> None:
 
 
 def rebase(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
+    from sweep.chunking.reference import load_golden
     from sweep.config.checks import check_config
     from sweep.config.compose import compose
     from sweep.data import drift
-    from sweep.data.golden import load_golden, reference_path, require_valid
-    from sweep.data.rebase import Rebaser, check_landing, rebase_items, summary
+    from sweep.data.golden import reference_path, require_valid
     from sweep.data.revisions import corpus_at
+    from sweep.evaluation.rebase import Rebaser, check_landing, rebase_items, summary
     from sweep.label.store import dump_line
 
     cfg = compose(list(args.overrides))

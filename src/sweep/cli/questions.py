@@ -154,7 +154,8 @@ class Corpus:
 
         covered = None
         if golden:
-            from sweep.data.golden import load_golden, require_valid
+            from sweep.chunking.reference import load_golden
+            from sweep.data.golden import require_valid
             from sweep.pipeline.run import resolve_golden
 
             resolved = resolve_golden(require_valid(load_golden(golden)), self.docs,

@@ -12,14 +12,14 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 
+from sweep.chunking.reference import load_golden
 from sweep.cli.audit import add_audit_options, audit_from_args, write_html
 from sweep.config.checks import check_config
 from sweep.config.compose import compose
 from sweep.data.abstentions import abstentions_path, load_abstentions
 from sweep.data.drift import corpus_drift
-from sweep.data.golden import load_golden
-from sweep.data.validate import cap_problems, check_golden
 from sweep.evaluation.sources import UNSPECIFIED
+from sweep.evaluation.validate import cap_problems, check_golden
 from sweep.outputs.audit_report import audit_text
 from sweep.outputs.report import json_safe
 from sweep.pipeline.run import load_corpus_cached, resolve_golden

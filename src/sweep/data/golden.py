@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ KNOWN_FIELDS = {
     "evidence", "notes", "tags", "rebase", "source", "source_ref", "cid", "needs",
 }
 # `rebase.status` of an item carried to a new corpus version by `sweep golden rebase`
-# (sweep.data.rebase): the PENDING ones wait for a human (`sweep label --review`) and are never
+# (sweep.evaluation.rebase): the PENDING ones wait for a human (`sweep label --review`) and are never
 # scored; the rest are scored. "unplaced": its evidence could not be placed in the old corpus
 # either, so there was nothing to carry.
 PENDING_STATUSES = ("edited", "removed", "unplaced")
@@ -288,8 +288,14 @@ def reference_path(golden_path: Path) -> Path:
     return golden_path.with_name(golden_path.stem + ".reference.yaml")
 
 
-def load_golden(path: str | Path) -> GoldenSet:
-    """Read and parse a golden file (and its ``*.reference.yaml`` sidecar, if any)."""
+def load_golden(path: str | Path,
+                check_reference: Callable[[dict[str, Any], Path], None] | None = None
+                ) -> GoldenSet:
+    """Read and parse a golden file (and its ``*.reference.yaml`` sidecar, if any).
+
+    ``check_reference``: what data cannot check of the sidecar without importing the stages
+    above it (the boundary names): `sweep.chunking.reference.load_golden` passes it, and the
+    commands and the pipeline load the golden set through that."""
     path = Path(path)
     if not path.exists() and not path.is_symlink():
         raise SweepError(f"golden file not found: {path}", hint="set golden.path=FILE")
@@ -309,6 +315,8 @@ def load_golden(path: str | Path) -> GoldenSet:
     ref_path = reference_path(path)
     if ref_path.exists():
         reference = load_reference(ref_path)
+        if check_reference is not None:
+            check_reference(reference, ref_path)
     digest = hashlib.sha256(data)
     _, abstentions = load_abstentions(path)
     if abstentions:  # they add figures to a report, so they are part of the set's identity
@@ -328,10 +336,9 @@ REFERENCE_KEYS = {"boundary", "size", "overlap", "tokenizer"}
 
 def load_reference(ref_path: Path) -> dict[str, Any]:
     """Read and check a ``*.reference.yaml`` sidecar: ``chunk: {boundary, size, overlap,
-    tokenizer}``. Every fault is a one-line `SweepError` naming the sidecar."""
-    from sweep.chunking.chunkers import BOUNDARIES, ChunkSpec
-    from sweep.chunking.tokenizers import DEFAULT_TOKENIZER
-
+    tokenizer}``. Every fault is a one-line `SweepError` naming the sidecar. The boundary's
+    name is checked above data, by `sweep.chunking.reference.check_reference` (a key left
+    out takes the stage's default, which is valid, so only the keys given are checked)."""
     if not ref_path.is_file():
         raise SweepError(f"{ref_path}: not a file (the reference chunking sidecar)")
     try:
@@ -352,15 +359,11 @@ def load_reference(ref_path: Path) -> dict[str, Any]:
     if unknown:
         raise SweepError(f"{ref_path}: chunk.{_field_name(unknown[0])}: unknown key (allowed: "
                          f"{', '.join(sorted(REFERENCE_KEYS))})")
-    boundary = chunk.get("boundary", ChunkSpec.boundary)
-    if boundary not in BOUNDARIES:
-        raise SweepError(f"{ref_path}: chunk.boundary: {boundary!r} is not one of "
-                         f"{', '.join(BOUNDARIES)}")
-    for key, default in (("size", ChunkSpec.size), ("overlap", ChunkSpec.overlap)):
-        value = chunk.get(key, default)
+    for key in ("size", "overlap"):
+        value = chunk.get(key, 0)
         if not isinstance(value, int) or isinstance(value, bool):
             raise SweepError(f"{ref_path}: chunk.{key}: must be an integer, got {value!r}")
-    if not isinstance(chunk.get("tokenizer", DEFAULT_TOKENIZER), str):
+    if not isinstance(chunk.get("tokenizer", ""), str):
         raise SweepError(f"{ref_path}: chunk.tokenizer: must be a string")
     return reference
 

@@ -16,12 +16,13 @@ and write at once (SQLite serialises the writers; PostgreSQL's upsert writes a t
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
-from sweep.common.sqlite import parts_key
+from sweep.common.sqlite import parts_key, text_key
 from sweep.common.store import CacheTarget, SQLiteStore, Table, as_target, open_store
 
 log = logging.getLogger(__name__)
@@ -184,3 +185,29 @@ def get_cache(where: str | Path | CacheTarget) -> EmbeddingCache:
     if target not in _CACHES:
         _CACHES[target] = EmbeddingCache(target)
     return _CACHES[target]
+
+
+V = TypeVar("V")
+
+
+def tiered(texts: list[str], memory: dict[bytes, V],
+           disk_get: Callable[[str, list[bytes]], dict[bytes, V]] | None,
+           disk_put: Callable[[str, list[tuple[bytes, V]]], int] | None, model: str,
+           compute: Callable[[list[str]], Sequence[V]]) -> list[bytes]:
+    """Fill ``memory`` with a value for every text (keyed by `text_key`): what it lacks from
+    the disk cache, what that lacks computed, each distinct text once, and written back to
+    disk. Returns the texts' keys, in order. Both embedders (`models.LocalEmbedder`, `served.ServedEmbedder`) fill
+    their caches this way."""
+    keys = [text_key(t) for t in texts]
+    missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in memory}
+    if missing and disk_get is not None:
+        found = disk_get(model, list(missing))
+        memory.update(found)
+        for k in found:
+            del missing[k]
+    if missing:
+        fresh = list(zip(missing, compute(list(missing.values())), strict=True))
+        memory.update(fresh)
+        if disk_put is not None:
+            disk_put(model, fresh)
+    return keys

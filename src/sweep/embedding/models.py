@@ -21,9 +21,8 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -42,46 +41,12 @@ from sweep.embedding.backends import (
     load_runtime,
     require,
 )
-from sweep.embedding.cache import EmbeddingCache
-
-if TYPE_CHECKING:
-    from sweep.embedding.served import ServedSpec
+from sweep.embedding.cache import EmbeddingCache, tiered
+from sweep.embedding.embedder import Embedder, EmbeddingSpec  # callers import these from here
 
 log = logging.getLogger(__name__)
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
-
-
-@dataclass(frozen=True)
-class EmbeddingSpec:
-    name: str = "minilm"
-    family: str = "sentence_transformers"
-    distill_from: str = "minilm"
-    pca_dims: int = 256
-    batch_size: int = 32
-    query_prefix: str = ""
-    document_prefix: str = ""
-    device: str = "auto"  # local models: auto | cpu | cuda | cuda:N | mps
-    served: ServedSpec | None = None  # family=openai: the endpoint and how to call it
-    # Local sentence-transformers models: what runs the transformer, at what precision
-    # (sweep.embedding.backends; torch fp32 is the reference).
-    backend: str = "torch"
-    precision: str = "fp32"
-
-    def check_backend(self) -> None:
-        """A pair the backend runs, on a model it can run (a transformer in a
-        sentence-transformers folder), on the CPU, with what it needs installed."""
-        if (self.backend, self.precision) == REFERENCE:
-            return
-        check_pair(self.backend, self.precision)
-        pair = f"embedding.backend={self.backend} embedding.precision={self.precision}"
-        if self.family != "sentence_transformers":
-            raise SweepError(f"{pair} applies to family=sentence_transformers only, not "
-                             f"{self.family} (leave them at torch, fp32)")
-        if self.device not in ("auto", "cpu"):
-            raise SweepError(f"{pair} runs on the CPU: embedding.device={self.device!r} needs "
-                             "backend=torch, precision=fp32")
-        require(self.backend)
 
 
 def resolve_device(device: str) -> str:
@@ -187,8 +152,8 @@ class _NoTokenizer(Exception):
     pass
 
 
-class Embedder:
-    """One model, loaded only when it has work, with an in-process embedding cache.
+class LocalEmbedder:
+    """One local model, loaded only when it has work, with an in-process embedding cache.
 
     The fingerprint (which keys the disk cache) is read off the model folder, so a job whose
     vectors, token lengths and query timings are all on disk never imports torch or loads the
@@ -462,33 +427,9 @@ def encode_by_batch(model: Any, texts: list[str], batch_size: int, progress: boo
     return out
 
 
-V = TypeVar("V")
 # Texts per tokenizer call in the truncation check: one call over the 69k chunks of a 52 MB
 # document held every encoding (ids, offsets, tokens) at once, gigabytes (issue 14, item 3).
 TOKENIZE_BATCH = 2048
-
-
-def tiered(texts: list[str], memory: dict[bytes, V],
-           disk_get: Callable[[str, list[bytes]], dict[bytes, V]] | None,
-           disk_put: Callable[[str, list[tuple[bytes, V]]], int] | None, model: str,
-           compute: Callable[[list[str]], Sequence[V]]) -> list[bytes]:
-    """Fill ``memory`` with a value for every text (keyed by `text_key`): what it lacks from
-    the disk cache, what that lacks computed, each distinct text once, and written back to
-    disk. Returns the texts' keys, in order. Public: `served.ServedEmbedder` fills its cache
-    the same way."""
-    keys = [text_key(t) for t in texts]
-    missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in memory}
-    if missing and disk_get is not None:
-        found = disk_get(model, list(missing))
-        memory.update(found)
-        for k in found:
-            del missing[k]
-    if missing:
-        fresh = list(zip(missing, compute(list(missing.values())), strict=True))
-        memory.update(fresh)
-        if disk_put is not None:
-            disk_put(model, fresh)
-    return keys
 
 
 def _load_sentence_transformer(path: str, name: str, device: str = "cpu") -> Any:
@@ -552,5 +493,5 @@ def get_embedder(spec: EmbeddingSpec) -> Embedder:
 
             _EMBEDDERS[spec] = ServedEmbedder(spec)
         else:
-            _EMBEDDERS[spec] = Embedder(spec)
+            _EMBEDDERS[spec] = LocalEmbedder(spec)
     return _EMBEDDERS[spec]

@@ -7,7 +7,7 @@ failure as one line naming the endpoint and the status. It is written here rathe
 from the `openai` SDK because the SDK has no ``/rerank`` route and hides its retries, and the
 sweep reports how many requests each configuration really sent.
 
-`ServedEmbedder` is an `Embedder`: the same content-addressed cache, keyed by a fingerprint of
+`ServedEmbedder` is an `Embedder` (the protocol of `sweep.embedding.embedder`): the same content-addressed cache, keyed by a fingerprint of
 what makes the vectors (model name, dimensions, prefixes, input types and the user's
 ``embedding.fingerprint``) and NOT of the ``base_url``, so the same model behind two URLs (a
 laptop's server, the team's gateway) shares its vectors. Every response is checked (count,
@@ -41,8 +41,11 @@ from sweep.common.net import connect_error
 from sweep.common.progress import Progress
 from sweep.common.secret import scrub
 from sweep.common.sqlite import open_db
-from sweep.embedding.cache import FILE_NAME
-from sweep.embedding.models import Embedder, EmbeddingSpec, tiered
+from sweep.embedding.cache import FILE_NAME, tiered
+
+# The specs live with the `Embedder` protocol (callers import them from here too); this module
+# implements it beside `models.LocalEmbedder` and imports neither that nor get_embedder.
+from sweep.embedding.embedder import EmbeddingSpec, EndpointSpec, ServedSpec
 
 log = logging.getLogger(__name__)
 # httpx logs every request at INFO, and a Hydra job logs at INFO: one line per batch is noise.
@@ -53,36 +56,6 @@ MAX_RETRY_AFTER_S = 60.0  # a longer Retry-After fails the call rather than stal
 # 256 texts of 3,072 floats written as JSON take about 20 MB: four times that is no answer.
 MAX_BODY_BYTES = 80 * 2**20
 MAX_ERROR_BYTES = 64 * 2**10
-
-
-@dataclass(frozen=True)
-class EndpointSpec:
-    """How to call an endpoint. ``api_key_env`` NAMES the variable that holds the key; the key
-    itself is read at call time and never stored, logged or put in an error message."""
-
-    section: str  # "embedding" or "rerank": error messages name the config keys
-    base_url: str
-    api_key_env: str = ""
-    timeout_s: float = 60.0
-    max_retries: int = 5
-    concurrency: int = 2
-    requests_per_minute: int = 0  # 0 = no limit
-    tokens_per_minute: int = 0
-
-
-@dataclass(frozen=True)
-class ServedSpec:
-    """An embedding model behind an OpenAI-compatible endpoint (``embedding.family=openai``)."""
-
-    endpoint: EndpointSpec
-    model: str
-    dimensions: int = 0
-    query_input_type: str = ""
-    document_input_type: str = ""
-    fingerprint: str = ""
-    max_texts_per_request: int = 256
-    max_tokens_per_request: int = 0
-    price_per_mtok: float = 0.0
 
 
 @dataclass
@@ -457,7 +430,7 @@ def served_fingerprint(spec: EmbeddingSpec, served: ServedSpec) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
-class ServedEmbedder(Embedder):
+class ServedEmbedder:
     """An embedding model behind an OpenAI-compatible ``/embeddings`` endpoint."""
 
     def __init__(self, spec: EmbeddingSpec) -> None:  # no local model to load
@@ -483,10 +456,22 @@ class ServedEmbedder(Embedder):
         self._dim = spec.served.dimensions
 
     def _load(self) -> None:
-        # Embedder.model loads lazily; nothing here is a local model, and a caller that reaches
-        # for one (a tokenizer, say) must not load a folder named like the base_url.
+        # Nothing here is a local model, and a caller that reaches for one (a tokenizer,
+        # say) must not load a folder named like the base_url.
         raise SweepError(f"embedding.family=openai: {self.served.model!r} is served from "
                          f"{self.path}; there is no local model to load")
+
+    @property
+    def model(self) -> Any:  # there is none: `_load` says why
+        self._load()
+        return None
+
+    @property
+    def loaded(self) -> bool:
+        return False
+
+    def kept_chars(self, texts: list[str]) -> list[int | None]:
+        return [None] * len(texts)  # no tokenizer, no truncation check
 
     @property
     def max_seq_length(self) -> int | None:

@@ -21,13 +21,14 @@ import numpy as np
 import yaml
 
 from sweep.chunking.chunkers import Chunk, ChunkSpec
+from sweep.chunking.reference import load_golden, load_reference
 from sweep.common.errors import SweepError
 from sweep.data import drift
 from sweep.data.corpus import DEFAULT_MAX_FILE_MB, Document, corpus_fingerprint, load_corpus
-from sweep.data.golden import NEEDS, load_golden, load_reference, reference_path
+from sweep.data.golden import NEEDS, reference_path
 from sweep.data.parsers.limits import ParseLimits
-from sweep.data.validate import NumberIndex, check_golden
 from sweep.evaluation.relevance import CorpusIndex, resolve_item
+from sweep.evaluation.validate import NumberIndex, check_golden
 from sweep.label import review
 from sweep.label.checks import Span, label_warnings, occurrences, suggest_mentions, trim
 from sweep.label.queue import LabelQueue

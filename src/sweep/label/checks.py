@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sweep.data.corpus import Document
-from sweep.data.validate import NUMBER, NumberIndex, absent_mentions
+from sweep.evaluation.validate import NUMBER, NumberIndex, absent_mentions
 from sweep.retrieval.bm25 import ENGLISH_STOPWORDS
 
 # Share of the question's content words found in the evidence from which it is flagged.

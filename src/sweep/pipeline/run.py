@@ -31,6 +31,7 @@ from sweep.chunking.chunkers import (
     corpus_spans,
     corpus_token_starts,
 )
+from sweep.chunking.reference import load_golden
 from sweep.chunking.semantic import SemanticParams, chunk_corpus_embedded
 from sweep.chunking.tokenizers import DEFAULT_TOKENIZER, load_chunk_tokenizer
 from sweep.common.errors import SweepError
@@ -58,7 +59,6 @@ from sweep.data.corpus import Document, corpus_fingerprint, load_corpus
 from sweep.data.drift import Drift, corpus_drift
 from sweep.data.golden import (
     GoldenSet,
-    load_golden,
     raise_first_error,
     reference_path,
     require_valid,

@@ -1,4 +1,4 @@
-"""`sweep.data.rebase`: each status on hand-made edits, checked against the texts themselves."""
+"""`sweep.evaluation.rebase`: each status on hand-made edits, checked against the texts themselves."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from sweep.data.corpus import Document, parse_document
 from sweep.data.golden import parse_golden_lines
-from sweep.data.rebase import (
+from sweep.evaluation.rebase import (
     DocDiff,
     Rebaser,
     check_landing,

@@ -9,7 +9,7 @@ from pathlib import Path
 from helpers import run_cli
 from sweep.data.corpus import Document
 from sweep.data.golden import Problem
-from sweep.data.validate import cap_problems, number_mentions
+from sweep.evaluation.validate import cap_problems, number_mentions
 
 
 def _doc(text: str) -> Document:

@@ -30,7 +30,7 @@ from sweep.embedding.backends import (
     verify,
 )
 from sweep.embedding.cache import EmbeddingCache
-from sweep.embedding.models import Embedder, EmbeddingSpec, resolve_model_path
+from sweep.embedding.models import EmbeddingSpec, LocalEmbedder, resolve_model_path
 
 
 def test_every_precision_runs_on_some_backend_and_torch_fp32_is_the_reference() -> None:
@@ -180,7 +180,7 @@ def test_the_spec_carries_both_keys() -> None:
 
 def test_the_reference_fingerprint_is_the_one_from_before_the_backend_axis() -> None:
     # vectors cached by every earlier sweep stay valid
-    e = Embedder(_spec("torch", "fp32"))
+    e = LocalEmbedder(_spec("torch", "fp32"))
     path = resolve_model_path("minilm")
     assert e.fingerprint == hashlib.sha256(
         f"{folder_signature(path)}|||{e.max_seq_length}|l2".encode()).hexdigest()[:16]
@@ -189,7 +189,7 @@ def test_the_reference_fingerprint_is_the_one_from_before_the_backend_axis() -> 
 
 def test_each_pair_has_its_own_fingerprint_without_loading_the_model() -> None:
     pairs = [(b, p) for b, ps in BACKENDS.items() for p in ps]
-    embedders = [Embedder(_spec(b, p)) for b, p in pairs]
+    embedders = [LocalEmbedder(_spec(b, p)) for b, p in pairs]
     assert len({e.fingerprint for e in embedders}) == len(pairs)
     assert all(e.loads == 0 for e in embedders)
 
@@ -207,10 +207,10 @@ class FakeModel:
 def test_vectors_of_another_pair_are_never_read_from_the_cache(tmp_path) -> None:
     cache = EmbeddingCache(tmp_path / "embeddings.sqlite")
     texts = ["masks reduce transmission", "the virus binds ACE2"]
-    reference = Embedder(_spec("torch", "fp32"))
+    reference = LocalEmbedder(_spec("torch", "fp32"))
     cache.put_many(reference.fingerprint,
                    [(text_key(t), np.asarray([1.0, 0.0], dtype=np.float32)) for t in texts])
-    int8 = Embedder(_spec("onnx", "int8"))
+    int8 = LocalEmbedder(_spec("onnx", "int8"))
     int8.cache = cache
     int8._model = FakeModel()
     vectors = int8.encode(texts, progress=False)

@@ -63,13 +63,13 @@ def test_an_embedder_sends_batches_of_one_token_length() -> None:
     The embedder's batches are non-increasing in tokens read, batch after batch, and each
     vector is the model's own for that batch; against one call the vectors agree to float
     rounding."""
-    from sweep.embedding.models import Embedder, EmbeddingSpec
+    from sweep.embedding.models import EmbeddingSpec, LocalEmbedder
 
     docs = load_corpus(DEMO / "corpus")
     texts = [c.embed_text for c in chunk_corpus(docs, ChunkSpec("recursive", 48, 8, "path"),
                                                 load_chunk_tokenizer("minilm"))][:200]
     texts += ["12.5 ± 0.3 mg/kg (p<0.01) " * k for k in range(1, 12)]  # many tokens a char
-    emb = Embedder(EmbeddingSpec(batch_size=16))
+    emb = LocalEmbedder(EmbeddingSpec(batch_size=16))
     model = emb.model
     calls: list[list[str]] = []
     real = model.encode

@@ -10,7 +10,7 @@ import pytest
 
 from sweep.embedding import models
 from sweep.embedding.cache import EmbeddingCache
-from sweep.embedding.models import Embedder, EmbeddingSpec, declared_max_seq_length
+from sweep.embedding.models import EmbeddingSpec, LocalEmbedder, declared_max_seq_length
 
 MINILM = EmbeddingSpec()
 QUESTION = "how long is the refund window?"
@@ -22,7 +22,7 @@ def _refuse(*_: object) -> None:
 
 
 def test_declared_limit_is_the_loaded_models() -> None:
-    e = Embedder(MINILM)
+    e = LocalEmbedder(MINILM)
     assert e.loads == 0
     known, declared = declared_max_seq_length(e.path, MINILM.family)
     assert known and declared == e.max_seq_length
@@ -30,7 +30,7 @@ def test_declared_limit_is_the_loaded_models() -> None:
 
 
 def test_warm_embedder_never_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cold = Embedder(MINILM)
+    cold = LocalEmbedder(MINILM)
     cold.cache = EmbeddingCache(tmp_path / "e.sqlite")
     vecs = cold.encode(TEXTS, progress=False)
     lengths = cold.token_lengths(TEXTS)
@@ -43,7 +43,7 @@ def test_warm_embedder_never_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert kept[1] is not None and 0 < kept[1] < len(TEXTS[1])
 
     monkeypatch.setattr(models, "_load_sentence_transformer", _refuse)
-    warm = Embedder(MINILM)
+    warm = LocalEmbedder(MINILM)
     warm.cache = EmbeddingCache(tmp_path / "e.sqlite")
     assert warm.fingerprint == cold.fingerprint
     assert np.array_equal(warm.encode(TEXTS, progress=False), vecs)
@@ -55,7 +55,7 @@ def test_warm_embedder_never_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_a_miss_loads_the_model_once(tmp_path: Path) -> None:
-    e = Embedder(MINILM)
+    e = LocalEmbedder(MINILM)
     e.cache = EmbeddingCache(tmp_path / "e.sqlite")
     e.encode(["one"], progress=False)
     e.encode(["two"], progress=False)

@@ -49,7 +49,7 @@ def fake_embedder(monkeypatch: pytest.MonkeyPatch):
         return models[-1]
 
     monkeypatch.setattr(emb, "_load_sentence_transformer", load)
-    return lambda: (emb.Embedder(emb.EmbeddingSpec(name="fake-model")), models[-1])
+    return lambda: (emb.LocalEmbedder(emb.EmbeddingSpec(name="fake-model")), models[-1])
 
 
 def test_token_lengths_are_tokenised_once_then_read_from_disk(tmp_path: Path,

@@ -35,7 +35,7 @@ def test_token_lengths_and_kept_chars_are_computed_in_batches(
     model = _CountingModel()
     monkeypatch.setattr(emb, "_load_sentence_transformer", lambda path, name: model)
     monkeypatch.setattr(emb, "TOKENIZE_BATCH", 3)
-    embedder = emb.Embedder(emb.EmbeddingSpec(name="fake-model"))
+    embedder = emb.LocalEmbedder(emb.EmbeddingSpec(name="fake-model"))
     texts = [" ".join(["w"] * (i % 5)) + f" t{i}" for i in range(10)]  # 1 to 5 words
     assert embedder.token_lengths(texts) == [len(t.split()) + 2 for t in texts]
     assert model.calls == [3, 3, 3, 1]

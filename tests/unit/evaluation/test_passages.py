@@ -240,8 +240,8 @@ def test_an_empty_group_has_no_means() -> None:
 
 def test_validate_warns_when_needs_has_one_passage(tmp_path) -> None:
     from sweep.data.golden import load_golden
-    from sweep.data.validate import check_golden
     from sweep.evaluation.relevance import resolve_all
+    from sweep.evaluation.validate import check_golden
 
     docs = [parse_document("a.md", TEXT)]
     path = tmp_path / "g.jsonl"
