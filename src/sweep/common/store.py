@@ -23,7 +23,7 @@ import re
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -58,6 +58,10 @@ class CacheTarget:
     @property
     def shared(self) -> bool:
         return self.backend == "postgres"
+
+    def resolved(self) -> CacheTarget:
+        """This target with ``dir`` absolute: the key of the one-per-process cache objects."""
+        return replace(self, dir=self.dir.resolve())
 
 
 def as_target(where: CacheTarget | str | Path) -> CacheTarget:

@@ -180,8 +180,7 @@ _CACHES: dict[CacheTarget, EmbeddingCache] = {}
 
 def get_cache(where: str | Path | CacheTarget) -> EmbeddingCache:
     """The cache of ``where`` (a ``cache.dir`` folder, or a `CacheTarget`), one per process."""
-    target = as_target(where)
-    target = CacheTarget(target.dir.resolve(), target.backend, target.url, target.password_env)
+    target = as_target(where).resolved()
     if target not in _CACHES:
         _CACHES[target] = EmbeddingCache(target)
     return _CACHES[target]
