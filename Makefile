@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
 .PHONY: help install wheel demo test test-unit test-slow test-all lint docs docs-serve ui clean compare gate mlflow-server bench bench-backends bench-big bench-index browser repro-chroma chroma-venv chroma-start chroma-stop \
-	infinity-venv model-server model-server-stop postgres postgres-stop
+	infinity-venv model-server model-server-stop postgres postgres-stop ray-venv ray-start ray-stop
 
 help: ## show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -175,3 +175,30 @@ postgres: ## a throwaway PostgreSQL on 127.0.0.1:$(POSTGRES_PORT) for cache.back
 
 postgres-stop: ## stop the server `make postgres` started and remove its data
 	@STATE=$(abspath $(POSTGRES_DIR)) PORT=$(POSTGRES_PORT) servers/postgres.sh stop
+
+# --- a local Ray cluster (issue 34) --------------------------------------------------------
+# hydra-ray-launcher pins cloudpickle<3 and pulls joblib back under the joblib launcher the main
+# venv runs, so Ray and the project live in their own venv: torch (CPU) first as for .venv,
+# then the project editable with the test and ray extras. The slow test
+# (tests/e2e/test_ray_cluster.py) uses it and starts its own cluster with servers/ray.sh.
+RAY_VENV := .venv-ray
+RAY_STAMP := $(RAY_VENV)/.installed-stamp
+RAY_DIR ?= .cache/ray
+RAY_PORT ?= 6390
+RAY_PORTS ?= 6391-6399
+
+$(RAY_STAMP): pyproject.toml
+	@test -x $(RAY_VENV)/bin/python || { echo ">> creating $(RAY_VENV) (about 2.5 GB once installed; torch ~750 MB, ray ~250 MB)"; $(PYTHON) -m venv $(RAY_VENV); }
+	$(RAY_VENV)/bin/python -m pip install --upgrade --progress-bar on pip
+	$(RAY_VENV)/bin/python -m pip install --progress-bar on torch==2.13.0
+	$(RAY_VENV)/bin/python -m pip install --progress-bar on -e '.[test,ray]'
+	@touch $@
+
+ray-venv: $(RAY_STAMP) ## the venv holding Ray + hydra-ray-launcher + chunk-sweep (its pins clash with .venv's)
+
+# RAY_DIR=... puts the pid/state files and the nodes' temp dirs elsewhere (the test uses tmp).
+ray-start: $(RAY_STAMP) ## a local Ray cluster: head on 127.0.0.1:$(RAY_PORT) + one worker, 1 CPU each, no dashboard; prints RAY_ADDRESS last
+	@VENV=$(abspath $(RAY_VENV)) STATE=$(abspath $(RAY_DIR)) PORT=$(RAY_PORT) PORTS=$(RAY_PORTS) servers/ray.sh start
+
+ray-stop: ## stop the cluster `make ray-start` started
+	@VENV=$(abspath $(RAY_VENV)) STATE=$(abspath $(RAY_DIR)) PORT=$(RAY_PORT) PORTS=$(RAY_PORTS) servers/ray.sh stop
