@@ -33,15 +33,36 @@ WAIT_S="${WAIT_S:-120}"
 POINTER="$STATE/ray-$PORT.tmpdir"
 RAY="$VENV/bin/ray"
 
-# The pids of the processes whose command line names DIR (one node's temp dir, or the root).
+# The pids of one node's processes: those whose command line names DIR (the node's temp dir),
+# with their descendants (Ray's agents and worker processes rename themselves, ray::IDLE ...,
+# so only their parent, the raylet, shows the temp dir); for the head (EXTRA=client) also the
+# Ray Client server, whose command line names only its port.
 pids_of() {
-  local dir="$1" pid cmd
+  local dir="$1" extra="${2:-}" pid cmd stat found=" " grew=1
+  declare -A parent=()
   for pid in $(ls /proc | grep -E '^[0-9]+$'); do
-    [[ "$pid" == "$$" ]] && continue
-    cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || true) "
+    [[ "$pid" == "$$" || "$pid" == "$BASHPID" ]] && continue
+    cmd="$( { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null || true) "
+    stat="$( { cat "/proc/$pid/stat"; } 2>/dev/null || true)"
+    [[ -z "$stat" ]] && continue
+    stat="${stat##*) }"; stat="${stat#* }"  # past "pid (comm) state ": the parent's pid
+    parent[$pid]="${stat%% *}"
     # "$dir/" or "$dir ": worker1 is not worker10
-    if [[ "$cmd" == *"$dir/"* || "$cmd" == *"$dir "* ]]; then echo "$pid"; fi
+    if [[ "$cmd" == *"$dir/"* || "$cmd" == *"$dir "* ]] ||
+       [[ "$extra" == client && "$cmd" == *ray.util.client.server* &&
+          "$cmd" == *"--port=$((PORT + 7)) "* ]]; then
+      found+="$pid "
+    fi
   done
+  while (( grew )); do  # add children until none is new
+    grew=0
+    for pid in "${!parent[@]}"; do
+      if [[ "$found" != *" $pid "* && "$found" == *" ${parent[$pid]} "* ]]; then
+        found+="$pid "; grew=1
+      fi
+    done
+  done
+  echo $found
 }
 
 alive_nodes() {  # how many nodes the head's GCS knows alive (empty when it does not answer)
@@ -60,14 +81,16 @@ node_args() {  # the fixed ports of node $1
     "--min-worker-port=$((b + 10)) --max-worker-port=$((b + 19))"
 }
 
-stop_dir() {  # TERM, then KILL, the processes of one temp dir
-  local dir="$1" sig="${2:-TERM}" pids i
-  pids=$(pids_of "$dir")
+stop_dir() {  # TERM, then KILL, the processes of one node (pids_of's arguments)
+  local pids i
+  pids=$(pids_of "$@")
   [[ -z "$pids" ]] && return 0
-  kill "-$sig" $pids 2>/dev/null || true
-  [[ "$sig" == KILL ]] && return 0
-  for i in $(seq 1 50); do
-    pids=$(pids_of "$dir"); [[ -z "$pids" ]] && return 0; sleep 0.2
+  kill -TERM $pids 2>/dev/null || true
+  local deadline=$((SECONDS + 15))  # then KILL what is left, as `ray stop` does
+  while (( SECONDS < deadline )); do
+    sleep 1
+    for i in $pids; do [[ -d /proc/$i ]] && continue 2; done
+    return 0
   done
   kill -KILL $pids 2>/dev/null || true
 }
@@ -76,7 +99,7 @@ case "${1:-start}" in
 start)
   [[ -x "$RAY" ]] || { echo "error: no $RAY: run make ray-venv first" >&2; exit 1; }
   mkdir -p "$STATE"
-  if [[ -f "$POINTER" ]] && [[ -n "$(pids_of "$(cat "$POINTER")/head")" ]]; then
+  if [[ -f "$POINTER" ]] && [[ -n "$(pids_of "$(cat "$POINTER")/head" client)" ]]; then
     echo ">> a Ray cluster is already started here (temp dir $(cat "$POINTER"))" >&2
     echo "127.0.0.1:$PORT"; exit 0
   fi
@@ -113,7 +136,7 @@ stop)
   tmp=$(cat "$POINTER")
   # The workers first: a head that goes first leaves them retrying for a while.
   for d in "$tmp"/worker*; do [[ -d "$d" ]] && stop_dir "$d"; done
-  stop_dir "$tmp/head"
+  stop_dir "$tmp/head" client
   stop_dir "$tmp"
   rm -rf "$tmp" "$POINTER"
   echo ">> Ray cluster on 127.0.0.1:$PORT stopped" >&2

@@ -1,5 +1,6 @@
-"""hydra/launcher=ray_cluster: hydra-ray-launcher's launcher, with a lost configuration recorded
-as a FAILED job instead of ending the sweep.
+"""hydra/launcher=ray_cluster's launch (``hydra_plugins.chunk_sweep_ray.SweepRayLauncher``):
+hydra-ray-launcher's, with a lost configuration recorded as a FAILED job instead of ending the
+sweep.
 
 The plugin sends every configuration to the cluster as one Ray task, then waits for the tasks
 in order with ``ray.get``: the first task whose node or worker process died (a machine that
@@ -27,8 +28,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrides, setup_globals
 from hydra_plugins.hydra_ray_launcher._launcher_util import launch_job_on_ray, start_ray
-from hydra_plugins.hydra_ray_launcher.ray_launcher import RayLauncher
-from omegaconf import DictConfig, open_dict, read_write
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from omegaconf.errors import OmegaConfBaseException
 
 from sweep.cli import hydra_job
@@ -38,41 +38,55 @@ from sweep.config.compose import to_container
 log = logging.getLogger("sweep")
 
 
-class SweepRayLauncher(RayLauncher):
-    """Each configuration one Ray task (``ray.remote`` options from ``hydra.launcher.ray.remote``);
-    a task the cluster lost is a FAILED configuration with its reason."""
+def launch(launcher: Any, job_overrides: Sequence[Sequence[str]],
+           initial_job_idx: int) -> Sequence[JobReturn]:
+    """Each configuration one Ray task (``ray.remote`` options from
+    ``hydra.launcher.ray.remote``), all sent before any is waited for; a task the cluster lost
+    is a FAILED configuration with its reason."""
+    config, context, task = launcher.config, launcher.hydra_context, launcher.task_function
+    assert config is not None and context is not None and task is not None
+    setup_globals()
+    configure_log(config.hydra.hydra_logging, config.hydra.verbose)
+    sweep_dir = Path(str(config.hydra.sweep.dir))
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    log.info("Ray: %d configurations, sweep folder %s", len(job_overrides), sweep_dir)
+    start_ray(launcher.ray_cfg.init)
+    pending: list[tuple[Any, DictConfig, Sequence[str]]] = []
+    for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
+        log.info("\t#%d : %s", idx, " ".join(filter_overrides(overrides)))
+        sweep_config = context.config_loader.load_sweep_config(config, list(overrides))
+        with open_dict(sweep_config):
+            # What a scheduler's job id would be; the job number names the job folder.
+            sweep_config.hydra.job.id = f"ray_{idx}"
+            sweep_config.hydra.job.num = idx
+        _pin_tracking_uri(sweep_config)
+        ref = launch_job_on_ray(context, launcher.ray_cfg.remote, sweep_config, task,
+                                Singleton.get_state())
+        pending.append((ref, sweep_config, overrides))
+    results: list[JobReturn] = []
+    for ref, sweep_config, overrides in pending:
+        try:
+            results.append(ray.get(ref))
+        except ray.exceptions.RayTaskError:
+            raise  # the job function raised: a bug, as under the basic launcher
+        except ray.exceptions.RayError as exc:
+            results.append(_lost(exc, sweep_config, overrides))
+    return results
 
-    def launch(self, job_overrides: Sequence[Sequence[str]],
-               initial_job_idx: int) -> Sequence[JobReturn]:
-        assert self.config is not None and self.hydra_context is not None
-        assert self.task_function is not None
-        setup_globals()
-        configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
-        sweep_dir = Path(str(self.config.hydra.sweep.dir))
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        log.info("Ray: %d configurations, sweep folder %s", len(job_overrides), sweep_dir)
-        start_ray(self.ray_cfg.init)
-        pending: list[tuple[Any, DictConfig, Sequence[str]]] = []
-        for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
-            log.info("\t#%d : %s", idx, " ".join(filter_overrides(overrides)))
-            sweep_config = self.hydra_context.config_loader.load_sweep_config(
-                self.config, list(overrides))
-            with open_dict(sweep_config):
-                # What a scheduler's job id would be; the job number names the job folder.
-                sweep_config.hydra.job.id = f"ray_{idx}"
-                sweep_config.hydra.job.num = idx
-            ref = launch_job_on_ray(self.hydra_context, self.ray_cfg.remote, sweep_config,
-                                    self.task_function, Singleton.get_state())
-            pending.append((ref, sweep_config, overrides))
-        results: list[JobReturn] = []
-        for ref, sweep_config, overrides in pending:
-            try:
-                results.append(ray.get(ref))
-            except ray.exceptions.RayTaskError:
-                raise  # the job function raised: a bug, as under the basic launcher
-            except ray.exceptions.RayError as exc:
-                results.append(_lost(exc, sweep_config, overrides))
-        return results
+
+def _pin_tracking_uri(sweep_config: DictConfig) -> None:
+    """The store of the job's child run, resolved here. tracking=server reads
+    ``$MLFLOW_TRACKING_URI``, and an interpolation is resolved where the job runs: in a Ray
+    worker, whose environment is its node's (``ray start``'s), not this shell's, so the child
+    runs would go to the worker's default store and never meet their parent run. Every job
+    logs where the sweep's parent run is."""
+    if not OmegaConf.select(sweep_config, "tracking.enabled", default=False):
+        return
+    try:
+        uri = str(sweep_config.tracking.uri)
+    except OmegaConfBaseException:
+        return  # the job fails on it itself, with its one line
+    sweep_config.tracking.uri = uri
 
 
 def lost_reason(exc: BaseException) -> SweepError:
