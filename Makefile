@@ -51,7 +51,7 @@ test-unit: install ## the quick tier: tests/unit only (a few minutes)
 	@echo ">> tests/unit: the quick tier (a few minutes; make test runs the whole fast suite)"
 	$(PY) -m pytest tests/unit -m "not slow" -q -x
 
-test-slow: install browser chroma-venv infinity-venv ## the slow suite, tests/e2e (real model, real MLflow store, browser, Chroma and infinity servers)
+test-slow: install browser chroma-venv infinity-venv ray-venv ## the slow suite, tests/e2e (real model, real MLflow store, browser, Chroma and infinity servers, a Ray cluster)
 	$(PY) -m pytest -m slow -q
 
 # The `sweep label` browser test drives Debian's chromium; apt-get only when one is missing.
@@ -185,10 +185,9 @@ RAY_VENV := .venv-ray
 RAY_STAMP := $(RAY_VENV)/.installed-stamp
 RAY_DIR ?= .cache/ray
 RAY_PORT ?= 6390
-RAY_PORTS ?= 6391-6399
 
 $(RAY_STAMP): pyproject.toml
-	@test -x $(RAY_VENV)/bin/python || { echo ">> creating $(RAY_VENV) (about 2.5 GB once installed; torch ~750 MB, ray ~250 MB)"; $(PYTHON) -m venv $(RAY_VENV); }
+	@test -x $(RAY_VENV)/bin/python || { echo ">> creating $(RAY_VENV) (about 3.1 GB once installed; torch ~750 MB, ray ~250 MB)"; $(PYTHON) -m venv $(RAY_VENV); }
 	$(RAY_VENV)/bin/python -m pip install --upgrade --progress-bar on pip
 	$(RAY_VENV)/bin/python -m pip install --progress-bar on torch==2.13.0
 	$(RAY_VENV)/bin/python -m pip install --progress-bar on -e '.[test,ray]'
@@ -196,9 +195,10 @@ $(RAY_STAMP): pyproject.toml
 
 ray-venv: $(RAY_STAMP) ## the venv holding Ray + hydra-ray-launcher + chunk-sweep (its pins clash with .venv's)
 
-# RAY_DIR=... puts the pid/state files and the nodes' temp dirs elsewhere (the test uses tmp).
+# RAY_DIR=... moves the file that records where the nodes' temp dirs are (/tmp/csray.*); the
+# nodes run the jobs with the environment `make ray-start` was given. WORKERS=2 adds nodes.
 ray-start: $(RAY_STAMP) ## a local Ray cluster: head on 127.0.0.1:$(RAY_PORT) + one worker, 1 CPU each, no dashboard; prints RAY_ADDRESS last
-	@VENV=$(abspath $(RAY_VENV)) STATE=$(abspath $(RAY_DIR)) PORT=$(RAY_PORT) PORTS=$(RAY_PORTS) servers/ray.sh start
+	@VENV=$(abspath $(RAY_VENV)) STATE=$(abspath $(RAY_DIR)) PORT=$(RAY_PORT) servers/ray.sh start
 
 ray-stop: ## stop the cluster `make ray-start` started
-	@VENV=$(abspath $(RAY_VENV)) STATE=$(abspath $(RAY_DIR)) PORT=$(RAY_PORT) PORTS=$(RAY_PORTS) servers/ray.sh stop
+	@VENV=$(abspath $(RAY_VENV)) STATE=$(abspath $(RAY_DIR)) PORT=$(RAY_PORT) servers/ray.sh stop

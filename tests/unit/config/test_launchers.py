@@ -1,16 +1,20 @@
 """Launcher configs for sweeps that outgrow one machine (conf/hydra/launcher/*.yaml, fast).
 
 The plugins are optional extras. CI (`.ci/run`) installs `.[slurm]` (two small packages), so
-the Slurm configs compose through Hydra there. It leaves `.[ray]` out: hydra-ray-launcher pins
-cloudpickle<3 and pulls joblib back to 1.5, under the joblib launcher everyone else uses, and
-adds ~250 MB. Without it, what the Ray config itself decides (the cluster address, the
-environment forwarded to workers) is resolved with OmegaConf alone; composing through the
-plugin runs where it is installed.
+the Slurm configs compose through Hydra there. `.[ray]` stays out of .venv: hydra-ray-launcher
+pins cloudpickle<3 and pulls joblib back to 1.5, under the joblib launcher everyone else uses,
+and adds ~250 MB; it lives in .venv-ray (`make ray-venv`), where tests/e2e/test_ray_cluster.py
+runs a sweep on a real two-node cluster. Here, what the Ray config itself decides (the cluster
+address, the environment forwarded to workers) is resolved with OmegaConf alone; composing
+through the plugin runs where it is installed (this file under .venv-ray/bin/python).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
+import sys
 import tomllib
 from collections.abc import Iterator
 from typing import Any
@@ -39,6 +43,7 @@ def _has(module: str) -> bool:
 
 HAS_SUBMITIT = _has("hydra_plugins.hydra_submitit_launcher")
 HAS_RAY = _has("hydra_plugins.hydra_ray_launcher")
+RAY_TARGET = "hydra_plugins.chunk_sweep_ray.SweepRayLauncher"
 
 
 def test_slurm_yaml_extends_submitit_slurm_with_the_documented_keys() -> None:
@@ -62,7 +67,10 @@ def test_slurm_local_yaml_uses_the_local_executor() -> None:
 def test_ray_cluster_yaml_joins_a_cluster_and_forwards_the_parent_run_id() -> None:
     cfg = _load("ray_cluster")
     assert cfg["defaults"] == ["ray", "_self_"]
+    # The project's launcher (a lost task is a FAILED configuration), and no silent retry.
+    assert cfg["_target_"] == RAY_TARGET
     init, remote = cfg["ray"]["init"], cfg["ray"]["remote"]
+    assert remote["max_retries"] == 0
     assert "RAY_ADDRESS" in init["address"]
     # hydra-ray-launcher would otherwise add object_store_memory, which Ray refuses when
     # joining an existing cluster.
@@ -104,6 +112,26 @@ def test_ray_cluster_interpolations_resolve_without_the_plugin(
     assert all(isinstance(v, str) for v in env.values())  # Ray wants strings, resolved too
 
 
+def test_the_ray_launcher_is_a_hydra_plugin_that_loads_without_ray() -> None:
+    """Hydra imports every module of hydra_plugins at start-up, wherever the project runs:
+    the launcher's module must import (and register as a launcher) without Ray, which .venv
+    lacks. Ray is made unimportable in the child, so this holds in .venv-ray too."""
+    code = ("import sys, warnings\n"
+            "sys.modules['ray'] = None  # import ray: ImportError\n"
+            "from hydra.core.plugins import Plugins\n"
+            "from hydra.plugins.launcher import Launcher\n"
+            "with warnings.catch_warnings(record=True) as said:\n"
+            "    warnings.simplefilter('always')\n"
+            "    found = Plugins.instance().discover(Launcher)\n"
+            "names = {f'{c.__module__}.{c.__name__}' for c in found}\n"
+            f"assert {RAY_TARGET!r} in names, names\n"
+            "bad = [str(w.message) for w in said if 'chunk_sweep_ray' in str(w.message)]\n"
+            "assert not bad, bad\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert res.returncode == 0, res.stderr[-2000:]
+
+
 @pytest.fixture
 def hydra_launcher_config(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     from hydra import compose, initialize_config_dir
@@ -136,10 +164,11 @@ def test_slurm_composes_through_hydra(hydra_launcher_config: Any) -> None:
     assert local._target_.endswith("LocalLauncher")
 
 
-@pytest.mark.skipif(not HAS_RAY, reason="optional extra not installed: pip install -e '.[ray]' (CI "
-                    "leaves it out, see the module docstring; the interpolations are tested above)")
+@pytest.mark.skipif(not HAS_RAY, reason="optional extra not installed here: it lives in .venv-ray "
+                    "(make ray-venv; run this file with .venv-ray/bin/python), see the module "
+                    "docstring; the interpolations are tested above")
 def test_ray_cluster_composes_through_hydra(hydra_launcher_config: Any) -> None:
     launcher = hydra_launcher_config("ray_cluster")
-    assert launcher._target_.endswith("RayLauncher")
+    assert launcher._target_ == RAY_TARGET
     assert launcher.ray.init.address == "auto"
     assert launcher.ray.remote.runtime_env.env_vars[tracking.PARENT_ENV] == "parent-123"
