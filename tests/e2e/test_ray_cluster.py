@@ -275,6 +275,7 @@ def test_a_worker_killed_mid_sweep_fails_its_configuration_and_the_sweep_resumes
     assert lost["error"].startswith("the Ray task running this configuration was lost ("), lost
     assert "the same command resumes the sweep" in lost["error"]
     assert lost["config"]["embedding"]["name"] == "minilm"
+    print(f"job {killed} lost: {lost['error']}")  # which error Ray gave, for the record (-s)
     assert [r["status"] for n, r in sorted(reports.items()) if n != killed] == ["FINISHED"] * 3
 
     parents, children = _runs(mlflow_server, "ray-kill")
