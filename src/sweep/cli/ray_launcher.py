@@ -93,7 +93,7 @@ def lost_reason(exc: BaseException) -> SweepError:
     """The one line a lost task's configuration is FAILED with: what Ray said, first line."""
     said = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
     return SweepError(f"the Ray task running this configuration was lost "
-                      f"({type(exc).__name__}: {said[:300]})",
+                      f"({type(exc).__name__}: {said if len(said) <= 300 else said[:299] + '…'})",
                       hint="its node or worker process died; the same command resumes the "
                       "sweep, skipping the configurations that finished")
 
