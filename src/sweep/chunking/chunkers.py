@@ -15,6 +15,7 @@ character of the document.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import itertools
 import pickle
 import re
@@ -22,6 +23,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -29,6 +31,7 @@ from sweep.chunking.cache import TokenStartsCache
 from sweep.chunking.external import external_spans, token_text_spans
 from sweep.chunking.tokenizers import ChunkTokenizer
 from sweep.common.errors import SweepError
+from sweep.common.registry import Entry, Registry, Traits
 from sweep.common.sqlite import source_key, text_key
 from sweep.data import corpus as _corpus
 from sweep.data.corpus import Document, Section
@@ -48,11 +51,8 @@ class ChunkSpec:
     header: str = "none"
 
     def validate(self) -> ChunkSpec:
-        if self.boundary not in ALL_BOUNDARIES:
-            raise SweepError(f"chunk.boundary={self.boundary!r} is not one of "
-                             f"{', '.join(ALL_BOUNDARIES)}")
-        if self.header not in HEADERS:
-            raise SweepError(f"chunk.header={self.header!r} is not one of {', '.join(HEADERS)}")
+        BOUNDARY.get_entry(self.boundary)
+        HEADER.get_entry(self.header)
         if self.size < 1:
             raise SweepError(f"chunk.size={self.size} must be at least 1 token")
         if self.overlap < 0 or self.overlap >= self.size:
@@ -308,29 +308,43 @@ def _recursive(d: TokenizedDoc, size: int, overlap: int) -> list[tuple[int, int]
 
 Chunker = Callable[[TokenizedDoc, int, int], list[tuple[int, int]]]
 
+_TILES = Traits(tiling=True)
+
 # The chunk.boundary axis: name -> chunker (document with token starts, size, overlap ->
 # [start, end) spans in document order). The schema's `Boundary` enum is built from these
-# names, so a new boundary is a function here (or in a module of this package) plus its entry.
-CHUNKERS: dict[str, Chunker] = {
-    "fixed": _fixed,
-    "sentence": _sentence,
-    "paragraph": _paragraph,
-    "heading": _heading,
-    "recursive": _recursive,
-    # Other tools' chunkers, reproduced (chunking/external.py).
-    "token_text": lambda d, size, overlap: token_text_spans(d.text, d.starts_array, size,
-                                                            overlap),
-    "langchain_recursive": lambda d, size, overlap: external_spans(
+# names, so a new boundary is a function (here, or a module of this package) plus its entry.
+# The boundaries that cut by meaning (`needs_embedder`) register themselves from
+# sweep.chunking.semantic, which the package imports, so the registry is whole whenever any
+# chunking module is loaded.
+BOUNDARY: Registry[Callable[..., list[tuple[int, int]]]] = Registry("chunk.boundary", [
+    # the boundaries whose chunks are trimmed pieces that tile the document (the invariants
+    # the property tests hold them to)
+    Entry("fixed", _fixed, traits=_TILES, doc="windows of `size` tokens"),
+    Entry("sentence", _sentence, traits=_TILES, doc="sentences packed up to `size`"),
+    Entry("paragraph", _paragraph, traits=_TILES,
+          doc="paragraphs packed up to `size`, long ones by sentence"),
+    Entry("heading", _heading, traits=_TILES,
+          doc="each heading section on its own, packed inside"),
+    Entry("recursive", _recursive, traits=_TILES,
+          doc="sections, then paragraphs, sentences, tokens (the default)"),
+    # Other tools' chunkers, reproduced (chunking/external.py); they keep those tools'
+    # whitespace rules.
+    Entry("token_text", lambda d, size, overlap: token_text_spans(d.text, d.starts_array, size,
+                                                                  overlap),
+          doc="Chroma's TokenTextSplitter, reproduced"),
+    Entry("langchain_recursive", lambda d, size, overlap: external_spans(
         "langchain_recursive", d.text, d.starts_array, size, overlap, d.tokenizer),
-}
-BOUNDARIES = tuple(CHUNKERS)
-# Boundaries that cut by meaning: they need an embedding model (sweep.chunking.semantic), so
-# the pipeline cuts them there; every boundary a user may choose is in ALL_BOUNDARIES.
-EMBEDDED_BOUNDARIES = ("semantic", "cluster")
-ALL_BOUNDARIES = (*BOUNDARIES, *EMBEDDED_BOUNDARIES)
-# The boundaries whose chunks are trimmed pieces that tile the document (the invariants the
-# property tests hold them to); other tools' chunkers keep those tools' whitespace rules.
-TILING_BOUNDARIES = ("fixed", "sentence", "paragraph", "heading", "recursive")
+          doc="LangChain's RecursiveCharacterTextSplitter, reproduced"),
+])
+
+
+def local_boundaries() -> tuple[str, ...]:
+    """The boundaries `chunk_spans` cuts alone (no embedding model)."""
+    return BOUNDARY.having("needs_embedder", False)
+
+
+BOUNDARIES = local_boundaries()
+TILING_BOUNDARIES = BOUNDARY.having("tiling")
 # The code that cuts them (`spans_key`): this module and the document model it reads.
 _SPANS_SOURCE = f"{source_key(__file__)}|{source_key(_corpus.__file__)}"
 
@@ -352,34 +366,31 @@ def _path_header(doc: Document, heading_path: tuple[str, ...]) -> str:
 
 # The chunk.header axis: name -> the text put before a chunk's body for embedding only
 # (the schema's `Header` enum is built from these names).
-HEADER_TEXT: dict[str, Callable[[Document, tuple[str, ...]], str]] = {
-    "none": _no_header,
-    "title": _title_header,
-    "path": _path_header,
-    # A chat model writes this header after chunking (sweep.generation.contextual).
-    "contextual": _no_header,
-}
-HEADERS = tuple(HEADER_TEXT)
+HEADER: Registry[Callable[[Document, tuple[str, ...]], str]] = Registry("chunk.header", [
+    Entry("none", _no_header, doc="the body alone"),
+    Entry("title", _title_header, doc="the document title"),
+    Entry("path", _path_header, doc="title > headings"),
+    # A chat model writes this header after chunking (sweep.generation.contextual); its
+    # settings are the chunk.context group, read only with it.
+    Entry("contextual", _no_header, params={"context": {}},
+          traits=Traits(remote=True, costs_money=True, deterministic=False),
+          doc="a chat model's summary of the chunk's place in its document"),
+])
+HEADERS = HEADER.names()
 
 
 def chunk_spans(doc: Document, starts: np.ndarray, spec: ChunkSpec,
                 tokenizer: ChunkTokenizer | None = None) -> list[tuple[int, int]]:
     """The ``[start, end)`` spans of ``doc``'s chunks under ``spec``, in document order."""
-    if spec.boundary in EMBEDDED_BOUNDARIES:
+    entry = BOUNDARY.get_entry(spec.boundary)
+    if entry.traits.needs_embedder:
         raise SweepError(f"chunk.boundary={spec.boundary} needs an embedding model: "
                          "use sweep.chunking.semantic")
-    chunker = CHUNKERS.get(spec.boundary)
-    if chunker is None:
-        raise SweepError(f"chunk.boundary={spec.boundary!r} is not one of "
-                         f"{', '.join(BOUNDARIES)}")
-    return chunker(TokenizedDoc(doc, starts, tokenizer), spec.size, spec.overlap)
+    return entry.impl(TokenizedDoc(doc, starts, tokenizer), spec.size, spec.overlap)
 
 
 def header_for(doc: Document, heading_path: tuple[str, ...], header: str) -> str:
-    text = HEADER_TEXT.get(header)
-    if text is None:
-        raise SweepError(f"chunk.header={header!r} is not one of {', '.join(HEADERS)}")
-    return text(doc, heading_path)
+    return HEADER.impl(header)(doc, heading_path)
 
 
 def chunk_document(doc: Document, starts: np.ndarray, spec: ChunkSpec,
@@ -458,13 +469,26 @@ def chunk_corpus(
     return chunks
 
 
+def _spans_source(boundary: str) -> str:
+    """`_SPANS_SOURCE`, plus the module of a boundary registered from elsewhere (its code
+    cuts too, so an edit to it must not be served stale spans)."""
+    impl = BOUNDARY.get_entry(boundary).impl
+    try:
+        path = inspect.getsourcefile(impl) if impl is not None else None
+    except TypeError:  # a builtin or a C function: nothing to read
+        path = None
+    if path is None or Path(path).resolve() == Path(__file__).resolve():
+        return _SPANS_SOURCE
+    return f"{_SPANS_SOURCE}|{source_key(path)}"
+
+
 def spans_key(doc: Document, spec: ChunkSpec, tokenizer_fingerprint: str) -> bytes:
     """What a tiling boundary's cuts of ``doc`` depend on, hashed: the whole document (its
     text's sha256, every other field pickled), boundary, size, overlap, the tokenizer (its
     fingerprint covers the token starts) and the source of this module and of
     `sweep.data.corpus`, whose code cuts."""
-    h = hashlib.sha256(f"spans1|{_SPANS_SOURCE}|{tokenizer_fingerprint}|{spec.boundary}|"
-                       f"{spec.size}|{spec.overlap}|".encode())
+    h = hashlib.sha256(f"spans1|{_spans_source(spec.boundary)}|{tokenizer_fingerprint}|"
+                       f"{spec.boundary}|{spec.size}|{spec.overlap}|".encode())
     h.update(text_key(doc.text))  # the text by its hash: no second copy of a big document
     h.update(pickle.dumps(replace(doc, text=""), protocol=5))
     return h.digest()
@@ -478,7 +502,7 @@ def corpus_spans(docs: Sequence[Document], spec: ChunkSpec, tokenizer: ChunkToke
     are read from it, or cut and written to it."""
     spec.validate()
     fingerprint = getattr(tokenizer, "fingerprint", "")
-    if cache is None or not fingerprint or spec.boundary not in TILING_BOUNDARIES:
+    if cache is None or not fingerprint or not BOUNDARY.has(spec.boundary, "tiling"):
         return [chunk_spans(doc, doc_starts, spec, tokenizer)
                 for doc, doc_starts in zip(docs, starts, strict=True)]
     keys = [spans_key(doc, spec, fingerprint) for doc in docs]

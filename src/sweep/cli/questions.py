@@ -130,16 +130,18 @@ class Corpus:
     coverage (BM25 and dense vectors come from the caches a sweep fills)."""
 
     def __init__(self, cfg: Any) -> None:
+        from sweep.config.axes import AXES
         from sweep.config.specs import chunk_spec
         from sweep.pipeline.run import bm25_for, chunks_for, load_corpus_cached
 
         spec = chunk_spec(cfg)
-        if spec.boundary in ("semantic", "cluster"):
+        if AXES["chunk.boundary"].has(spec.boundary, "needs_embedder"):
             raise SweepError(f"chunk.boundary={spec.boundary}: the queue's ranking chunks with "
-                             "a tiling boundary (e.g. chunk.boundary=recursive)")
-        if spec.header == "contextual":
-            raise SweepError("chunk.header=contextual: the queue's ranking uses chunk.header="
-                             "none, title or path")
+                             "a boundary that needs no model (e.g. chunk.boundary=recursive)")
+        if AXES["chunk.header"].has(spec.header, "remote"):
+            local = ", ".join(AXES["chunk.header"].having("remote", False))
+            raise SweepError(f"chunk.header={spec.header}: the queue's ranking uses "
+                             f"chunk.header={local}")
         self.cfg = cfg
         self.docs, self.fingerprint = load_corpus_cached(cfg)
         self.chunks = chunks_for(self.docs, self.fingerprint, spec, cfg.chunk.tokenizer,
@@ -209,6 +211,7 @@ def config_places(cfg: Any, questions: list[str]) -> list[list[tuple[str, int, i
     """The places (doc_id, start, end) of the first chunks ``cfg`` retrieves for each
     question, as a sweep of that configuration would search (its chunking, model, method,
     index and reranker; through the same caches)."""
+    from sweep.config.axes import AXES
     from sweep.config.specs import chunk_spec
     from sweep.pipeline.run import (
         build_indexes,
@@ -220,7 +223,8 @@ def config_places(cfg: Any, questions: list[str]) -> list[list[tuple[str, int, i
     from sweep.questions.locate import DEPTH
 
     spec = chunk_spec(cfg)
-    if spec.boundary in ("semantic", "cluster") or spec.header == "contextual":
+    if (AXES["chunk.boundary"].has(spec.boundary, "needs_embedder")
+            or AXES["chunk.header"].has(spec.header, "remote")):
         raise SweepError(f"--against-sweep: chunk.boundary={spec.boundary}, chunk.header="
                          f"{spec.header} is not re-run for the queue (use a tiling boundary and "
                          "no contextual header, or BM25 vs dense without --against-sweep)")

@@ -8,7 +8,8 @@ module imports no stage code and the rule is written once.
 from __future__ import annotations
 
 from sweep.common.errors import SweepError
-from sweep.config.schema import Config, GenerationMethod, RerankMethod
+from sweep.config.axes import AXES
+from sweep.config.schema import Config
 from sweep.config.specs import chunk_spec, corpus_limits, eval_spec
 
 
@@ -18,7 +19,7 @@ def check_config(cfg: Config) -> None:
     from sweep.config.specs import semantic_params, unit_spec
 
     unit_spec(cfg).validate()
-    if cfg.chunk.boundary.value in ("semantic", "cluster"):
+    if AXES["chunk.boundary"].has(cfg.chunk.boundary.value, "needs_embedder"):
         semantic_params(cfg).validate()
         if cfg.chunk.overlap:
             raise SweepError(f"chunk.overlap={cfg.chunk.overlap}: chunk.boundary="
@@ -49,7 +50,7 @@ def check_config(cfg: Config) -> None:
     if cfg.retrieval.bm25_k1 < 0 or not 0 <= cfg.retrieval.bm25_b <= 1:
         raise SweepError("retrieval.bm25_k1 must be >= 0 and retrieval.bm25_b in [0, 1]")
     # The pool only matters when a reranker runs; rerank=none must not constrain the depth.
-    if cfg.rerank.method != RerankMethod.none and not 1 <= cfg.rerank.pool <= cfg.retrieval.depth:
+    if cfg.rerank.method.value != AXES["rerank.method"].off and not 1 <= cfg.rerank.pool <= cfg.retrieval.depth:
         raise SweepError(f"rerank.pool={cfg.rerank.pool} must be between 1 and "
                          f"retrieval.depth={cfg.retrieval.depth}")
     if cfg.eval.latency_sample < 0:
@@ -76,13 +77,13 @@ def check_backend(cfg: Config) -> None:
 
 
 def check_served(cfg: Config) -> None:
-    """Settings of models behind an endpoint (family=openai, rerank.method=cohere)."""
+    """Settings of models behind an endpoint (a remote embedding family or reranker)."""
     e, r = cfg.embedding, cfg.rerank
     device = e.device
     if device not in ("auto", "cpu", "cuda", "mps") and not device.startswith("cuda:"):
         raise SweepError(f"embedding.device={device!r} is not one of auto, cpu, cuda, cuda:N, mps")
     sections = []
-    if e.family.value == "openai":
+    if AXES["embedding.family"].has(e.family.value, "remote"):
         sections.append(("embedding", e))
         if not e.model:
             raise SweepError("embedding.model is empty: name the model the endpoint serves "
@@ -97,7 +98,7 @@ def check_served(cfg: Config) -> None:
                             ("price_per_mtok", e.price_per_mtok)):
             if value < 0:
                 raise SweepError(f"embedding.{name}={value} must be >= 0 (0 = off)")
-    if r.method.value == "cohere":
+    if AXES["rerank.method"].has(r.method.value, "remote"):
         sections.append(("rerank", r))
         if not r.model:
             raise SweepError("rerank.model is empty: name the model the endpoint serves")
@@ -117,7 +118,7 @@ def check_served(cfg: Config) -> None:
 
 def check_generation(cfg: Config) -> None:
     g, j = cfg.generation, cfg.judge
-    if g.method == GenerationMethod.none:
+    if g.method.value == AXES["generation.method"].off:
         return
     if g.limit < 0:
         raise SweepError(f"generation.limit={g.limit} must be >= 0 (0 = every question)")
@@ -133,7 +134,7 @@ def check_generation(cfg: Config) -> None:
             raise SweepError(f"{name}={value} must be > 0")
     if g.max_retries < 0 or j.max_retries < 0:
         raise SweepError("generation.max_retries and judge.max_retries must be >= 0")
-    if g.method == GenerationMethod.openai:
+    if AXES["generation.method"].has(g.method.value, "remote"):  # a prompted chat model
         missing = [p for p in ("{context}", "{question}") if p not in g.prompt]
         if missing:
             raise SweepError(f"generation.prompt must contain {' and '.join(missing)}")

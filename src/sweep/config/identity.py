@@ -12,6 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from sweep.config.axes import GATED, SWITCHED, gated_keys, off_values
+
 # Sections whose settings can change a retrieval metric. Exported into winners and compared by
 # the baseline gate in this order.
 RESULT_SECTIONS: tuple[str, ...] = ("chunk", "embedding", "retrieval", "rerank", "index",
@@ -66,26 +68,12 @@ UNHASHED_KEYS: Mapping[str, tuple[str, ...]] = {
 # Keys that count only when a sibling key selects the strategy they belong to:
 # {section: {key: (selecting key, values)}}. A setting of a strategy that is not chosen cannot
 # change a number, and leaving it out keeps the hashes of runs recorded before it existed.
-GATED_KEYS: Mapping[str, Mapping[str, tuple[str, tuple[str, ...]]]] = {
-    "chunk": {"semantic": ("boundary", ("semantic",)), "cluster": ("boundary", ("cluster",)),
-              "context": ("header", ("contextual",))},
-    "retrieval": {"unit": ("unit", ("parent", "window")),
-                  "parent_max_tokens": ("unit", ("parent",)),
-                  "window_sentences": ("unit", ("window",))},
-    # a served model's identity (embedding.family=openai; a local model's is its folder).
-    # embedding.backend/precision need no gate: check_config refuses them off torch fp32 for
-    # any other family, and at torch fp32 they stay out of the hash (ADDED_KEYS).
-    "embedding": {k: ("family", ("openai",)) for k in (
-        "model", "dimensions", "query_input_type", "document_input_type", "fingerprint")},
-    # Each index kind reads its own parameters (retrieval/index.py); exact search reads none
-    # (the whole section is off, `active_sections`). So `index=exact,hnsw index.ef_search=8,64`
-    # is three configurations, not four, and `index=hnsw index.nprobe=4,16` is one.
-    "index": {**{k: ("kind", ("hnsw", "chroma")) for k in ("M", "ef_construction",
-                                                            "ef_search")},
-              **{k: ("kind", ("ivf_flat", "ivf_pq")) for k in ("nlist", "nprobe", "seed")},
-              "pq_m": ("kind", ("ivf_pq",)), "quantizer": ("kind", ("scalar",)),
-              "rescore": ("kind", ("binary",))},
-}
+# Read off the axis registries (each entry lists the settings only it reads: `config.axes`),
+# so `index=exact,hnsw index.ef_search=8,64` is three configurations, not four, and
+# `index=hnsw index.nprobe=4,16` is one. embedding.backend/precision need no gate:
+# check_config refuses them off torch fp32 for any family but sentence_transformers, and at
+# torch fp32 they stay out of the hash (ADDED_KEYS).
+GATED_KEYS: Mapping[str, Mapping[str, tuple[str, tuple[str, ...]]]] = GATED
 
 # Keys added after results were recorded, with the value every earlier run had: at that
 # value they stay out of the hash, so those runs keep theirs (resume, the baseline gate); any
@@ -96,8 +84,7 @@ ADDED_KEYS: Mapping[str, Mapping[str, str]] = {
 
 # The key that switches a section on or off (`active_sections`): it applies even when off,
 # unless the section needs another that is off (the judge grades generated answers).
-SELECTORS: Mapping[str, str] = {"rerank": "method", "index": "kind", "generation": "method",
-                                "judge": "method"}
+SELECTORS: Mapping[str, str] = SWITCHED
 NEEDS: Mapping[str, str] = {"judge": "generation"}
 
 # Keys inside a nested sub-config that change no result (how an endpoint is called and priced,
@@ -111,10 +98,9 @@ ALL_SECTIONS: tuple[str, ...] = (*RESULT_SECTIONS, *GENERATION_SECTIONS, *INPUT_
                                  *OPERATIONAL_SECTIONS)
 
 
-# What each selector says when its stage is off; exact search is what every run did before
-# the index axis.
-_OFF_VALUES: Mapping[str, str] = {"rerank": "none", "index": "exact", "generation": "none",
-                                  "judge": "none"}
+# What each selector says when its stage is off (its registry's off value); exact search is
+# what every run did before the index axis.
+_OFF_VALUES: Mapping[str, str] = off_values()
 
 
 def _selected(plain: Mapping[str, Any], section: str) -> str:
@@ -166,7 +152,7 @@ def _as_before(section: str, key: str, value: Any) -> bool:
 
 def gate_open(section: str, key: str, values: Mapping[str, Any]) -> bool:
     """Whether ``section.key`` counts in this configuration (`GATED_KEYS`)."""
-    gate = GATED_KEYS.get(section, {}).get(key)
+    gate = gated_keys().get(section, {}).get(key)
     return gate is None or str(values.get(gate[0])) in gate[1]
 
 
@@ -230,7 +216,7 @@ def describe_key(section: str, key: str, sub: str | None = None) -> str:
     # the judge grades generated answers: its keys, its selector too, need generation on
     if section in NEEDS:
         conditions.append(f"{NEEDS[section]} runs")
-    gate = GATED_KEYS.get(section, {}).get(key)
+    gate = gated_keys().get(section, {}).get(key)
     # a gate on the selector itself (index.kind is hnsw) already says the stage is on
     if selector is not None and key != selector and (gate is None or gate[0] != selector):
         conditions.append(f"{section}.{selector} is not {_OFF_VALUES[section]}")

@@ -8,6 +8,7 @@ Checks that span several keys (overlap < size) live in `check_config`.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -15,18 +16,18 @@ from pathlib import Path
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
-from sweep.chunking.chunkers import ALL_BOUNDARIES, HEADERS, ChunkSpec
+from sweep.chunking.chunkers import ChunkSpec
 from sweep.chunking.tokenizers import DEFAULT_TOKENIZER
 from sweep.common.errors import SweepError
 from sweep.common.paths import PROJECT_ROOT, conf_path, demo_path
+from sweep.config.axes import AXES
 from sweep.data.parsers.limits import ParseLimits
-from sweep.data.parsers.registry import PARSERS
+from sweep.data.parsers.registry import DEFAULT_PARSERS
 from sweep.embedding.backends import BACKENDS as ENCODE_BACKENDS
 from sweep.embedding.backends import PRECISIONS
-from sweep.embedding.models import FAMILIES
 from sweep.questions.prompts import PROMPT as QUESTIONS_PROMPT
 from sweep.retrieval.bm25 import BACKENDS
-from sweep.retrieval.index import BUILDERS, IndexSpec
+from sweep.retrieval.index import IndexSpec
 
 
 def conf_dir() -> Path:
@@ -44,23 +45,50 @@ def conf_dir() -> Path:
     return path
 
 
-def _axis(name: str, values: tuple[str, ...] | dict[str, object]) -> type[StrEnum]:
+def _axis(name: str, values: Iterable[str]) -> type[StrEnum]:
     """A StrEnum of an axis's allowed values, read off the stage's registry, so a value added
     there is accepted here (and listed in Hydra's "expected one of [...]") with no second
     list to keep in step."""
     return StrEnum(name, {v: v for v in values}, module=__name__)
 
 
-# Stage registries (config.schema may import them: see the import contract in pyproject.toml).
-Boundary = _axis("Boundary", ALL_BOUNDARIES)
-Header = _axis("Header", HEADERS)
-Family = _axis("Family", FAMILIES)
+# The enum of each registry axis (`sweep.config.axes`), by the name the fields below use.
+# `register` rebuilds one whose registry has changed since (an entry registered at run time),
+# and the fields' annotations are resolved when the schema is stored, so the new value is
+# accepted too.
+_AXIS_ENUMS: dict[str, str] = {
+    "Boundary": "chunk.boundary", "Header": "chunk.header", "Family": "embedding.family",
+    "Method": "retrieval.method", "RetrievalUnit": "retrieval.unit",
+    "RerankMethod": "rerank.method", "IndexKind": "index.kind",
+    "GenerationMethod": "generation.method", "JudgeMethod": "judge.method",
+    "PdfParser": "corpus.pdf_parser", "HtmlParser": "corpus.html_parser",
+    "DocxParser": "corpus.docx_parser",
+}
+Boundary = _axis("Boundary", AXES["chunk.boundary"])
+Header = _axis("Header", AXES["chunk.header"])
+Family = _axis("Family", AXES["embedding.family"])
+Method = _axis("Method", AXES["retrieval.method"])
+RetrievalUnit = _axis("RetrievalUnit", AXES["retrieval.unit"])
+RerankMethod = _axis("RerankMethod", AXES["rerank.method"])
+IndexKind = _axis("IndexKind", AXES["index.kind"])
+GenerationMethod = _axis("GenerationMethod", AXES["generation.method"])
+JudgeMethod = _axis("JudgeMethod", AXES["judge.method"])
+PdfParser = _axis("PdfParser", AXES["corpus.pdf_parser"])
+HtmlParser = _axis("HtmlParser", AXES["corpus.html_parser"])
+DocxParser = _axis("DocxParser", AXES["corpus.docx_parser"])
+# Registries of the other stage settings (config.schema may import them: see the import
+# contract in pyproject.toml).
 EncodeBackend = _axis("EncodeBackend", ENCODE_BACKENDS)
 Precision = _axis("Precision", PRECISIONS)
 Bm25Backend = _axis("Bm25Backend", BACKENDS)
-PdfParser = _axis("PdfParser", PARSERS["pdf"])
-HtmlParser = _axis("HtmlParser", PARSERS["html"])
-DocxParser = _axis("DocxParser", PARSERS["docx"])
+
+
+def refresh_axes() -> None:
+    """Rebuild each axis enum whose registry no longer lists the same names."""
+    names = globals()
+    for enum_name, axis in _AXIS_ENUMS.items():
+        if [m.value for m in names[enum_name]] != list(AXES[axis]):
+            names[enum_name] = _axis(enum_name, AXES[axis])
 
 
 class SpanMode(StrEnum):
@@ -68,42 +96,10 @@ class SpanMode(StrEnum):
     chroma = "chroma"
 
 
-class Method(StrEnum):
-    dense = "dense"
-    bm25 = "bm25"
-    hybrid = "hybrid"
-
-
-class RetrievalUnit(StrEnum):
-    chunk = "chunk"
-    parent = "parent"
-    window = "window"
-
-
-class RerankMethod(StrEnum):
-    none = "none"
-    cross_encoder = "cross_encoder"
-    cohere = "cohere"  # a Cohere-style POST /rerank endpoint (sweep.embedding.served)
-
-
-IndexKind = _axis("IndexKind", BUILDERS)
-
-
 class Quantizer(StrEnum):
     int8 = "int8"
     int4 = "int4"
     fp16 = "fp16"
-
-
-class GenerationMethod(StrEnum):
-    none = "none"
-    extractive = "extractive"
-    openai = "openai"
-
-
-class JudgeMethod(StrEnum):
-    none = "none"
-    openai = "openai"
 
 
 _LIMITS = ParseLimits()
@@ -119,9 +115,9 @@ class CorpusConfig:
     # The parser of each non-markdown format: a sweep axis (the text, hence the evidence and
     # every metric, depends on it). Defaults: the parser that kept the most evidence on the
     # Debian Reference (docs/results/parsers.md).
-    pdf_parser: PdfParser = PdfParser.pdfplumber
-    html_parser: HtmlParser = HtmlParser.trafilatura
-    docx_parser: DocxParser = DocxParser.python_docx
+    pdf_parser: PdfParser = PdfParser[DEFAULT_PARSERS["pdf"]]
+    html_parser: HtmlParser = HtmlParser[DEFAULT_PARSERS["html"]]
+    docx_parser: DocxParser = DocxParser[DEFAULT_PARSERS["docx"]]
     # Files larger than this (megabytes of 10^6 bytes; 0 = no limit) are refused before they
     # are read, or skipped with on_error=skip: a 200 MB PDF is a scan or a dump, not help text.
     max_file_mb: float = 100.0
@@ -177,6 +173,8 @@ class ChunkConfig:
     size: int = ChunkSpec.size
     overlap: int = ChunkSpec.overlap
     header: Header = Header[ChunkSpec.header]
+    # A named tokenizer (sweep.chunking.tokenizers), a tokenizer.json (or its folder), or a
+    # hub id.
     tokenizer: str = DEFAULT_TOKENIZER
     # Settings of the embedded boundaries; each counts only with its own boundary.
     semantic: SemanticConfig = field(default_factory=SemanticConfig)
@@ -187,7 +185,7 @@ class ChunkConfig:
 @dataclass
 class EmbeddingConfig:
     name: str = "minilm"
-    family: Family = Family["sentence_transformers"]
+    family: Family = Family[AXES["embedding.family"].names()[0]]
     distill_from: str = "minilm"
     pca_dims: int = 256
     batch_size: int = 32
@@ -223,7 +221,7 @@ class EmbeddingConfig:
 
 @dataclass
 class RetrievalConfig:
-    method: Method = Method.dense
+    method: Method = Method[AXES["retrieval.method"].names()[0]]
     depth: int = 100
     # bm25s: the same scores as rank_bm25 (tested to 1e-9 on SciFact), ~70x faster per query.
     bm25_backend: Bm25Backend = Bm25Backend["bm25s"]
@@ -237,14 +235,14 @@ class RetrievalConfig:
     # which one found each answer; never changes the metrics.
     diagnose: bool = True
     # What a hit returns (sweep.retrieval.units); every metric is scored on what is returned.
-    unit: RetrievalUnit = RetrievalUnit.chunk
+    unit: RetrievalUnit = RetrievalUnit[AXES["retrieval.unit"].off]
     parent_max_tokens: int = 1024
     window_sentences: int = 3
 
 
 @dataclass
 class RerankConfig:
-    method: RerankMethod = RerankMethod.none
+    method: RerankMethod = RerankMethod[AXES["rerank.method"].off]
     model: str = "cross-encoder/ms-marco-MiniLM-L6-v2"
     pool: int = 50
     batch_size: int = 32
@@ -288,7 +286,7 @@ class IndexConfig:
 
 @dataclass
 class GenerationConfig:
-    method: GenerationMethod = GenerationMethod.none
+    method: GenerationMethod = GenerationMethod[AXES["generation.method"].off]
     # Only the first `limit` scorable questions (0 = all): generation is the expensive half.
     limit: int = 0
     # extractive: the context sentences closest to the question, best first, up to:
@@ -311,7 +309,7 @@ class GenerationConfig:
 
 @dataclass
 class JudgeConfig:
-    method: JudgeMethod = JudgeMethod.none
+    method: JudgeMethod = JudgeMethod[AXES["judge.method"].off]
     base_url: str = "http://127.0.0.1:11434/v1"
     model: str = ""
     api_key_env: str = "OPENAI_API_KEY"
@@ -409,6 +407,7 @@ class Config:
 
 def register() -> None:
     """Register the schema and the resolvers used by the YAML files (idempotent)."""
+    refresh_axes()
     cs = ConfigStore.instance()
     cs.store(name="config_schema", node=Config)
     OmegaConf.register_new_resolver("project_root", lambda: str(PROJECT_ROOT), replace=True)

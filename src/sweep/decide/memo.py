@@ -63,8 +63,6 @@ _ENV_IGNORED = frozenset({"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS
                           "HF_HUB_DISABLE_PROGRESS_BARS", "HF_HUB_DISABLE_TELEMETRY",
                           "TRANSFORMERS_VERBOSITY", "CHUNK_SWEEP_PROGRESS", "CHUNK_SWEEP_DEBUG"})
 _SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
-# chunk.tokenizer values that name a tokenizer shipped in an installed package
-_NAMED_TOKENIZERS = ("minilm", "regex", "cl100k")
 _OC_ENV = re.compile(r"oc\.env\s*:\s*([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -159,23 +157,21 @@ def _digest(item: Mapping[str, str]) -> str:
 def run_inputs(plain: Mapping[str, Any]) -> tuple[list[dict[str, str]], str]:
     """The files and folders the resolved configuration ``plain`` reads, with their digests
     now; or no inputs and the reason it cannot be memoised."""
+    from sweep.config.axes import AXES, model_settings, remote_choices
     from sweep.config.identity import active_sections
     from sweep.embedding.models import resolve_model_path
 
     sections = active_sections(plain)
-    emb = plain.get("embedding") or {}
-    rerank = plain.get("rerank") or {}
     chunk = plain.get("chunk") or {}
-    index = plain.get("index") or {}
     if not (plain.get("cache") or {}).get("enabled", False):
         return [], "cache.enabled=false"
-    remote = [name for name, on in (
-        ("generation", "generation" in sections),
-        ("a judge", "judge" in sections),
-        ("embedding.family=openai", emb.get("family") == "openai"),
-        ("rerank.method=cohere", rerank.get("method") == "cohere"),
-        ("index.kind=chroma", index.get("kind") == "chroma"),
-        ("chunk.header=contextual", chunk.get("header") == "contextual")) if on]
+    # generation and a judge are never memoised, whatever their method (the gated run is the
+    # retrieval half); any other choice answering from outside the machine (a registry entry
+    # with the `remote` trait: a served model, a Chroma server, contextual headers) neither.
+    remote = [name for name, on in (("generation", "generation" in sections),
+                                    ("a judge", "judge" in sections)) if on]
+    remote += remote_choices(plain, tuple(s for s in sections
+                                          if s not in ("generation", "judge")))
     if remote:
         return [], f"{remote[0]} answers from outside the machine's files"
     golden = Path(plain["golden"]["path"]).resolve()
@@ -183,29 +179,20 @@ def run_inputs(plain: Mapping[str, Any]) -> tuple[list[dict[str, str]], str]:
               {"kind": "content", "path": str(golden)},
               # questions the corpus cannot answer, scored by the run (data/abstentions.py)
               {"kind": "content", "path": str(golden.with_name(ABSTENTIONS_NAME))}]
-    models = {"embedding.name": emb.get("name", "")}
-    if emb.get("family") == "model2vec_distill":
-        models["embedding.distill_from"] = emb.get("distill_from", "")
-    if rerank.get("method") == "cross_encoder":
-        models["rerank.model"] = rerank.get("model", "")
     # Files named by value: a tokenizer.json (or its folder), a stop-word list.
     tokenizer = str(chunk.get("tokenizer", ""))
-    if tokenizer not in _NAMED_TOKENIZERS:
+    if tokenizer not in AXES["chunk.tokenizer"]:  # the named ones ship in installed packages
         if not Path(tokenizer).exists():
             return [], f"chunk.tokenizer={tokenizer!r} is not a file on this machine (a hub id)"
         inputs.append({"kind": "content", "path": str(Path(tokenizer).resolve())})
     stopwords = str((plain.get("retrieval") or {}).get("bm25_stopwords", "english"))
     if stopwords not in ("english", "none", ""):
         inputs.append({"kind": "content", "path": str(Path(stopwords).resolve())})
-    for group in ("semantic", "cluster"):
-        if (chunk.get(group) or {}).get("model"):
-            models[f"chunk.{group}.model"] = chunk[group]["model"]
-    for key, name in models.items():
-        if not name:
-            continue
-        path = Path(resolve_model_path(str(name)))
-        if key == "embedding.name" and emb.get("family") == "model2vec_distill":
-            continue  # the distilled folder is derived from distill_from (its key holds it)
+    # The model folders the chosen entries load (each entry's `model_keys`: the embedding
+    # model, or the teacher a static model is distilled from; a cross-encoder; the model an
+    # embedded boundary cuts with).
+    for key, name in model_settings(plain, sections):
+        path = Path(resolve_model_path(name))
         if not path.exists():
             return [], f"{key}={name!r} is not a folder on this machine (a hub id)"
         inputs.append({"kind": "model", "path": str(path.resolve())})

@@ -2,7 +2,7 @@
 every configuration key (type, default, allowed values, whether it enters the configuration's
 identity), every subcommand's options, every metric's definition.
 
-    python -m sweep.dev.reference OUT_DIR      # writes configuration.md, cli.md, metrics.md
+    python -m sweep.dev.reference OUT_DIR      # writes configuration.md, axes.md, cli.md, metrics.md
 
 `make docs` builds them through docs/hooks.py (the site gets them; the repository does not).
 """
@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-PAGES = ("configuration.md", "cli.md", "metrics.md")
+PAGES = ("configuration.md", "axes.md", "cli.md", "metrics.md")
 
 
 def _field_comments(cls: type) -> dict[str, str]:
@@ -81,6 +81,7 @@ def _show(value: Any) -> str:
 
 def config_rows() -> Iterator[dict[str, str]]:
     """One row per leaf key of the schema: key, type, default, allowed, identity, notes."""
+    from sweep.config.axes import AXES as axes
     from sweep.config.identity import describe_key
     from sweep.config.schema import Config
 
@@ -94,6 +95,9 @@ def config_rows() -> Iterator[dict[str, str]]:
                 continue
             path = [*prefix, f.name]
             kind, allowed = _type_text(tp)
+            registry = axes.get(".".join(path))
+            if registry is not None and not allowed:  # a free-form key with named values
+                allowed = ", ".join(f"`{n}`" for n in registry)
             section, key, *rest = path
             yield {"key": ".".join(path), "type": kind, "default": _show(_default(f)),
                    "allowed": allowed, "identity": describe_key(section, key, *rest[:1]),
@@ -121,11 +125,45 @@ def configuration_page() -> str:
             if row["key"].split(".")[0] != section:
                 continue
             notes = row["notes"]
-            if row["allowed"]:
-                notes = f"one of {row['allowed']}" + (f". {notes}" if notes else "")
+            if row["allowed"]:  # a free-form key (a str) only names some of its values
+                lead = "named values" if row["type"] == "str" else "one of"
+                notes = f"{lead} {row['allowed']}" + (f". {notes}" if notes else "")
             out.append(f"| `{row['key']}` | {row['type']} | {row['default']} | "
                        f"{row['identity']} | {notes} |")
         out.append("")
+    return "\n".join(out)
+
+
+def axes_page() -> str:
+    """One table per axis, read off its registry: each value, its traits, the settings only it
+    reads (with their defaults), and what it is."""
+    from sweep.common.registry import Traits
+    from sweep.config.axes import AXES
+
+    out = ["# Axes", "",
+           "Generated from the axis registries (`sweep.common.registry`; each axis's registry "
+           "sits next to its stage's code, gathered by `sweep.config.axes`). An entry's "
+           "*settings* are the keys of its section that only it reads: they enter "
+           "`config_hash` only when it is chosen. How to add a value: "
+           "[Development](../development.md#add-an-axis-value-in-one-file).", ""]
+    traits = Traits.names()
+    for axis, registry in AXES.items():
+        section = axis.split(".")[0]
+        off = f" Off value: `{registry.off}`." if registry.off is not None else ""
+        out += [f"## `{axis}`", "", f"{len(registry)} values.{off}", "",
+                "| value | traits | settings | model settings | notes |", "|---|---|---|---|---|"]
+        for name, entry in registry.items():
+            marks = ", ".join(("" if getattr(entry.traits, t) else "not ")
+                              + t.replace("_", " ") for t in traits
+                              if getattr(entry.traits, t) != getattr(Traits(), t))
+            params = ", ".join(f"`{section}.{k}`" for k in entry.params) or "none"
+            models = ", ".join(f"`{section}.{k}`" for k in entry.model_keys) or ""
+            out.append(f"| `{name}` | {marks} | {params} | {models} | "
+                       f"{entry.doc.replace('|', chr(92) + '|')} |")
+        out.append("")
+    out += ["Traits: *remote* (answers from outside the machine's files: never reused by the "
+            "gate's memo), *needs embedder*, *tiling* (chunks tile the document), *costs money* "
+            "(counted by `sweep estimate`), *deterministic* (listed when a value is not).", ""]
     return "\n".join(out)
 
 
@@ -178,8 +216,8 @@ def metrics_page() -> str:
 
 def generate() -> dict[str, str]:
     """The reference pages, by file name."""
-    return {"configuration.md": configuration_page(), "cli.md": cli_page(),
-            "metrics.md": metrics_page()}
+    return {"configuration.md": configuration_page(), "axes.md": axes_page(),
+            "cli.md": cli_page(), "metrics.md": metrics_page()}
 
 
 def main(argv: list[str]) -> int:

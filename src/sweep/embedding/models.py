@@ -30,6 +30,7 @@ from sweep.common.errors import SweepError, model_load_error
 from sweep.common.files import folder_signature
 from sweep.common.hf import quiet_transformers
 from sweep.common.progress import Progress, show_progress
+from sweep.common.registry import Entry, Registry, Traits
 from sweep.common.sqlite import text_key
 from sweep.embedding.backends import (
     EXPORTS_FOLDER,
@@ -114,17 +115,35 @@ def distilled_model_path(spec: EmbeddingSpec) -> Path:
     return target
 
 
-# The local families: name -> the sentence-transformers folder (or hub id) a spec loads. A
-# family whose models do not load with sentence-transformers also needs its own branch in
-# `_load_sentence_transformer`.
-LOCAL_FAMILIES: dict[str, Callable[[EmbeddingSpec], str]] = {
-    "sentence_transformers": lambda spec: resolve_model_path(spec.name),
-    "model2vec_distill": lambda spec: str(distilled_model_path(spec)),
-}
-# The embedding.family axis (the schema's `Family` enum is built from it): the local families,
-# then `openai`, a model behind an OpenAI-compatible /embeddings endpoint (`get_embedder` hands
-# it to sweep.embedding.served).
-FAMILIES: tuple[str, ...] = (*LOCAL_FAMILIES, "openai")
+def _served_embedder(spec: EmbeddingSpec) -> Embedder:
+    from sweep.embedding.served import ServedEmbedder
+
+    return ServedEmbedder(spec)
+
+
+# The embedding.family axis (the schema's `Family` enum is built from it). A local family's
+# implementation is the sentence-transformers folder (or hub id) a spec loads (a family whose
+# models do not load with sentence-transformers also needs its own branch in
+# `_load_sentence_transformer`); a remote one's builds its embedder. `openai` is a model behind
+# an OpenAI-compatible /embeddings endpoint (sweep.embedding.served): the settings that name
+# the served model are its own, and enter config_hash only with it (its endpoint's address and
+# how it is called never do).
+FAMILY: Registry[Callable[[EmbeddingSpec], Any]] = Registry("embedding.family", [
+    Entry("sentence_transformers", lambda spec: resolve_model_path(spec.name),
+          model_keys=("name",), doc="a sentence-transformers folder or hub id (`name`)"),
+    Entry("model2vec_distill", lambda spec: str(distilled_model_path(spec)),
+          model_keys=("distill_from",),
+          doc="a static model distilled from `distill_from` (model2vec)"),
+    Entry("openai", _served_embedder,
+          params={"model": "", "dimensions": 0, "query_input_type": "",
+                  "document_input_type": "", "fingerprint": ""},
+          traits=Traits(remote=True, costs_money=True),
+          doc="a model behind an OpenAI-compatible /embeddings endpoint"),
+])
+
+
+def local_families() -> tuple[str, ...]:
+    return FAMILY.having("remote", False)
 
 
 def declared_max_seq_length(path: str, family: str) -> tuple[bool, int | None]:
@@ -161,10 +180,10 @@ class LocalEmbedder:
     """
 
     def __init__(self, spec: EmbeddingSpec) -> None:
-        model_path = LOCAL_FAMILIES.get(spec.family)
-        if model_path is None:
+        if spec.family not in local_families():
             raise SweepError(f"embedding.family={spec.family!r} is not one of "
-                             f"{', '.join(LOCAL_FAMILIES)} (a local model)")
+                             f"{', '.join(local_families())} (a local model)")
+        model_path = FAMILY.impl(spec.family)
         self.spec = spec
         path = model_path(spec)
         self.path = path
@@ -488,10 +507,8 @@ _EMBEDDERS: dict[EmbeddingSpec, Embedder] = {}
 def get_embedder(spec: EmbeddingSpec) -> Embedder:
     """The process-wide embedder for ``spec`` (a sweep loads each model once)."""
     if spec not in _EMBEDDERS:
-        if spec.family == "openai":
-            from sweep.embedding.served import ServedEmbedder
-
-            _EMBEDDERS[spec] = ServedEmbedder(spec)
+        if FAMILY.has(spec.family, "remote"):
+            _EMBEDDERS[spec] = FAMILY.impl(spec.family)(spec)
         else:
             _EMBEDDERS[spec] = LocalEmbedder(spec)
     return _EMBEDDERS[spec]

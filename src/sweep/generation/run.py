@@ -31,6 +31,7 @@ from sweep.chunking.chunkers import split_sentences
 from sweep.common.errors import SweepError
 from sweep.common.net import connect_error
 from sweep.common.progress import show_progress
+from sweep.common.registry import Entry, Registry, Traits
 from sweep.common.secret import scrub
 from sweep.generation.cache import JudgeCache
 
@@ -514,3 +515,20 @@ def cost_usd(usage: Usage, price_in_per_mtok: float, price_out_per_mtok: float) 
         return None
     return (usage.prompt_tokens * price_in_per_mtok
             + usage.completion_tokens * price_out_per_mtok) / 1e6
+
+
+# The generation.method and judge.method axes: name -> the reader / the judge class. `none`
+# is each one's off value (its section stays out of config_hash). A chat endpoint's answers
+# come from outside the machine and are billed.
+_CHAT = Traits(remote=True, costs_money=True, deterministic=False)
+GENERATION: Registry[type] = Registry("generation.method", [
+    Entry("none", doc="retrieval only"),
+    Entry(ExtractiveReader.name, ExtractiveReader, traits=Traits(needs_embedder=True),
+          doc="the context sentences closest to the question"),
+    Entry(ChatReader.name, ChatReader, traits=_CHAT,
+          doc="an OpenAI-compatible chat-completions endpoint"),
+], off="none")
+JUDGE: Registry[type] = Registry("judge.method", [
+    Entry("none", doc="no judge"),
+    Entry(ChatReader.name, Judge, traits=_CHAT, doc="a chat model grades each answer"),
+], off="none")

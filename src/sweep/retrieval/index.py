@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from sweep.common.errors import SweepError
+from sweep.common.registry import Entry, Registry, Traits
 from sweep.retrieval.ranking import Ranking, dense_search
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ POINTS_PER_CELL = 39
 
 @dataclass(frozen=True)
 class IndexSpec:
-    kind: str = "exact"  # exact | hnsw | ivf_flat | ivf_pq | scalar | binary | chroma
+    kind: str = "exact"  # an entry of `INDEX`
     M: int = 32
     ef_construction: int = 200
     ef_search: int = 64
@@ -61,8 +62,7 @@ class IndexSpec:
         if self.M > MAX_M:
             raise SweepError(f"index.M={self.M} must be <= {MAX_M}: HNSW keeps 2*M links per "
                              "vector in memory, and past that more links only cost memory")
-        if self.kind not in BUILDERS:
-            raise SweepError(f"index.kind={self.kind!r} is not one of {', '.join(BUILDERS)}")
+        INDEX.get_entry(self.kind)
         return self
 
 
@@ -506,20 +506,41 @@ def _chroma_fill(client: Any, name: str, spec: IndexSpec, vecs: np.ndarray) -> A
     return client.get_collection(name, embedding_function=None)
 
 
-BUILDERS: dict[str, Callable[[IndexSpec, np.ndarray, np.ndarray], VectorIndex]] = {
-    "exact": lambda spec, vecs, tiebreak: ExactIndex(vecs, tiebreak),
-    "hnsw": _build_faiss(_hnsw),
-    "ivf_flat": _build_faiss(lambda spec, vecs: _ivf(spec, vecs, pq=False)),
-    "ivf_pq": _build_faiss(lambda spec, vecs: _ivf(spec, vecs, pq=True)),
-    "scalar": _build_faiss(_scalar),
-    "binary": _build_binary,
-    "chroma": _build_chroma,
-}
+_HNSW = ("M", "ef_construction", "ef_search")
+_IVF = ("nlist", "nprobe", "seed")
+
+
+def _params(*names: str) -> dict[str, object]:
+    """The named settings with `IndexSpec`'s defaults (the one home of the index defaults)."""
+    return {n: getattr(IndexSpec, n) for n in names}
+
+
+# The index.kind axis: name -> builder (spec, normalised vectors, tiebreak order -> index).
+# Each entry lists the settings it reads: they enter config_hash only with it, so
+# `index=exact,hnsw index.ef_search=8,64` is three configurations, not four. `exact` is the
+# axis's off value: the whole index section stays out of the hash, as before the axis.
+INDEX: Registry[Callable[[IndexSpec, np.ndarray, np.ndarray], VectorIndex]] = Registry(
+    "index.kind", [
+        Entry("exact", lambda spec, vecs, tiebreak: ExactIndex(vecs, tiebreak),
+              doc="numpy inner products: the reference"),
+        Entry("hnsw", _build_faiss(_hnsw), params=_params(*_HNSW), doc="FAISS IndexHNSWFlat"),
+        Entry("ivf_flat", _build_faiss(lambda spec, vecs: _ivf(spec, vecs, pq=False)),
+              params=_params(*_IVF), doc="FAISS IVF over flat vectors"),
+        Entry("ivf_pq", _build_faiss(lambda spec, vecs: _ivf(spec, vecs, pq=True)),
+              params=_params(*_IVF, "pq_m"), doc="FAISS IVF with product quantisation"),
+        Entry("scalar", _build_faiss(_scalar), params=_params("quantizer"),
+              doc="FAISS scalar quantiser"),
+        Entry("binary", _build_binary, params=_params("rescore"),
+              doc="sign bits by Hamming distance, rescored"),
+        # a Chroma server (index.host, index.port: where it runs, never in the hash)
+        Entry("chroma", _build_chroma, params=_params(*_HNSW), traits=Traits(remote=True),
+              doc="a Chroma server's HNSW"),
+    ], off="exact")
 
 
 def build_index(spec: IndexSpec, vecs: np.ndarray, tiebreak: np.ndarray) -> VectorIndex:
     """The index of ``spec.kind`` over ``vecs`` (L2-normalised rows, one per chunk)."""
-    return BUILDERS[spec.validate().kind](spec, vecs, tiebreak)
+    return INDEX.impl(spec.validate().kind)(spec, vecs, tiebreak)
 
 
 def overlap_at_k(exact: list[Ranking], approx: list[Ranking], ks: list[int] | tuple[int, ...]

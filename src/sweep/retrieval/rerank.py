@@ -8,7 +8,7 @@ sequence-classification model with its tokenizer). Where a hub is reachable, a h
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,7 @@ import numpy as np
 
 from sweep.common.errors import model_load_error
 from sweep.common.hf import quiet_transformers
+from sweep.common.registry import Entry, Registry, Traits
 
 
 @dataclass(frozen=True)
@@ -54,3 +55,15 @@ def get_reranker(spec: RerankSpec) -> CrossEncoderReranker:
     if spec not in _RERANKERS:
         _RERANKERS[spec] = CrossEncoderReranker(spec)
     return _RERANKERS[spec]
+
+
+# The rerank.method axis. `none` is its off value (the rerank section stays out of
+# config_hash). `cohere` is a Cohere-style POST /rerank endpoint (Cohere, Jina, Voyage, TEI,
+# infinity), served by sweep.embedding.served: its answers come from outside the machine.
+RERANK: Registry[Callable[[RerankSpec], CrossEncoderReranker]] = Registry("rerank.method", [
+    Entry("none", doc="no second stage"),
+    Entry("cross_encoder", get_reranker, model_keys=("model",),
+          doc="a sentence-transformers CrossEncoder (`model`)"),
+    Entry("cohere", traits=Traits(remote=True, costs_money=True, deterministic=False),
+          doc="a Cohere-style POST /rerank endpoint"),
+], off="none")

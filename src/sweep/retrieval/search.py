@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sweep.chunking.chunkers import Chunk
+from sweep.common.registry import Entry, Registry, Traits
 from sweep.retrieval.bm25 import BM25Index
 from sweep.retrieval.index import VectorIndex
 from sweep.retrieval.ranking import (
@@ -32,6 +33,37 @@ from sweep.retrieval.ranking import (
 )
 from sweep.retrieval.rerank import CrossEncoderReranker
 
+
+@dataclass(frozen=True)
+class Retrievers:
+    """What a retrieval method runs first: the vector search, BM25, or both (then fused by
+    reciprocal rank)."""
+
+    dense: bool
+    bm25: bool
+
+
+# The retrieval.method axis. Its settings (depth, bm25_*, rrf_k, the weights) are read by
+# every method or kept for the diagnosis, so they all enter config_hash whatever the method.
+METHOD: Registry[Retrievers] = Registry("retrieval.method", [
+    Entry("dense", Retrievers(dense=True, bm25=False), traits=Traits(needs_embedder=True),
+          doc="vector search"),
+    Entry("bm25", Retrievers(dense=False, bm25=True), doc="BM25"),
+    Entry("hybrid", Retrievers(dense=True, bm25=True), traits=Traits(needs_embedder=True),
+          doc="both, fused by reciprocal rank"),
+])
+
+
+def uses_dense(method: str) -> bool:
+    """Whether ``method`` searches vectors (needs the embedding model)."""
+    return METHOD.impl(method).dense
+
+
+def uses_bm25(method: str) -> bool:
+    """Whether ``method`` searches BM25 (needs the BM25 index and its stop words)."""
+    return METHOD.impl(method).bm25
+
+
 # Questions per block of `run_all`: the exact search's product block (`dense_search`'s
 # default), so that every dense path multiplies the same shapes.
 DENSE_BATCH = 256
@@ -48,7 +80,7 @@ class SearchResult:
 @dataclass
 class ConfigSearch:
     chunks: Sequence[Chunk]
-    method: str  # dense | bm25 | hybrid
+    method: str  # an entry of `METHOD`
     depth: int
     chunk_vecs: np.ndarray | None = None
     bm25: BM25Index | None = None
@@ -66,9 +98,10 @@ class ConfigSearch:
 
     def __post_init__(self) -> None:
         self.tiebreak = tiebreak_order([c.chunk_id for c in self.chunks])
-        if self.method in ("dense", "hybrid") and self.chunk_vecs is None:
+        self.retrievers = METHOD.impl(self.method)
+        if self.retrievers.dense and self.chunk_vecs is None:
             raise ValueError(f"method {self.method} needs chunk vectors")
-        if self.method in ("bm25", "hybrid") and self.bm25 is None:
+        if self.retrievers.bm25 and self.bm25 is None:
             raise ValueError(f"method {self.method} needs a BM25 index")
 
     def run_all(self, questions: Sequence[str], query_vecs: np.ndarray | None
@@ -110,9 +143,9 @@ class ConfigSearch:
         dense = dense_rows.rankings() if dense_rows is not None else None
         bm25_rows = self._bm25_rows(questions) if self.bm25 is not None else None
         bm25 = bm25_rows.rankings() if bm25_rows is not None else None
-        if self.method == "dense":
+        if not self.retrievers.bm25:
             final = dense
-        elif self.method == "bm25":
+        elif not self.retrievers.dense:
             final = bm25
         else:
             assert dense_rows is not None and bm25_rows is not None
@@ -168,9 +201,9 @@ class ConfigSearch:
             t = time.perf_counter()
             bm25 = lexical_search(self.bm25.scores(question), self.tiebreak, self.depth)
             times["bm25_search"] = _ms(t)
-        if self.method == "dense":
+        if not self.retrievers.bm25:
             final = dense
-        elif self.method == "bm25":
+        elif not self.retrievers.dense:
             final = bm25
         else:
             t = time.perf_counter()

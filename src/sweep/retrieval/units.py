@@ -24,29 +24,28 @@ metric is computed on what is returned by the same code that scores chunks.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from sweep.chunking.chunkers import Chunk, TokenizedDoc
 from sweep.common.errors import SweepError
+from sweep.common.registry import Entry, Registry
 from sweep.data.corpus import Document
 from sweep.retrieval.ranking import Ranking
 
-UNITS = ("chunk", "parent", "window")
 Span = tuple[int, int]
 
 
 @dataclass(frozen=True)
 class UnitSpec:
-    unit: str = "chunk"
+    unit: str = "chunk"  # an entry of `UNIT`
     parent_max_tokens: int = 1024
     window_sentences: int = 3
 
     def validate(self) -> UnitSpec:
-        if self.unit not in UNITS:
-            raise SweepError(f"retrieval.unit={self.unit!r} is not one of {', '.join(UNITS)}")
+        UNIT.get_entry(self.unit)
         if self.parent_max_tokens < 1:
             raise SweepError(f"retrieval.parent_max_tokens={self.parent_max_tokens} must be "
                              "at least 1 token")
@@ -122,8 +121,8 @@ def build_units(chunks: Sequence[Chunk], docs: Sequence[Document],
                 starts: Sequence[np.ndarray], spec: UnitSpec) -> tuple[list[Chunk], list[int]]:
     """The distinct returned units of a chunking, in document order, and for each chunk the
     index of its unit. ``unit=chunk`` returns the chunks themselves."""
-    spec.validate()
-    if spec.unit == "chunk":
+    widen = UNIT.get_entry(spec.validate().unit).impl
+    if widen is None:
         return list(chunks), list(range(len(chunks)))
     by_id = {doc.doc_id: TokenizedDoc(doc, s) for doc, s in zip(docs, starts, strict=True)}
     order = {doc.doc_id: n for n, doc in enumerate(docs)}
@@ -133,8 +132,7 @@ def build_units(chunks: Sequence[Chunk], docs: Sequence[Document],
     for c in chunks:
         d = by_id[c.doc_id]
         hit = (c.start, c.end)
-        span = (parent_span(d, hit, spec.parent_max_tokens) if spec.unit == "parent"
-                else window_span(d, hit, spec.window_sentences, bounds[c.doc_id]))
+        span = widen(d, hit, spec, bounds[c.doc_id])
         span_of.append((c.doc_id, span))
         first_chunk.setdefault((c.doc_id, span), c)
     keys = sorted(first_chunk, key=lambda k: (order[k[0]], k[1]))
@@ -190,3 +188,19 @@ def returned_ranking(ranking: Ranking, unit_of: Sequence[int], units: Sequence[C
         scores.append(score)
     pairs = [(k, sc) for k, sc in zip(kept, scores, strict=True) if k is not None]
     return Ranking(tuple(k for k, _ in pairs), tuple(sc for _, sc in pairs))
+
+
+# The retrieval.unit axis: name -> the span returned around a hit (tokenized document, hit,
+# spec, the document's memo of sentence bounds -> span); `chunk` returns the hit itself and is
+# the axis's off value (at it, retrieval.unit stays out of config_hash, as before the axis).
+UNIT: Registry[Callable[[TokenizedDoc, Span, UnitSpec, dict[Span, list[int]]], Span]] = Registry(
+    "retrieval.unit", [
+        Entry("chunk", doc="the hit itself"),
+        Entry("parent", lambda d, hit, spec, memo: parent_span(d, hit, spec.parent_max_tokens),
+              params={"parent_max_tokens": UnitSpec.parent_max_tokens},
+              doc="the heading section around the hit"),
+        Entry("window",
+              lambda d, hit, spec, memo: window_span(d, hit, spec.window_sentences, memo),
+              params={"window_sentences": UnitSpec.window_sentences},
+              doc="the hit and whole sentences on each side"),
+    ], off="chunk")

@@ -7,38 +7,30 @@ import dataclasses
 import numpy as np
 import pytest
 
-from sweep.chunking.chunkers import ALL_BOUNDARIES, CHUNKERS, HEADER_TEXT, ChunkSpec, chunk_spans
+from sweep.chunking.chunkers import BOUNDARY, ChunkSpec, chunk_spans
 from sweep.common.errors import SweepError
+from sweep.common.registry import Entry
+from sweep.config import schema
+from sweep.config.axes import AXES
 from sweep.config.compose import compose
-from sweep.config.schema import (
-    Bm25Backend,
-    Boundary,
-    ChunkConfig,
-    EncodeBackend,
-    Family,
-    Header,
-    IndexKind,
-    Precision,
-)
+from sweep.config.schema import ChunkConfig
 from sweep.data.corpus import Document, Section
 from sweep.embedding.backends import BACKENDS as ENCODE_BACKENDS
 from sweep.embedding.backends import PRECISIONS
-from sweep.embedding.models import FAMILIES
 from sweep.retrieval.bm25 import BACKENDS
-from sweep.retrieval.index import BUILDERS
 
 
 @pytest.mark.parametrize(("enum", "registry"), [
-    (Boundary, ALL_BOUNDARIES), (Header, HEADER_TEXT), (Family, FAMILIES),
-    (Bm25Backend, BACKENDS), (IndexKind, BUILDERS), (EncodeBackend, ENCODE_BACKENDS),
-    (Precision, PRECISIONS),
+    ("Bm25Backend", BACKENDS), ("EncodeBackend", ENCODE_BACKENDS), ("Precision", PRECISIONS),
+    *[(name, AXES[axis]) for name, axis in schema._AXIS_ENUMS.items()],
 ])
 def test_schema_enum_lists_the_registry_in_order(enum, registry) -> None:
+    enum = getattr(schema, enum)
     assert [e.value for e in enum] == list(registry)
     assert [e.name for e in enum] == list(registry)
 
 
-@pytest.mark.parametrize("boundary", list(CHUNKERS))
+@pytest.mark.parametrize("boundary", list(BOUNDARY))
 def test_every_registered_boundary_composes(boundary: str) -> None:
     assert compose([f"chunk.boundary={boundary}"]).chunk.boundary.value == boundary
 
@@ -53,11 +45,63 @@ def test_chunk_defaults_come_from_chunkspec() -> None:
         spec["boundary"], spec["size"], spec["overlap"], spec["header"])
 
 
-def test_a_registered_chunker_is_what_chunk_spans_runs(monkeypatch) -> None:
+def test_a_registered_chunker_is_what_chunk_spans_runs() -> None:
     # Adding a boundary is one entry: chunk_spans dispatches on the registry alone.
     text = "abcdefghij"
     doc = Document("d", "D", text, (Section(0, len(text), 1, ("D",)),), "d.md")
-    monkeypatch.setitem(CHUNKERS, "halves", lambda d, size, overlap: [(0, 5), (5, 10)])
-    assert chunk_spans(doc, np.arange(10), ChunkSpec("halves", 4, 0)) == [(0, 5), (5, 10)]
+    with BOUNDARY.added(Entry("halves", lambda d, size, overlap: [(0, 5), (5, 10)])):
+        assert chunk_spans(doc, np.arange(10), ChunkSpec("halves", 4, 0)) == [(0, 5), (5, 10)]
+    assert "halves" not in BOUNDARY
     with pytest.raises(SweepError, match=r"chunk.boundary='nope' is not one of fixed, "):
         chunk_spans(doc, np.arange(10), ChunkSpec("nope", 4, 0))
+
+
+def _schema_default(section_cls: type, key: str) -> object:
+    f = {f.name: f for f in dataclasses.fields(section_cls)}[key]
+    value = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+
+
+@pytest.mark.parametrize("axis", list(AXES))
+def test_each_entrys_settings_are_schema_fields_with_its_defaults(axis: str) -> None:
+    section = axis.split(".")[0]
+    section_cls = {f.name: f.type for f in dataclasses.fields(schema.Config)}[section]
+    section_cls = getattr(schema, section_cls) if isinstance(section_cls, str) else section_cls
+    for entry in AXES[axis].values():
+        for key, default in entry.params.items():
+            got = _schema_default(section_cls, key)
+            if isinstance(default, dict):  # a nested group: the entry's keys, as the schema's
+                assert {k: got[k] for k in default} == default, (entry.name, key)
+            else:
+                assert got == default, (entry.name, key)
+
+
+def test_the_derived_gates_are_the_table_identity_held_by_hand() -> None:
+    # identity.GATED_KEYS as it was written before the registries (every shipped hash was
+    # computed with it; tests/unit/config/test_pinned_hashes.py holds those hashes).
+    from sweep.config.identity import GATED_KEYS
+
+    hnsw = ("kind", ("hnsw", "chroma"))
+    ivf = ("kind", ("ivf_flat", "ivf_pq"))
+    assert {s: dict(g) for s, g in GATED_KEYS.items()} == {
+        "chunk": {"semantic": ("boundary", ("semantic",)),
+                  "cluster": ("boundary", ("cluster",)),
+                  "context": ("header", ("contextual",))},
+        "retrieval": {"unit": ("unit", ("parent", "window")),
+                      "parent_max_tokens": ("unit", ("parent",)),
+                      "window_sentences": ("unit", ("window",))},
+        "embedding": {k: ("family", ("openai",)) for k in (
+            "model", "dimensions", "query_input_type", "document_input_type", "fingerprint")},
+        "index": {"M": hnsw, "ef_construction": hnsw, "ef_search": hnsw, "nlist": ivf,
+                  "nprobe": ivf, "seed": ivf, "pq_m": ("kind", ("ivf_pq",)),
+                  "quantizer": ("kind", ("scalar",)), "rescore": ("kind", ("binary",))},
+    }
+
+
+def test_a_registered_value_is_accepted_by_the_schema_and_gone_after() -> None:
+    from sweep.retrieval.units import UNIT
+
+    with UNIT.added(Entry("sentence_only", lambda d, hit, spec, memo: hit)):
+        assert compose(["retrieval.unit=sentence_only"]).retrieval.unit.value == "sentence_only"
+    with pytest.raises(SweepError, match=r"Invalid value 'sentence_only'"):
+        compose(["retrieval.unit=sentence_only"])

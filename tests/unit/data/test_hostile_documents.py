@@ -35,7 +35,7 @@ DOCX = sorted(PARSERS["docx"])
 
 def parse(data: bytes, fmt: str, name: str, limits: ParseLimits | None = None,
           source: str = "doc"):
-    parsed, _ = parse_file(data, f"{source}.{fmt}", PARSERS[fmt][name], limits=limits)
+    parsed, _ = parse_file(data, f"{source}.{fmt}", PARSERS[fmt].impl(name), limits=limits)
     return parsed
 
 

@@ -64,7 +64,7 @@ def test_the_quotes_are_the_pages_visible_text_up_to_typing() -> None:
 
 @pytest.mark.parametrize("parser", sorted(PARSERS["html"]))
 def test_every_visible_quote_is_found_in_each_html_parsers_output(parser: str) -> None:
-    parsed, _ = parse_file(PAGE.encode("utf-8"), "page.html", PARSERS["html"][parser])
+    parsed, _ = parse_file(PAGE.encode("utf-8"), "page.html", PARSERS["html"].impl(parser))
     index = QuoteIndex({"page": parsed.text})
     missing = [q for q in QUOTES if index.find(q)[0] is None]
     assert missing == [], f"{parser} output:\n{parsed.text}"
@@ -97,7 +97,7 @@ def test_every_visible_quote_is_found_in_each_docx_parsers_output(parser: str) -
         "The \u201c$LANG\u201d variable is set to \u201cen_US.UTF-8\u201d by the user\u2019s "
         "login shell when it starts.",
     ]
-    parsed, _ = parse_file(_docx(paragraphs), "doc.docx", PARSERS["docx"][parser])
+    parsed, _ = parse_file(_docx(paragraphs), "doc.docx", PARSERS["docx"].impl(parser))
     index = QuoteIndex({"doc": parsed.text})
     wanted = [q for q in QUOTES if "Wiki" not in q and "Section" not in q]
     missing = [q for q in wanted if index.find(q)[0] is None]

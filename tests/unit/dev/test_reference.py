@@ -131,3 +131,19 @@ def test_every_public_metric_function_is_documented() -> None:
     assert all(not n.startswith("_") for n in names)
     assert dict(metric_functions())["recall_at_k"] == metrics.recall_at_k.__doc__.strip(
         ).replace("\n    ", "\n")
+
+
+def test_the_axes_page_lists_every_registered_value_with_its_settings() -> None:
+    from sweep.common.registry import Entry
+    from sweep.config.axes import AXES
+    from sweep.dev.reference import axes_page
+    from sweep.retrieval.index import INDEX
+
+    page = axes_page()
+    for axis, registry in AXES.items():
+        assert f"## `{axis}`" in page
+        assert all(f"| `{name}` |" in page for name in registry)
+    assert "| `hnsw` |  | `index.M`, `index.ef_construction`, `index.ef_search` |" in page
+    assert "| `chroma` | remote |" in page
+    with INDEX.added(Entry("toy_kind", params={"nlist": 4}, doc="a toy")):
+        assert "| `toy_kind` |  | `index.nlist` |  | a toy |" in axes_page()

@@ -44,9 +44,9 @@ ParseFn = Callable[[bytes, str], Parsed]
 
 @dataclass(frozen=True)
 class Parser:
-    """One entry of the registry: the function, the library whose version keys the cache, and
-    the settings it runs with (they change the text, so they key the cache and the corpus
-    fingerprint too)."""
+    """A parser (the implementation of one entry of its format's registry): the function, the
+    libraries whose versions key the cache, and the settings it runs with (they change the
+    text, so they key the cache and the corpus fingerprint too)."""
 
     name: str
     fmt: str

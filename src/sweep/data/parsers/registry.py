@@ -1,7 +1,9 @@
-"""The parser axis: file format -> {parser name -> `Parser`}, with the default per format.
+"""The parser axes (``corpus.pdf_parser``, ``corpus.html_parser``, ``corpus.docx_parser``):
+file format -> the registry of its parsers, each entry's implementation a `Parser`, with the
+default per format.
 
-A new parser is one function in its format's module and one entry here (and its value in the
-config schema's enum; a test checks the two agree).
+A new parser is one function in its format's module and one entry here; the config schema's
+enum of its format is built from the registry.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from sweep.common.errors import SweepError
+from sweep.common.registry import Entry, Registry
 from sweep.data.parsers import base, docx, html, pdf
 from sweep.data.parsers.base import Parser
 from sweep.data.parsers.limits import ParseLimits
@@ -22,29 +24,30 @@ from sweep.data.parsers.limits import ParseLimits
 # Extension (lowercase) -> format. Any other extension is read as markdown / text.
 FORMATS: dict[str, str] = {".pdf": "pdf", ".html": "html", ".htm": "html", ".docx": "docx"}
 
-PARSERS: dict[str, dict[str, Parser]] = {
-    "pdf": {
+PARSERS: dict[str, Registry[Parser]] = {
+    "pdf": Registry("corpus.pdf_parser", [
         # pypdf is used by both for encryption and the outline; pdfplumber also for font sizes.
-        "pdfplumber": Parser("pdfplumber", "pdf", pdf.parse_pdfplumber,
-                             ("pdfplumber", "pdfminer.six", "pypdf"), pdf.PDFPLUMBER_SETTINGS),
-        "pypdf": Parser("pypdf", "pdf", pdf.parse_pypdf, ("pypdf", "pdfplumber"),
-                        pdf.PYPDF_SETTINGS),
-    },
-    "html": {
-        "trafilatura": Parser("trafilatura", "html", html.parse_trafilatura,
-                              ("trafilatura", "lxml", "beautifulsoup4"),
-                              html.TRAFILATURA_SETTINGS),
-        "markitdown": Parser("markitdown", "html", html.parse_markitdown_html,
-                             ("markitdown", "markdownify", "beautifulsoup4", "lxml"),
-                             html.MARKITDOWN_HTML_SETTINGS),
-    },
-    "docx": {
-        "python_docx": Parser("python_docx", "docx", docx.parse_python_docx, ("python-docx",),
-                              docx.PYTHON_DOCX_SETTINGS),
-        "markitdown": Parser("markitdown", "docx", docx.parse_markitdown_docx,
-                             ("markitdown", "mammoth", "markdownify", "python-docx"),
-                             docx.MARKITDOWN_DOCX_SETTINGS),
-    },
+        Entry("pdfplumber", Parser("pdfplumber", "pdf", pdf.parse_pdfplumber,
+                                   ("pdfplumber", "pdfminer.six", "pypdf"),
+                                   pdf.PDFPLUMBER_SETTINGS)),
+        Entry("pypdf", Parser("pypdf", "pdf", pdf.parse_pypdf, ("pypdf", "pdfplumber"),
+                              pdf.PYPDF_SETTINGS)),
+    ]),
+    "html": Registry("corpus.html_parser", [
+        Entry("trafilatura", Parser("trafilatura", "html", html.parse_trafilatura,
+                                    ("trafilatura", "lxml", "beautifulsoup4"),
+                                    html.TRAFILATURA_SETTINGS)),
+        Entry("markitdown", Parser("markitdown", "html", html.parse_markitdown_html,
+                                   ("markitdown", "markdownify", "beautifulsoup4", "lxml"),
+                                   html.MARKITDOWN_HTML_SETTINGS)),
+    ]),
+    "docx": Registry("corpus.docx_parser", [
+        Entry("python_docx", Parser("python_docx", "docx", docx.parse_python_docx,
+                                    ("python-docx",), docx.PYTHON_DOCX_SETTINGS)),
+        Entry("markitdown", Parser("markitdown", "docx", docx.parse_markitdown_docx,
+                                   ("markitdown", "mammoth", "markdownify", "python-docx"),
+                                   docx.MARKITDOWN_DOCX_SETTINGS)),
+    ]),
 }
 
 # The parser that keeps the most evidence on the real data (docs/results/parsers.md): pdfplumber at x_tolerance=1, trafilatura's XML rendered here, python-docx.
@@ -53,11 +56,7 @@ DEFAULT_PARSERS: dict[str, str] = {"pdf": "pdfplumber", "html": "trafilatura",
 
 
 def get_parser(fmt: str, name: str | None) -> Parser:
-    choices = PARSERS[fmt]
-    name = name or DEFAULT_PARSERS[fmt]
-    if name not in choices:
-        raise SweepError(f"corpus.{fmt}_parser={name!r} is not one of {', '.join(choices)}")
-    return choices[name]
+    return PARSERS[fmt].impl(name or DEFAULT_PARSERS[fmt])
 
 
 def _library_version(dist: str) -> str:
