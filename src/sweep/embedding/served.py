@@ -37,9 +37,6 @@ from sweep.endpoints.ledger import record_hits, record_spend
 log = logging.getLogger(__name__)
 
 
-# --------------------------------------------------------------------------- embeddings
-
-
 def estimate_tokens(texts: Sequence[str]) -> list[int]:
     """Tokens per text counted with the chunk tokenizer (MiniLM's WordPiece) plus two special
     tokens: a count for batching and budgets, and for cost when a response reports no usage."""

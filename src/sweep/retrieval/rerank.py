@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -53,13 +54,10 @@ class CrossEncoderReranker:
         return out if out.ndim == 1 else out[:, -1]  # 2-label heads: the "relevant" logit
 
 
-_RERANKERS: dict[RerankSpec, CrossEncoderReranker] = {}
-
-
+# One reranker per spec for the process: a model loads once, a served one keeps its usage.
+@cache
 def get_reranker(spec: RerankSpec) -> CrossEncoderReranker:
-    if spec not in _RERANKERS:
-        _RERANKERS[spec] = CrossEncoderReranker(spec)
-    return _RERANKERS[spec]
+    return CrossEncoderReranker(spec)
 
 
 # --------------------------------------------------------------------------- served
@@ -139,10 +137,6 @@ class ServedReranker:
                             self.spec.price_per_request)
 
 
-_RERANKERS: dict[ServedRerankSpec, ServedReranker] = {}
-
-
+@cache
 def get_served_reranker(spec: ServedRerankSpec) -> ServedReranker:
-    if spec not in _RERANKERS:
-        _RERANKERS[spec] = ServedReranker(spec)
-    return _RERANKERS[spec]
+    return ServedReranker(spec)
