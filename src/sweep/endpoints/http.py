@@ -83,6 +83,11 @@ def backoff_s(attempt: int, base: float = 0.5, cap: float = 8.0) -> float:
     return random.uniform(0.5, 1.0) * min(cap, base * 2**attempt)
 
 
+# The budget's clock, by name, so that a test runs a minute of it in no time.
+_now = time.monotonic
+_wait = time.sleep
+
+
 class Budget:
     """A sliding one-minute window of requests and tokens: `take` waits until one more request
     of ``tokens`` fits under both limits (a request larger than the token limit alone waits for
@@ -98,7 +103,7 @@ class Budget:
             return
         while True:
             with self._lock:
-                now = time.monotonic()
+                now = _now()
                 while self._sent and now - self._sent[0][0] >= 60.0:
                     self._sent.popleft()
                 used = sum(n for _, n in self._sent)
@@ -108,7 +113,7 @@ class Budget:
                     self._sent.append((now, tokens))
                     return
                 wait_s = 60.0 - (now - self._sent[0][0]) + 0.01
-            time.sleep(min(wait_s, 1.0))
+            _wait(min(wait_s, 1.0))
 
 
 class HttpEndpoint:
