@@ -170,8 +170,13 @@ def test_served_reranker_scores_like_the_local_cross_encoder(server: Server) -> 
     assert "test-cross-encoder" in server.models, f"no test-cross-encoder: {server.models}"
     assert (server.reranker / "config.json").is_file(), (
         f"set CHUNK_SWEEP_TEST_RERANKER to the folder the server serves ({server.reranker})")
-    from sweep.embedding.served import EndpointSpec, ServedReranker, ServedRerankSpec
-    from sweep.retrieval.rerank import CrossEncoderReranker, RerankSpec
+    from sweep.endpoints.spec import EndpointSpec
+    from sweep.retrieval.rerank import (
+        CrossEncoderReranker,
+        RerankSpec,
+        ServedReranker,
+        ServedRerankSpec,
+    )
 
     docs = ["Returns are free within 30 days.", "Shipping takes 3-5 business days.",
             "We ship to the EU and the UK.", "Gift cards never expire.", "Call us at 9am."]

@@ -18,7 +18,7 @@ from sweep.config.specs import cache_target
 from sweep.decide.memo import FOLDER as GATE_FOLDER
 from sweep.embedding.backends import EXPORTS_FOLDER, exported_models
 from sweep.embedding.cache import FILE_NAME, get_cache
-from sweep.embedding.served import clear_ledger, ledger_summary
+from sweep.endpoints.ledger import clear_ledger, ledger_summary
 from sweep.retrieval.bm25 import CACHE_FOLDER
 
 

@@ -31,17 +31,16 @@ def expand(overrides: Sequence[str]) -> list[list[str]]:
 
 def estimate(overrides: Sequence[str]) -> dict[str, Any]:
     from sweep.chunking.chunkers import ChunkSpec
-    from sweep.chunking.tokenizers import DEFAULT_TOKENIZER, load_chunk_tokenizer
     from sweep.common.sqlite import text_key
     from sweep.config.axes import AXES
     from sweep.config.checks import check_config
     from sweep.config.compose import compose
     from sweep.config.specs import cache_target, embedding_spec
     from sweep.embedding.cache import get_cache
-    from sweep.embedding.served import served_fingerprint
+    from sweep.embedding.served import estimate_tokens, served_fingerprint
+    from sweep.endpoints.cost import per_mtok, request_cost
     from sweep.pipeline.run import chunks_for, load_corpus_cached, load_golden_cached
 
-    tok = load_chunk_tokenizer(DEFAULT_TOKENIZER)
     endpoints: dict[str, dict[str, Any]] = {}
     seen: dict[str, set[bytes]] = {}
     jobs = expand(overrides)
@@ -61,7 +60,7 @@ def estimate(overrides: Sequence[str]) -> dict[str, Any]:
             n = len(questions) + timed + min(2, timed)
             e["configs"] += 1
             e["requests"] += n
-            e["cost_usd"] += n * cfg.rerank.price_per_request
+            e["cost_usd"] += request_cost(0, n, 0.0, cfg.rerank.price_per_request)
         if not AXES["embedding.family"].has(cfg.embedding.family.value, "costs_money") \
                 or not uses_dense:
             continue
@@ -81,7 +80,7 @@ def estimate(overrides: Sequence[str]) -> dict[str, Any]:
         if cfg.cache.enabled and todo:
             cached = get_cache(cache_target(cfg) or cfg.cache.dir).get_many(fp, list(todo))
             todo = {k: t for k, t in todo.items() if k not in cached}
-        n_tokens = sum(len(tok.token_starts(t)) + 2 for t in todo.values())
+        n_tokens = sum(estimate_tokens(list(todo.values())))
         served = spec.served
         key = f"embedding {served.endpoint.base_url} {served.model}"
         e = endpoints.setdefault(key, {"texts": 0, "tokens": 0, "requests": 0, "cost_usd": 0.0,
@@ -90,7 +89,7 @@ def estimate(overrides: Sequence[str]) -> dict[str, Any]:
         e["texts"] += len(todo)
         e["tokens"] += n_tokens
         e["requests"] += -(-len(todo) // served.max_texts_per_request)
-        e["cost_usd"] += n_tokens * served.price_per_mtok / 1e6
+        e["cost_usd"] += per_mtok(n_tokens, served.price_per_mtok)
     return {"configurations": len(jobs), "endpoints": endpoints}
 
 

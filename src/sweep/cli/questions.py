@@ -431,8 +431,9 @@ def _trace_rows(args: argparse.Namespace, sources: list[dict[str, Any]]) -> Iter
 # --------------------------------------------------------------------------- generate
 
 def run_generate(args: argparse.Namespace) -> int:
+    from sweep.endpoints.chat import ChatClient
+    from sweep.endpoints.spec import EndpointSpec
     from sweep.generation.cache import JudgeCache
-    from sweep.generation.run import ChatClient, Endpoint
     from sweep.questions.generate import GenerateSpec, generate_rows, sample_passages
 
     started = time.monotonic()
@@ -445,8 +446,8 @@ def run_generate(args: argparse.Namespace) -> int:
     spec = GenerateSpec(passages, per, q.seed, q.generate_prompt, q.generate_system,
                         q.temperature, q.max_tokens, g.price_input_per_mtok,
                         g.price_output_per_mtok)
-    client = ChatClient(Endpoint("generation", g.base_url, g.model, g.api_key_env,
-                                 g.timeout_s, g.max_retries, g.concurrency))
+    client = ChatClient(EndpointSpec("generation", g.base_url, g.api_key_env, g.timeout_s,
+                                     g.max_retries, g.concurrency), g.model)
     client.preflight()
     corpus = Corpus(cfg)
     chosen = sample_passages(corpus.chunks, passages, q.seed)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sweep.common.errors import SweepError
+from sweep.common.secret import scrub
 from sweep.common.sqlite import BUSY_TIMEOUT_S, cache_error
 
 log = logging.getLogger(__name__)
@@ -205,9 +206,8 @@ def _conn_error(exc: BaseException, location: str, password: str | None) -> str:
     # libpq's first line is "connection failed: connection to server at ... failed: FATAL: ..."
     # or "... Connection refused"; the FATAL line is the reason when there is one.
     reason = next((ln for ln in lines if "FATAL" in ln), lines[0] if lines else type(exc).__name__)
-    if password:
-        reason = reason.replace(password, "***")
-    return reason
+    # the one scrubber: libpq may cut the password, and a cut password is still most of it
+    return scrub(reason, password or "")
 
 
 class PostgresStore:

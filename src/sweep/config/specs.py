@@ -13,11 +13,12 @@ from sweep.chunking.semantic import SemanticParams
 from sweep.common.store import CacheTarget
 from sweep.config.schema import Config
 from sweep.data.parsers.limits import ParseLimits
+from sweep.embedding.embedder import ServedSpec
 from sweep.embedding.models import EmbeddingSpec
-from sweep.embedding.served import EndpointSpec, ServedRerankSpec, ServedSpec
+from sweep.endpoints.spec import EndpointSpec
 from sweep.evaluation.evaluate import EvalSpec
 from sweep.retrieval.index import IndexSpec
-from sweep.retrieval.rerank import RerankSpec
+from sweep.retrieval.rerank import RerankSpec, ServedRerankSpec
 from sweep.retrieval.units import UnitSpec
 
 

@@ -1,6 +1,6 @@
 """What callers of an embedding model use, apart from the models that implement it.
 
-`EmbeddingSpec` (with `ServedSpec` and `EndpointSpec` for a model behind an endpoint) says which
+`EmbeddingSpec` (with `ServedSpec`, and `sweep.endpoints.spec.EndpointSpec`, for a model behind an endpoint) says which
 model and how to call it; `Embedder` is the protocol both implementations follow:
 `models.LocalEmbedder` (a sentence-transformers or model2vec model on this machine) and
 `served.ServedEmbedder` (an OpenAI-compatible ``/embeddings`` endpoint). The stages and the
@@ -15,26 +15,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sweep.common.errors import SweepError
 from sweep.embedding.backends import REFERENCE, check_pair, require
+from sweep.endpoints.spec import EndpointSpec
 
 if TYPE_CHECKING:
     import numpy as np
 
     from sweep.embedding.cache import EmbeddingCache
-
-
-@dataclass(frozen=True)
-class EndpointSpec:
-    """How to call an endpoint. ``api_key_env`` NAMES the variable that holds the key; the key
-    itself is read at call time and never stored, logged or put in an error message."""
-
-    section: str  # "embedding" or "rerank": error messages name the config keys
-    base_url: str
-    api_key_env: str = ""
-    timeout_s: float = 60.0
-    max_retries: int = 5
-    concurrency: int = 2
-    requests_per_minute: int = 0  # 0 = no limit
-    tokens_per_minute: int = 0
 
 
 @dataclass(frozen=True)
@@ -50,7 +36,6 @@ class ServedSpec:
     max_texts_per_request: int = 256
     max_tokens_per_request: int = 0
     price_per_mtok: float = 0.0
-
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ from sweep.chunking.chunkers import Chunk, TokenizedDoc
 from sweep.common.errors import SweepError
 from sweep.common.sqlite import open_db, parts_key
 from sweep.data.corpus import Document
-from sweep.generation.run import ChatClient, Usage, cost_usd
+from sweep.endpoints.chat import ChatClient, ChatUsage
+from sweep.endpoints.cost import chat_cost, chat_cost_usd
 from sweep.retrieval.units import parent_span
 
 log = logging.getLogger(__name__)
@@ -98,8 +99,8 @@ class ContextPlan:
         # ~4 characters per token for English text: an estimate, stated as such.
         tokens_in = self.input_chars / 4
         tokens_out = len(self.messages) * spec.max_tokens
-        cost = (tokens_in * spec.price_input_per_mtok + tokens_out
-                * spec.price_output_per_mtok) / 1e6
+        cost = chat_cost(tokens_in, tokens_out, spec.price_input_per_mtok,
+                         spec.price_output_per_mtok)
         return {"calls": float(len(self.messages)), "input_tokens_est": tokens_in,
                 "output_tokens_max": float(tokens_out), "cost_usd_est": cost}
 
@@ -141,7 +142,7 @@ def add_contexts(chunks: Sequence[Chunk], docs: Sequence[Document],
                  cache: ContextCache | None, *, progress: bool = True) -> ContextOutcome:
     """The chunks with a model-written context before their ``embed_text``, and the calls,
     tokens and cost this run paid (cache hits cost nothing)."""
-    plan = plan_contexts(chunks, docs, starts, client.ep.model, spec, cache)
+    plan = plan_contexts(chunks, docs, starts, client.model, spec, cache)
     estimate = plan.estimate(spec)
     log.info("contextual headers: %d chunks, %d cached, %d calls to make (~%.0f input tokens, "
              "at most %.0f output tokens, ~$%.4f)", len(chunks), len(plan.cached),
@@ -154,7 +155,7 @@ def add_contexts(chunks: Sequence[Chunk], docs: Sequence[Document],
                          f"~${estimate['cost_usd_est']:.4f}; set chunk.context.dry_run=false "
                          "to spend")
     todo = list(plan.messages)
-    usage = Usage()
+    usage = ChatUsage()
     fresh: dict[bytes, str] = {}
     if todo:
         answers = client.complete_all([plan.messages[k] for k in todo], 0.0, spec.max_tokens,
@@ -175,7 +176,7 @@ def add_contexts(chunks: Sequence[Chunk], docs: Sequence[Document],
     if usage.reported:
         metrics["context_prompt_tokens"] = float(usage.prompt_tokens)
         metrics["context_completion_tokens"] = float(usage.completion_tokens)
-    cost = cost_usd(usage, spec.price_input_per_mtok, spec.price_output_per_mtok)
+    cost = chat_cost_usd(usage, spec.price_input_per_mtok, spec.price_output_per_mtok)
     if cost is not None:
         metrics["context_cost_usd"] = cost
     return ContextOutcome(out, metrics)

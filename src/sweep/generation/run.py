@@ -11,28 +11,22 @@ compared on the same questions and ``retrieval_tax = oracle - live`` is a paired
 
 Readers: `ExtractiveReader` (offline, deterministic: copies the context sentences closest to
 the question) and `ChatReader` (any OpenAI-compatible chat-completions endpoint). The network
-lives in `ChatClient`; everything else here is a pure function over plain data.
+lives in `sweep.endpoints.chat.ChatClient`; everything else here is a pure function over plain
+data.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-from urllib.parse import urlparse
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from sweep.chunking.chunkers import split_sentences
-from sweep.common.errors import SweepError
-from sweep.common.net import connect_error
-from sweep.common.progress import show_progress
 from sweep.common.registry import Entry, Registry, Traits
-from sweep.common.secret import scrub
+from sweep.endpoints.chat import Answer, ChatClient, ChatUsage
 from sweep.generation.cache import JudgeCache
 
 log = logging.getLogger(__name__)
@@ -64,31 +58,9 @@ class GenItem:
     evidence_in_live: bool  # every evidence character is inside the live context
 
 
-@dataclass(frozen=True)
-class Answer:
-    text: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    usage_reported: bool = False
-
-
-@dataclass
-class Usage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    calls: int = 0
-    reported: bool = False
-
-    def add(self, answer: Answer) -> None:
-        self.calls += 1
-        self.prompt_tokens += answer.prompt_tokens
-        self.completion_tokens += answer.completion_tokens
-        self.reported = self.reported or answer.usage_reported
-
-
 class Reader(Protocol):
     name: str
-    usage: Usage
+    usage: ChatUsage
 
     def answer_all(self, questions: Sequence[str], contexts: Sequence[Sequence[Passage]],
                    progress: bool) -> list[Answer]:
@@ -218,7 +190,7 @@ class ExtractiveReader:
         self.encode = encode  # Embedder.encode: cached, normalised vectors
         self.max_chars = max_chars
         self.max_sentences = max_sentences
-        self.usage = Usage()
+        self.usage = ChatUsage()
 
     def answer_all(self, questions: Sequence[str], contexts: Sequence[Sequence[Passage]],
                    progress: bool = True) -> list[Answer]:
@@ -239,125 +211,6 @@ class ExtractiveReader:
         return answers
 
 
-# --------------------------------------------------------------------------- endpoint
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """An OpenAI-compatible chat-completions endpoint. ``api_key_env`` names the environment
-    variable that holds the key; the key itself is never in a config, a log or an artifact."""
-
-    section: str  # "generation" or "judge", for error messages
-    base_url: str
-    model: str
-    api_key_env: str = "OPENAI_API_KEY"
-    timeout_s: float = 60.0
-    max_retries: int = 4
-    concurrency: int = 4
-
-
-_scrub = scrub
-
-
-class ChatClient:
-    """Chat completions with the `openai` SDK: its retries back off exponentially on 429, 5xx,
-    timeouts and dropped connections (honouring Retry-After); calls run ``concurrency`` at a
-    time; every failure becomes one `SweepError` line that names the config key to fix."""
-
-    def __init__(self, ep: Endpoint) -> None:
-        if not ep.base_url:
-            raise SweepError(f"{ep.section}.base_url is empty",
-                             hint="e.g. http://127.0.0.1:11434/v1 (Ollama) or "
-                             "https://api.openai.com/v1")
-        if not ep.model:
-            raise SweepError(f"{ep.section}.model is empty: name the model the endpoint serves")
-        parsed = urlparse(ep.base_url)
-        if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise SweepError(f"{ep.section}.base_url={ep.base_url!r} is not an http(s) URL")
-        self.ep = ep
-        self._key = os.environ.get(ep.api_key_env, "") if ep.api_key_env else ""
-        if ep.api_key_env and not self._key:
-            log.warning("%s.api_key_env: $%s is not set; calling %s without a key (fine for "
-                        "local servers)", ep.section, ep.api_key_env, ep.base_url)
-        try:
-            from openai import OpenAI
-        except ImportError as exc:  # pragma: no cover - a dependency of the project
-            raise SweepError("the openai package is not installed", hint="run `make install`") \
-                from exc
-        # Local servers (vLLM, Ollama, llama.cpp) take any key; the SDK insists on one.
-        self._client = OpenAI(base_url=ep.base_url, api_key=self._key or "no-key",
-                              timeout=ep.timeout_s, max_retries=ep.max_retries)
-
-    def preflight(self, timeout: float = 3.0) -> None:
-        """Fail in seconds when nothing listens at ``base_url`` (the SDK would retry with
-        back-off first)."""
-        reason = connect_error(self.ep.base_url, timeout)
-        if reason is not None:
-            raise SweepError(f"{self.ep.section}.base_url={self.ep.base_url}: cannot reach the "
-                             f"endpoint ({reason})", hint="start the server or fix the URL")
-
-    def complete(self, messages: Sequence[dict[str, str]], temperature: float,
-                 max_tokens: int) -> Answer:
-        try:
-            resp = self._client.chat.completions.create(
-                model=self.ep.model, messages=list(messages),  # type: ignore[arg-type]
-                temperature=temperature, max_tokens=max_tokens)
-        except Exception as exc:
-            raise self._error(exc) from None
-        choices = getattr(resp, "choices", None)
-        if not choices or getattr(choices[0], "message", None) is None:
-            raise SweepError(f"{self.ep.section}: {self.ep.base_url} answered without a "
-                             "choice (not a chat-completions response)")
-        usage = getattr(resp, "usage", None)
-        # An endpoint may echo the Authorization header: the key never reaches an answer,
-        # and so never per_question.csv, a report or the judge cache.
-        return Answer(_scrub(choices[0].message.content or "", self._key),
-                      int(getattr(usage, "prompt_tokens", 0) or 0),
-                      int(getattr(usage, "completion_tokens", 0) or 0),
-                      usage is not None)
-
-    def complete_all(self, batches: Sequence[Sequence[dict[str, str]]], temperature: float,
-                     max_tokens: int, progress: bool, desc: str) -> list[Answer]:
-        """``complete`` for each message list, ``concurrency`` at a time, results in order.
-        The first failure cancels what has not started and is raised."""
-        out: list[Answer | None] = [None] * len(batches)
-        pool = ThreadPoolExecutor(max_workers=max(1, self.ep.concurrency))
-        try:
-            futures = {pool.submit(self.complete, m, temperature, max_tokens): i
-                       for i, m in enumerate(batches)}
-            for fut in tqdm(as_completed(futures), total=len(futures), desc=desc,
-                            disable=not show_progress(progress), leave=False):
-                out[futures[fut]] = fut.result()
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-        return [a for a in out if a is not None]
-
-    def _error(self, exc: Exception) -> SweepError:
-        import openai
-
-        s, url = self.ep.section, self.ep.base_url
-        tries = f"after {self.ep.max_retries} retries"
-        if isinstance(exc, openai.APITimeoutError):
-            msg = f"{s}: {url} did not answer within {s}.timeout_s={self.ep.timeout_s} ({tries})"
-        elif isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__ or exc
-            msg = f"{s}.base_url={url}: connection failed ({type(cause).__name__}) ({tries})"
-        elif isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-            # The body of a 401 may echo part of the key: it is not repeated.
-            msg = (f"{s}: the endpoint refused the credentials (HTTP {exc.status_code}); put the "
-                   f"key in ${self.ep.api_key_env} ({s}.api_key_env)")
-        elif isinstance(exc, openai.NotFoundError):
-            msg = (f"{s}.model={self.ep.model!r}: HTTP 404 from {url} (unknown model, or a "
-                   "base_url without its /v1)")
-        elif isinstance(exc, openai.RateLimitError):
-            msg = f"{s}: still rate-limited (HTTP 429) {tries}; lower {s}.concurrency"
-        elif isinstance(exc, openai.APIStatusError):
-            msg = f"{s}: HTTP {exc.status_code} from {url} {tries}: {str(exc)[:200]}"
-        else:
-            msg = f"{s}: {type(exc).__name__} from {url}: {str(exc)[:200]}"
-        return SweepError(_scrub(" ".join(msg.split()), self._key))
-
-
 def format_context(passages: Sequence[Passage]) -> str:
     return "\n\n".join(f"[{i}] {p.source}\n{p.text}" for i, p in enumerate(passages, start=1))
 
@@ -375,7 +228,7 @@ class ChatReader:
         self.template = template
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.usage = Usage()
+        self.usage = ChatUsage()
 
     def messages(self, question: str, passages: Sequence[Passage]) -> list[dict[str, str]]:
         user = (self.template.replace("{context}", format_context(passages))
@@ -401,13 +254,13 @@ class Judge:
     def __init__(self, client: ChatClient, cache: JudgeCache | None = None) -> None:
         self.client = client
         self.cache = cache
-        self.usage = Usage()
+        self.usage = ChatUsage()
         self.cached_hits = 0
 
     def grade_all(self, triples: Sequence[tuple[str, str, str]], progress: bool = True
                   ) -> tuple[list[bool | None], list[str]]:
         """(question, reference, answer) -> (verdict or None, raw reply) for each."""
-        keys = [JudgeCache.key(self.client.ep.model, JUDGE_PROMPT_VERSION, *t) for t in triples]
+        keys = [JudgeCache.key(self.client.model, JUDGE_PROMPT_VERSION, *t) for t in triples]
         replies: list[str | None] = [self.cache.get(k) if self.cache else None for k in keys]
         todo = [i for i, r in enumerate(replies) if r is None]
         self.cached_hits += len(triples) - len(todo)
@@ -430,7 +283,7 @@ class Judge:
 class GenOutcome:
     summary: dict[str, float]
     rows: dict[str, dict[str, Any]]  # qid -> per-question columns
-    usage: dict[str, Usage] = field(default_factory=dict)
+    usage: dict[str, ChatUsage] = field(default_factory=dict)
 
 
 def grade(items: Sequence[GenItem], answers: Sequence[Answer], judge: Judge | None,
@@ -506,15 +359,6 @@ def run_generation(items: Sequence[GenItem], reader: Reader, judge: Judge | None
             summary[f"{name}_prompt_tokens"] = float(u.prompt_tokens)
             summary[f"{name}_completion_tokens"] = float(u.completion_tokens)
     return GenOutcome(summary, rows, usage)
-
-
-def cost_usd(usage: Usage, price_in_per_mtok: float, price_out_per_mtok: float) -> float | None:
-    """Estimated cost from reported token counts and prices per million tokens; None when the
-    endpoint reported no usage or no price is configured."""
-    if not usage.reported or (price_in_per_mtok <= 0 and price_out_per_mtok <= 0):
-        return None
-    return (usage.prompt_tokens * price_in_per_mtok
-            + usage.completion_tokens * price_out_per_mtok) / 1e6
 
 
 # The generation.method and judge.method axes: name -> the reader / the judge class. `none`

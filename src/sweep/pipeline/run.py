@@ -66,12 +66,9 @@ from sweep.data.golden import (
 from sweep.data.parsers import ParseRecord
 from sweep.embedding.cache import get_cache
 from sweep.embedding.models import Embedder, get_embedder
-from sweep.embedding.served import (
-    ServedReranker,
-    get_served_reranker,
-    served_usage_before,
-    served_usage_metrics,
-)
+from sweep.endpoints.chat import ChatClient
+from sweep.endpoints.cost import chat_cost_usd, served_usage_before, served_usage_metrics
+from sweep.endpoints.spec import EndpointSpec
 from sweep.evaluation.abstention import separation
 from sweep.evaluation.evaluate import EvalSpec, by_needs, by_needs_metrics, evaluate
 from sweep.evaluation.metrics import covered_chars
@@ -94,22 +91,24 @@ from sweep.evaluation.sources import (
 from sweep.generation.cache import get_judge_cache
 from sweep.generation.run import (
     DIAGNOSES,
-    ChatClient,
     ChatReader,
-    Endpoint,
     ExtractiveReader,
     GenItem,
     Judge,
     Passage,
     Reader,
-    cost_usd,
     run_generation,
 )
 from sweep.pipeline.strategies import contextual_chunks, cut_embedder, returned
 from sweep.retrieval.bm25 import BM25Index, stopwords_for
 from sweep.retrieval.index import IndexSpec, VectorIndex, build_index, overlap_at_k
 from sweep.retrieval.ranking import Ranking, tiebreak_order
-from sweep.retrieval.rerank import CrossEncoderReranker, get_reranker
+from sweep.retrieval.rerank import (
+    CrossEncoderReranker,
+    ServedReranker,
+    get_reranker,
+    get_served_reranker,
+)
 from sweep.retrieval.search import ConfigSearch, SearchResult, latency_summary
 
 log = logging.getLogger(__name__)
@@ -788,8 +787,8 @@ def make_reader(cfg: Config) -> Reader:
     g = cfg.generation
     if g.method.value == "extractive":
         return ExtractiveReader(embedder_for(cfg).encode, g.max_chars, g.max_sentences)
-    client = ChatClient(Endpoint("generation", g.base_url, g.model, g.api_key_env,
-                                 g.timeout_s, g.max_retries, g.concurrency))
+    client = ChatClient(EndpointSpec("generation", g.base_url, g.api_key_env, g.timeout_s,
+                                     g.max_retries, g.concurrency), g.model)
     client.preflight()
     return ChatReader(client, g.system_prompt, g.prompt, g.temperature, g.max_tokens)
 
@@ -798,8 +797,8 @@ def make_judge(cfg: Config) -> Judge | None:
     j = cfg.judge
     if j.method.value == "none":
         return None
-    client = ChatClient(Endpoint("judge", j.base_url, j.model, j.api_key_env, j.timeout_s,
-                                 j.max_retries, j.concurrency))
+    client = ChatClient(EndpointSpec("judge", j.base_url, j.api_key_env, j.timeout_s,
+                                     j.max_retries, j.concurrency), j.model)
     client.preflight()
     return Judge(client, get_judge_cache(cfg.cache.dir) if cfg.cache.enabled else None)
 
@@ -819,9 +818,9 @@ def run_generation_for(cfg: Config, result: JobResult, *, progress: bool = True)
     metrics = result.report["metrics"]
     metrics.update(outcome.summary)
     g, j = cfg.generation, cfg.judge
-    costs = [cost_usd(outcome.usage["gen"], g.price_input_per_mtok, g.price_output_per_mtok)]
+    costs = [chat_cost_usd(outcome.usage["gen"], g.price_input_per_mtok, g.price_output_per_mtok)]
     if "judge" in outcome.usage:
-        costs.append(cost_usd(outcome.usage["judge"], j.price_input_per_mtok,
+        costs.append(chat_cost_usd(outcome.usage["judge"], j.price_input_per_mtok,
                               j.price_output_per_mtok))
     if any(c is not None for c in costs):
         metrics["cost_estimate_usd"] = sum(c or 0.0 for c in costs)

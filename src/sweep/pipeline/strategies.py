@@ -14,13 +14,14 @@ from sweep.config.specs import cache_target, cut_model, unit_spec
 from sweep.data.corpus import Document
 from sweep.embedding.cache import get_cache
 from sweep.embedding.models import Embedder, EmbeddingSpec, get_embedder
+from sweep.endpoints.chat import ChatClient
+from sweep.endpoints.spec import EndpointSpec
 from sweep.generation.contextual import (
     ContextSpec,
     add_contexts,
     get_context_cache,
     plan_contexts,
 )
-from sweep.generation.run import ChatClient, Endpoint
 from sweep.retrieval.ranking import Ranking
 from sweep.retrieval.units import build_units, returned_ranking
 
@@ -44,8 +45,8 @@ def contextual_chunks(cfg: Config, chunks: list[Chunk], docs: Sequence[Document]
     """``chunk.header=contextual``: the chunks with a model-written context in ``embed_text``
     (sweep.generation.contextual), and the calls, tokens and cost it took."""
     c = cfg.chunk.context
-    client = ChatClient(Endpoint("chunk.context", c.base_url, c.model, c.api_key_env,
-                                 c.timeout_s, c.max_retries, c.concurrency))
+    client = ChatClient(EndpointSpec("chunk.context", c.base_url, c.api_key_env, c.timeout_s,
+                                     c.max_retries, c.concurrency), c.model)
     spec = ContextSpec(c.max_doc_tokens, c.max_tokens, c.price_input_per_mtok,
                        c.price_output_per_mtok, c.dry_run)
     cache = get_context_cache(cfg.cache.dir) if cfg.cache.enabled else None

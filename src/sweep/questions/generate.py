@@ -17,8 +17,9 @@ from typing import Any
 from sweep.chunking.chunkers import Chunk
 from sweep.common.errors import SweepError
 from sweep.data.corpus import Document
+from sweep.endpoints.chat import ChatClient, ChatUsage
+from sweep.endpoints.cost import chat_cost_usd
 from sweep.generation.cache import JudgeCache
-from sweep.generation.run import ChatClient, Usage, cost_usd
 from sweep.questions.prompts import PROMPT
 from sweep.questions.rows import Row
 
@@ -87,10 +88,10 @@ def generate_rows(chunks: Sequence[Chunk], docs: Sequence[Document], client: Cha
     plans = []
     for c in chunks:
         msgs = messages_for(spec, by_id[c.doc_id], c)
-        key = _key(client.ep.model, msgs, spec)
+        key = _key(client.model, msgs, spec)
         plans.append((c, msgs, key, cache.get(key) if cache is not None else None))
     todo = [p for p in plans if p[3] is None]
-    usage = Usage()
+    usage = ChatUsage()
     fresh: dict[bytes, str] = {}
     if todo:
         answers = client.complete_all([p[1] for p in todo], spec.temperature, spec.max_tokens,
@@ -111,8 +112,8 @@ def generate_rows(chunks: Sequence[Chunk], docs: Sequence[Document], client: Cha
         rows.extend(Row(question=q, source="synthetic",
                         source_ref=f"{c.doc_id}:{c.start}-{c.end}", passage=passage)
                     for q in questions)
-    cost = cost_usd(usage, spec.price_input_per_mtok, spec.price_output_per_mtok)
-    info: dict[str, Any] = {"model": client.ep.model, "passages": len(chunks),
+    cost = chat_cost_usd(usage, spec.price_input_per_mtok, spec.price_output_per_mtok)
+    info: dict[str, Any] = {"model": client.model, "passages": len(chunks),
                             "calls": usage.calls, "cache_hits": len(plans) - len(todo),
                             "questions": len(rows), "replies_without_questions": empty,
                             "prompt_tokens": usage.prompt_tokens if usage.reported else None,

@@ -21,10 +21,11 @@ import pytest
 
 from embedding_fault_server import Fault, FaultServer, fake_vector
 from sweep.common.errors import SweepError
-from sweep.embedding import served
 from sweep.embedding.cache import EmbeddingCache
 from sweep.embedding.models import EmbeddingSpec
-from sweep.embedding.served import EndpointSpec, ServedEmbedder, ServedSpec
+from sweep.embedding.served import ServedEmbedder, ServedSpec
+from sweep.endpoints import http
+from sweep.endpoints.spec import EndpointSpec
 
 KEY_ENV = "CHUNK_SWEEP_TEST_HOSTILE_KEY"
 KEY = "sk-hostile-4f0b8e2a91c7d3e65a"
@@ -150,7 +151,7 @@ def test_a_key_echoed_in_an_error_body_reaches_no_message(tmp_path: Path, body: 
 
 def test_a_key_echoed_by_a_retried_error_reaches_no_log(caplog: pytest.LogCaptureFixture
                                                         ) -> None:
-    caplog.set_level(logging.INFO, logger="sweep.embedding.served")
+    caplog.set_level(logging.INFO, logger="sweep.endpoints.http")
     with FaultServer() as srv:
         srv.faults = [Fault(500, headers={"Retry-After": "0"},
                             body=f"upstream rejected Bearer {KEY[:20]}")]
@@ -167,7 +168,7 @@ def test_a_huge_declared_body_is_refused_unread(tmp_path: Path) -> None:
     msg, _, cache = _fails(Fault(headers={"Content-Length": str(huge)}, body="[" + " " * 65535,
                                  repeat_to=huge), tmp_path)
     assert time.monotonic() - started < 2.0
-    assert msg.endswith(f"an answer of {huge:,} bytes, more than {served.MAX_BODY_BYTES:,} "
+    assert msg.endswith(f"an answer of {huge:,} bytes, more than {http.MAX_BODY_BYTES:,} "
                         "(lower embedding.max_texts_per_request)")
     assert cache.info()["vectors"] == 0
 
@@ -177,7 +178,7 @@ def test_an_undeclared_endless_body_is_cut_at_the_bound(tmp_path: Path,
                                                          ) -> None:
     # no Content-Length (HTTP/1.0: the body runs until the server closes); a 1 MiB bound keeps
     # the test quick, the real one is MAX_BODY_BYTES
-    monkeypatch.setattr(served, "MAX_BODY_BYTES", 2**20)
+    monkeypatch.setattr(http, "MAX_BODY_BYTES", 2**20)
     msg, _, _ = _fails(Fault(headers={"Content-Length": ""}, body="[" + " " * 65535,
                              repeat_to=400 * 2**20), tmp_path)
     assert msg.endswith("an answer of more than 1,048,576 bytes (lower "

@@ -17,17 +17,11 @@ from helpers import run_cli
 from sweep.common.errors import SweepError
 from sweep.embedding.cache import EmbeddingCache
 from sweep.embedding.models import EmbeddingSpec
-from sweep.embedding.served import (
-    EndpointSpec,
-    ServedEmbedder,
-    ServedReranker,
-    ServedRerankSpec,
-    ServedSpec,
-    ledger_summary,
-    plan_batches,
-    retry_after_s,
-    served_fingerprint,
-)
+from sweep.embedding.served import ServedEmbedder, ServedSpec, plan_batches, served_fingerprint
+from sweep.endpoints.http import retry_after_s
+from sweep.endpoints.ledger import ledger_summary
+from sweep.endpoints.spec import EndpointSpec
+from sweep.retrieval.rerank import ServedReranker, ServedRerankSpec
 
 KEY_ENV = "CHUNK_SWEEP_TEST_EMBED_KEY"
 PLANTED = "sk-planted-embed-93c1d7a05f2e4b68"
@@ -222,7 +216,7 @@ def test_concurrency_bounds_the_requests_in_flight() -> None:
 def test_nothing_listening_fails_before_any_back_off(monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
 
-    import sweep.embedding.served as served
+    import sweep.endpoints.http as served
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -17,13 +17,14 @@ from sweep.chunking.chunkers import ChunkSpec, chunk_corpus, corpus_token_starts
 from sweep.chunking.tokenizers import RegexTokenizer
 from sweep.common.errors import SweepError
 from sweep.data.corpus import parse_document
+from sweep.endpoints.chat import ChatClient
+from sweep.endpoints.spec import EndpointSpec
 from sweep.generation.contextual import (
     PROMPT_VERSION,
     ContextSpec,
     add_contexts,
     get_context_cache,
 )
-from sweep.generation.run import ChatClient, Endpoint
 
 REGEX = RegexTokenizer()
 DOC = parse_document("care.md", "# Care\n\nWash the kettle weekly. Descale it monthly.\n\n"
@@ -48,8 +49,8 @@ def _setup():
 
 
 def _client(server: ChatProtocolServer, retries: int = 0) -> ChatClient:
-    return ChatClient(Endpoint("chunk.context", server.base_url, "ctx-model", "",
-                               timeout_s=5, max_retries=retries, concurrency=2))
+    return ChatClient(EndpointSpec("chunk.context", server.base_url, "", timeout_s=5,
+                                   max_retries=retries, concurrency=2), "ctx-model")
 
 
 def _rows(path: Path) -> int:

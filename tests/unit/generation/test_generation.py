@@ -9,19 +9,18 @@ import pytest
 
 from chat_protocol_server import ChatProtocolServer, Reply
 from sweep.common.errors import SweepError
+from sweep.endpoints.chat import Answer, ChatClient
+from sweep.endpoints.chat import ChatUsage as Usage
+from sweep.endpoints.cost import chat_cost_usd as cost_usd
+from sweep.endpoints.spec import EndpointSpec
 from sweep.generation.cache import JudgeCache
 from sweep.generation.run import (
-    Answer,
-    ChatClient,
     ChatReader,
-    Endpoint,
     ExtractiveReader,
     GenItem,
     Judge,
     Passage,
-    Usage,
     candidate_sentences,
-    cost_usd,
     diagnose,
     grade,
     mentions_all,
@@ -197,7 +196,7 @@ def _client(url: str, **kw) -> ChatClient:
     args = {"api_key_env": "CHUNK_SWEEP_TEST_KEY", "timeout_s": 5.0, "max_retries": 2,
             "concurrency": 2}
     args.update(kw)
-    return ChatClient(Endpoint("generation", url, "test-model", **args))
+    return ChatClient(EndpointSpec("generation", url, **args), "test-model")
 
 
 def test_chat_success_sends_the_key_from_the_named_variable(monkeypatch) -> None:
@@ -271,7 +270,8 @@ def test_unreachable_endpoint_fails_at_preflight() -> None:
 def test_bad_endpoint_settings(kw: dict[str, str], message: str) -> None:
     ep = {"section": "generation", "base_url": "http://127.0.0.1:1/v1", "model": "m", **kw}
     with pytest.raises(SweepError, match=message):
-        ChatClient(Endpoint(**ep))
+        model = ep.pop("model")
+        ChatClient(EndpointSpec(**ep), model)
 
 
 def test_concurrency_is_bounded_and_order_kept() -> None:

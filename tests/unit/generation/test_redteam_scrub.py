@@ -10,7 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from sweep.generation.run import ChatClient, Endpoint
+from sweep.endpoints.chat import ChatClient
+from sweep.endpoints.spec import EndpointSpec
 
 KEY = "sk-echoed-key-0123456789"
 
@@ -45,8 +46,8 @@ def echo_url() -> Iterator[str]:
 def test_echoed_key_is_scrubbed_from_the_answer(echo_url: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REDTEAM_KEY", KEY)
-    client = ChatClient(Endpoint("generation", echo_url, "m", api_key_env="REDTEAM_KEY",
-                                 max_retries=0))
+    client = ChatClient(EndpointSpec("generation", echo_url, api_key_env="REDTEAM_KEY",
+                                     max_retries=0), "m")
     answer = client.complete([{"role": "user", "content": "hi"}], 0.0, 8)
     assert KEY not in answer.text
     assert answer.text == "your header was Bearer ***"

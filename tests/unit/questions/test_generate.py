@@ -11,8 +11,9 @@ from chat_protocol_server import ChatProtocolServer, Reply
 from sweep.chunking.chunkers import ChunkSpec, chunk_corpus, corpus_token_starts
 from sweep.chunking.tokenizers import RegexTokenizer
 from sweep.data.corpus import parse_document
+from sweep.endpoints.chat import ChatClient
+from sweep.endpoints.spec import EndpointSpec
 from sweep.generation.cache import JudgeCache
-from sweep.generation.run import ChatClient, Endpoint
 from sweep.questions.generate import (
     GenerateSpec,
     generate_rows,
@@ -62,8 +63,8 @@ def test_generate_marks_synthetic_with_passage_caches_and_costs(tmp_path: Path) 
     spec = GenerateSpec(passages=2, per_passage=2, price_input_per_mtok=1.0,
                         price_output_per_mtok=2.0)
     with ChatProtocolServer(rule) as server:
-        client = ChatClient(Endpoint("generation", server.base_url, "gen-model", "",
-                                     timeout_s=5, max_retries=0))
+        client = ChatClient(EndpointSpec("generation", server.base_url, "", timeout_s=5,
+                                         max_retries=0), "gen-model")
         rows, info = generate_rows(cs, [DOC], client, spec, cache, progress=False)
         first_requests = len(server.requests)
         again, info2 = generate_rows(cs, [DOC], client, spec, cache, progress=False)

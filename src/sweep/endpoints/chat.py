@@ -1,0 +1,138 @@
+"""`ChatClient`: OpenAI-compatible chat completions, for the reader, the judge, contextual
+headers and synthetic questions.
+
+It runs on the `openai` SDK, whose retries back off exponentially on 429, 5xx, timeouts and
+dropped connections (honouring ``Retry-After``) and which it configures from the same
+`EndpointSpec` as the HTTP endpoints; calls run ``concurrency`` at a time under the spec's
+per-minute budget; every failure becomes one `SweepError` line that names the config key to
+fix, scrubbed of the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+
+from tqdm.auto import tqdm
+
+from sweep.common.errors import SweepError
+from sweep.common.progress import show_progress
+from sweep.common.secret import scrub
+from sweep.endpoints.http import Budget
+from sweep.endpoints.spec import EndpointSpec
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One completion's text and the tokens the endpoint reported for it."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    usage_reported: bool = False
+
+
+@dataclass
+class ChatUsage:
+    """Calls and reported tokens over many completions (``reported``: any call reported)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+    reported: bool = False
+
+    def add(self, answer: Answer) -> None:
+        self.calls += 1
+        self.prompt_tokens += answer.prompt_tokens
+        self.completion_tokens += answer.completion_tokens
+        self.reported = self.reported or answer.usage_reported
+
+
+class ChatClient:
+    """Chat completions of ``model`` at the endpoint ``ep``."""
+
+    def __init__(self, ep: EndpointSpec, model: str) -> None:
+        ep.check_url("http://127.0.0.1:11434/v1 (Ollama) or https://api.openai.com/v1")
+        if not model:
+            raise SweepError(f"{ep.section}.model is empty: name the model the endpoint serves")
+        self.ep = ep
+        self.model = model
+        self._key = ep.api_key()
+        ep.warn_if_no_key()
+        self._budget = Budget(ep.requests_per_minute, ep.tokens_per_minute)
+        try:
+            from openai import OpenAI
+        except ImportError as exc:  # pragma: no cover - a dependency of the project
+            raise SweepError("the openai package is not installed", hint="run `make install`") \
+                from exc
+        # Local servers (vLLM, Ollama, llama.cpp) take any key; the SDK insists on one.
+        self._client = OpenAI(base_url=ep.base_url, api_key=self._key or "no-key",
+                              timeout=ep.timeout_s, max_retries=ep.max_retries)
+
+    def preflight(self, timeout: float = 3.0) -> None:
+        """Fail in seconds when nothing listens at ``base_url`` (the SDK would retry with
+        back-off first)."""
+        self.ep.preflight(timeout, "start the server or fix the URL")
+
+    def complete(self, messages: Sequence[dict[str, str]], temperature: float,
+                 max_tokens: int) -> Answer:
+        self._budget.take(0)  # the SDK's own retries are not counted against it
+        try:
+            resp = self._client.chat.completions.create(
+                model=self.model, messages=list(messages),  # type: ignore[arg-type]
+                temperature=temperature, max_tokens=max_tokens)
+        except Exception as exc:
+            raise self._error(exc) from None
+        choices = getattr(resp, "choices", None)
+        if not choices or getattr(choices[0], "message", None) is None:
+            raise SweepError(f"{self.ep.section}: {self.ep.base_url} answered without a "
+                             "choice (not a chat-completions response)")
+        usage = getattr(resp, "usage", None)
+        # An endpoint may echo the Authorization header: the key never reaches an answer,
+        # and so never per_question.csv, a report or the judge cache.
+        return Answer(scrub(choices[0].message.content or "", self._key),
+                      int(getattr(usage, "prompt_tokens", 0) or 0),
+                      int(getattr(usage, "completion_tokens", 0) or 0),
+                      usage is not None)
+
+    def complete_all(self, batches: Sequence[Sequence[dict[str, str]]], temperature: float,
+                     max_tokens: int, progress: bool, desc: str) -> list[Answer]:
+        """``complete`` for each message list, ``concurrency`` at a time, results in order.
+        The first failure cancels what has not started and is raised."""
+        out: list[Answer | None] = [None] * len(batches)
+        pool = ThreadPoolExecutor(max_workers=max(1, self.ep.concurrency))
+        try:
+            futures = {pool.submit(self.complete, m, temperature, max_tokens): i
+                       for i, m in enumerate(batches)}
+            for fut in tqdm(as_completed(futures), total=len(futures), desc=desc,
+                            disable=not show_progress(progress), leave=False):
+                out[futures[fut]] = fut.result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        return [a for a in out if a is not None]
+
+    def _error(self, exc: Exception) -> SweepError:
+        import openai
+
+        s, url = self.ep.section, self.ep.base_url
+        tries = f"after {self.ep.max_retries} retries"
+        if isinstance(exc, openai.APITimeoutError):
+            msg = f"{s}: {url} did not answer within {s}.timeout_s={self.ep.timeout_s} ({tries})"
+        elif isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc
+            msg = f"{s}.base_url={url}: connection failed ({type(cause).__name__}) ({tries})"
+        elif isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+            # The body of a 401 may echo part of the key: it is not repeated.
+            msg = (f"{s}: the endpoint refused the credentials (HTTP {exc.status_code}); put the "
+                   f"key in ${self.ep.api_key_env} ({s}.api_key_env)")
+        elif isinstance(exc, openai.NotFoundError):
+            msg = (f"{s}.model={self.model!r}: HTTP 404 from {url} (unknown model, or a "
+                   "base_url without its /v1)")
+        elif isinstance(exc, openai.RateLimitError):
+            msg = f"{s}: still rate-limited (HTTP 429) {tries}; lower {s}.concurrency"
+        elif isinstance(exc, openai.APIStatusError):
+            msg = f"{s}: HTTP {exc.status_code} from {url} {tries}: {str(exc)[:200]}"
+        else:
+            msg = f"{s}: {type(exc).__name__} from {url}: {str(exc)[:200]}"
+        return SweepError(scrub(" ".join(msg.split()), self._key))
