@@ -10,8 +10,8 @@ split the units between them, and each text is embedded once in total.
 
 A claim is a lease: ``holder`` and ``expires`` (epoch seconds), set by one compare-and-set
 ``UPDATE ... WHERE holder IS NULL OR expires < now`` (two jobs racing for a unit: one row
-changes, one job gets it), renewed after each slice of the unit it embeds. A holder that dies
-stops renewing; once its lease is over the unit is claimable again and the next job takes it.
+changes, one job gets it), renewed by a thread of the holder every quarter lease while it
+embeds the unit. A holder that dies stops renewing; once its lease is over the unit is claimable again and the next job takes it.
 The clock is each node's own (``time.time()``): clocks kept by NTP differ by far less than
 a lease.
 """
@@ -22,14 +22,16 @@ import json
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
-from contextlib import nullcontext
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 
 from sweep.common.progress import Progress
-from sweep.common.store import CacheTarget, Table, open_store
+from sweep.common.store import CacheTarget, PostgresStore, SQLiteStore, Store, Table, open_store
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +40,8 @@ UNITS = Table("prewarm_units", (
     ("texts", "TEXT"), ("holder", "TEXT NULL"), ("expires", "REAL"), ("done", "INTEGER"),
 ), ("plan", "unit"))
 FILE_NAME = "claims.sqlite"
-# A lease outlives a slice many times over: a slice of 128 MiniLM texts took 35 s on a 2-core
-# machine under a load of 10, and the lease is renewed after each slice.
+# How long a dead holder's unit waits for another job; the living holder renews it every 30 s.
 LEASE_S = 120.0
-SLICE = 128
 POLL_S = 1.0
 
 
@@ -64,6 +64,7 @@ class ClaimBoard:
 
     def __init__(self, target: CacheTarget, *, holder: str | None = None,
                  lease_s: float = LEASE_S) -> None:
+        self.target = target
         self._db = open_store(target, FILE_NAME, (UNITS,), "prewarm claims")
         self.location = self._db.location
         self.holder = holder or new_holder()
@@ -94,10 +95,33 @@ class ClaimBoard:
                 return Unit(plan, int(unit), model, bool(query), tuple(json.loads(texts)))
         return None
 
-    def renew(self, unit: Unit) -> None:
-        self._db.execute("UPDATE prewarm_units SET expires = ? WHERE plan = ? AND unit = ? "
+    def renew(self, unit: Unit, db: Store | None = None) -> None:
+        (db or self._db).execute("UPDATE prewarm_units SET expires = ? WHERE plan = ? AND unit = ? "
                          "AND holder = ?", [time.time() + self.lease_s, unit.plan, unit.unit,
                                             self.holder])
+
+    def heartbeat(self, unit: Unit) -> threading.Event:
+        """Renew ``unit``'s lease every quarter lease from a thread of its own (with its own
+        connection) until the returned event is set: a model that takes minutes to load, or a
+        slow slice, never lets the lease run out while this process lives."""
+        stop = threading.Event()
+
+        def beat() -> None:
+            db: Store = (SQLiteStore(Path(self.location), (UNITS,), "prewarm claims")
+                         if self._db.dialect == "sqlite" else
+                         PostgresStore(self.target.url, self.target.password_env, (UNITS,),
+                                       "prewarm claims"))
+            try:
+                while not stop.wait(self.lease_s / 4):
+                    self.renew(unit, db)
+            except Exception as exc:  # the lease then runs out: another job redoes the unit
+                log.warning("prewarm claims: the lease of unit %d was not renewed (%s)",
+                            unit.unit, exc)
+            finally:
+                db.close()
+
+        threading.Thread(target=beat, daemon=True, name=f"lease {unit.unit}").start()
+        return stop
 
     def finish(self, unit: Unit) -> None:
         # Whoever holds it now: its texts are in the cache, so it is done for everyone.
@@ -139,10 +163,11 @@ def take_part(board: ClaimBoard, plan: str, model: str, encode: Encode, *,
         while True:
             unit = board.claim(plan, model)
             if unit is not None:
-                texts = list(unit.texts)
-                for lo in range(0, len(texts), SLICE):
-                    encoded += encode(texts[lo:lo + SLICE], unit.query)
-                    board.renew(unit)
+                beating = board.heartbeat(unit)
+                try:
+                    encoded += encode(list(unit.texts), unit.query)
+                finally:
+                    beating.set()
                 board.finish(unit)
                 mine += 1
             else:

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from sweep.common.sqlite import text_key
 from sweep.common.store import CacheTarget
@@ -112,6 +111,22 @@ def test_claims_expire_when_the_holder_dies(tmp_path: Path) -> None:
     assert alive.counts("p") == (2, 2)
     alive.drop("p")
     assert alive.counts("p") == (0, 0)
+
+
+def test_a_living_holder_keeps_its_claim(tmp_path: Path) -> None:
+    target = CacheTarget(tmp_path)
+    ClaimBoard(target).publish("p", [("m", False, ["a"])])
+    slow = ClaimBoard(target, holder="slow", lease_s=0.4)
+    unit = slow.claim("p", "m")
+    assert unit is not None
+    beating = slow.heartbeat(unit)  # what take_part runs while it embeds the unit
+    try:
+        time.sleep(1.2)  # three leases: renewed all along
+        assert ClaimBoard(target, holder="other").claim("p", "m") is None
+    finally:
+        beating.set()
+    time.sleep(0.6)  # no heartbeat any more: the lease runs out
+    assert ClaimBoard(target, holder="other").claim("p", "m") is not None
 
 
 DIM = 8
