@@ -26,7 +26,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -189,12 +189,15 @@ def write_plan(sweep_dir: Path, target: CacheTarget, plan: Plan, n_configs: int,
 
 
 def prewarm(mode: str, launcher: str, sweeper: str, sweep_dir: Path,
-            jobs: Sequence[Any], compose_job: Any) -> dict[str, Any] | None:
-    """The pre-fan-out step: plan the sweep ``jobs`` (override lists; ``compose_job`` turns
-    one into its typed `Config`) and publish the shared texts. None when nothing is planned."""
+            expand: Callable[[], Sequence[Sequence[str]] | None],
+            compose_job: Callable[[list[str]], Config | None]) -> dict[str, Any] | None:
+    """The pre-fan-out step: plan the sweep's jobs (``expand()``: their override lists, None
+    when they cannot be listed; ``compose_job`` turns one into its typed `Config`, None for a
+    job that will fail on its own) and publish the shared texts. None when nothing is
+    planned."""
     if mode not in MODES:
         raise SweepError(f"cache.prewarm: {mode!r} is not one of {', '.join(MODES)}")
-    if mode == "off" or len(jobs) < 2:
+    if mode == "off":
         return None
     if not sweeper.endswith(".BasicSweeper"):
         log.info("cache.prewarm: the sweeper %s chooses its configurations as it runs: no "
@@ -202,6 +205,9 @@ def prewarm(mode: str, launcher: str, sweeper: str, sweep_dir: Path,
         return None
     if mode == "auto" and launcher.endswith(".BasicLauncher"):
         return None  # one process, one job after another: each text is embedded once anyway
+    jobs = expand()
+    if jobs is None or len(jobs) < 2:
+        return None
     (sweep_dir / PLAN_FILE).unlink(missing_ok=True)  # a plan of an earlier run of this folder
     start = time.perf_counter()
     with Progress(f"cache.prewarm: the texts of {len(jobs)} configurations", bar=False) as bar:
@@ -238,15 +244,17 @@ def prewarm_sweep(config: Any) -> dict[str, Any] | None:
     if mode == "off" or not OmegaConf.select(config, "cache.enabled", default=True):
         return None
     loader = GlobalHydra.instance().config_loader()
-    params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
-    arguments = [f"{k}={v}" for k, v in params.items()]
-    arguments += list(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))
-    try:
-        parsed = OverridesParser.create(config_loader=loader).parse_overrides(arguments)
-    except Exception as exc:  # Hydra reports the bad override itself, in its words
-        log.warning("cache.prewarm: no shared texts planned (%s)", exc)
-        return None
-    jobs = [list(j) for batch in BasicSweeper.split_arguments(parsed, None) for j in batch]
+
+    def expand() -> list[list[str]] | None:
+        params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
+        arguments = [f"{k}={v}" for k, v in params.items()]
+        arguments += list(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))
+        try:
+            parsed = OverridesParser.create(config_loader=loader).parse_overrides(arguments)
+        except Exception as exc:  # Hydra reports the bad override itself, in its words
+            log.warning("cache.prewarm: no shared texts planned (%s)", exc)
+            return None
+        return [list(j) for batch in BasicSweeper.split_arguments(parsed, None) for j in batch]
 
     def compose_job(overrides: list[str]) -> Config | None:
         from omegaconf.errors import OmegaConfBaseException
@@ -270,7 +278,7 @@ def prewarm_sweep(config: Any) -> dict[str, Any] | None:
 
     return prewarm(mode, str(OmegaConf.select(config, "hydra.launcher._target_", default="")),
                    str(OmegaConf.select(config, "hydra.sweeper._target_", default="")),
-                   Path(str(config.hydra.sweep.dir)), jobs, compose_job)
+                   Path(str(config.hydra.sweep.dir)), expand, compose_job)
 
 
 def read_plan(sweep_dir: Path) -> dict[str, Any] | None:
