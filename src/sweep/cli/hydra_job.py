@@ -108,7 +108,7 @@ def job(cfg: DictConfig) -> float:
                 return resumed
         # The sweep's shared texts first (cache.prewarm): this job's part of them, then the
         # wait for the rest, so its own pass finds them in the cache.
-        work = shared.join(typed, Path(str(hc.sweep.dir)), progress=False) if multirun else None
+        work = shared.join(typed, Path(str(hc.sweep.dir))) if multirun else None
         # `plain` is what to_container(typed) gives (the job's config has no hydra key).
         result = run_config(typed, plain=plain)
     except (SweepError, OmegaConfBaseException) as exc:
