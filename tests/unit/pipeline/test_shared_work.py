@@ -146,13 +146,13 @@ def _job(folder: str, texts: list[str], go: object, out: object) -> None:
     sent: list[str] = []
 
     def model(batch: list[str]) -> int:
-        time.sleep(0.02 * len(batch))  # slow enough that the two jobs overlap
+        time.sleep(0.05 * len(batch))  # slow enough that the two jobs overlap
         missing = [t for t in batch if text_key(t) not in cache.get_many("m", [text_key(t)])]
         sent.extend(missing)
         cache.put_many("m", [(text_key(t), _vector(t)) for t in missing])
         return len(missing)
 
-    go.wait(60)  # type: ignore[attr-defined]
+    go.wait(120)  # type: ignore[attr-defined]  # both jobs imported and ready: they start together
     take_part(board, "p", "m", lambda batch, _q: model(batch), poll_s=0.05, progress=False)
     model(texts)  # its own pass: the shared texts are cached now
     out.put(sent)  # type: ignore[attr-defined]
@@ -165,11 +165,10 @@ def test_two_concurrent_jobs_encode_each_text_once(tmp_path: Path) -> None:
     assert plan.n_shared == 30 + 20 and plan.n_unique == 110
     ClaimBoard(CacheTarget(tmp_path)).publish("p", plan.units(size=10))
     ctx = mp.get_context("spawn")
-    go, out = ctx.Event(), ctx.Queue()
+    go, out = ctx.Barrier(2), ctx.Queue()
     procs = [ctx.Process(target=_job, args=(str(tmp_path), texts, go, out)) for texts in (a, b)]
     for p in procs:
         p.start()
-    go.set()
     sent = [out.get(timeout=120) for _ in procs]
     for p in procs:
         p.join(60)
