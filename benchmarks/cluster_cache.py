@@ -8,7 +8,8 @@ shared PostgreSQL cache with the pre-fan-out plan (cache.prewarm), on COVID-QA (
 The grid is bench.py's (chunk.boundary recursive/heading x chunk.header none/path x --sizes,
 hybrid retrieval), one sweep per mode:
 
-- ``--launcher ray``: hydra/launcher=ray_cluster on the cluster at $RAY_ADDRESS (its nodes set
+- ``--launcher ray`` (run with the Ray venv's python: the sweeps are ``sys.executable -m
+  sweep``): hydra/launcher=ray_cluster on the cluster at $RAY_ADDRESS (its nodes set
   $CHUNK_SWEEP_NODE, started with $CHUNK_SWEEP_CACHE_PASSWORD and PYTHONPATH in their
   environment), one CPU per configuration. Per-node SQLite: ``cache.dir`` names the node
   (``${oc.env:CHUNK_SWEEP_NODE}``), so each node's jobs share that node's cache only.
