@@ -35,6 +35,7 @@ from sweep.outputs import quant, tracking, tracking_worker
 from sweep.outputs import report as rp
 from sweep.outputs.audit_report import write_audit
 from sweep.outputs.misses_html import write_views
+from sweep.pipeline import shared
 from sweep.pipeline.audit import run_audit
 from sweep.pipeline.run import (
     load_corpus_cached,
@@ -105,12 +106,16 @@ def job(cfg: DictConfig) -> float:
             resumed = _resume(typed, plain, job_dir)
             if resumed is not None:
                 return resumed
+        # The sweep's shared texts first (cache.prewarm): this job's part of them, then the
+        # wait for the rest, so its own pass finds them in the cache.
+        work = shared.join(typed, Path(str(hc.sweep.dir))) if multirun else None
         # `plain` is what to_container(typed) gives (the job's config has no hydra key).
         result = run_config(typed, plain=plain)
     except (SweepError, OmegaConfBaseException) as exc:
         return _fail(plain, job_dir, exc, multirun)
 
     rep = result.report
+    shared.add_to_report(rep, work)
     gen_error: SweepError | None = None
     try:
         # Retrieval results are on disk before generation starts: a crash there loses nothing.
@@ -474,6 +479,11 @@ class MlflowSweepCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         _check_output_dir(str(config.hydra.sweep.dir))
         os.environ.pop(tracking.PARENT_ENV, None)
+        try:  # before the fan-out: the texts several configurations need, planned once
+            shared.prewarm_sweep(config)
+        except SweepError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(1)
         if not config.tracking.enabled:
             return
         sweep_dir = str(config.hydra.sweep.dir)
@@ -565,6 +575,9 @@ class MlflowSweepCallback(Callback):
         served = rp.served_totals(reports)
         if rp.served_line(served):
             print(rp.served_line(served))
+        encoded = shared.totals(reports, shared.finish(sweep_dir))
+        if shared.totals_line(encoded):
+            print(shared.totals_line(encoded))
         failed = [r for r in rows if r["status"] != "FINISHED"]
         if not rows:
             # e.g. remote workers that resolved a relative hydra.sweep.dir in their own cwd
@@ -576,6 +589,10 @@ class MlflowSweepCallback(Callback):
             if best is not None and isinstance(best["headline"], int | float):
                 metrics[f"best_{best['headline_metric']}"] = best["headline"]
             metrics.update({f"total_{k}": v for k, v in served.items()})
+            if encoded["per_node"]:
+                metrics["total_texts_encoded"] = encoded["total"]
+            if encoded["unique"] is not None:
+                metrics["unique_texts"] = encoded["unique"]
             power_tags: dict[str, str] = {}
             pw = decision["power"] if decision is not None else None
             if pw is not None and pw["mde"] is not None:

@@ -24,6 +24,8 @@ def check_config(cfg: Config) -> None:
         if cfg.chunk.overlap:
             raise SweepError(f"chunk.overlap={cfg.chunk.overlap}: chunk.boundary="
                              f"{cfg.chunk.boundary.value} takes no overlap (set chunk.overlap=0)")
+    if cfg.cache.prewarm not in ("auto", "on", "off"):
+        raise SweepError(f"cache.prewarm={cfg.cache.prewarm!r} is not one of auto, on, off")
     if cfg.corpus.on_error not in ("raise", "skip"):
         raise SweepError(f"corpus.on_error={cfg.corpus.on_error!r} is not one of raise, skip")
     corpus_limits(cfg).validate()

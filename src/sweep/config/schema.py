@@ -356,6 +356,10 @@ class CacheConfig:
     backend: str = "sqlite"  # sqlite | postgres
     url: str = ""  # postgres: postgresql://USER@HOST:PORT/DB, never with a password
     password_env: str = ""  # the NAME of the variable holding the password ("" = none sent)
+    # Before a multirun fans out, the texts more than one configuration needs are planned and
+    # embedded once, by the jobs that claim them (docs/guide/cluster.md). auto: when the
+    # launcher runs jobs side by side; on: with any launcher; off: never.
+    prewarm: str = "auto"  # auto | on | off
 
 
 @dataclass
