@@ -21,6 +21,14 @@ SHARED_DATA = Path(os.environ.get("CHUNK_SWEEP_SHARED_DATA") or ROOT.parent / "s
 DEMO = ROOT / "data" / "demo"
 
 
+def job_of(overrides: Sequence[str]) -> Any:
+    """The `JobSpec` of ``overrides`` (composed, then built once, as a job builds it)."""
+    from sweep.config.compose import compose
+    from sweep.config.specs import build_job_spec
+
+    return build_job_spec(compose(list(overrides)))
+
+
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
             timeout: int = 900) -> subprocess.CompletedProcess[str]:
     """Run ``python -m sweep ...`` (or ``-m sweep.cli`` for subcommands) in a subprocess.

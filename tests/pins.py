@@ -53,12 +53,14 @@ def compute_hashes() -> dict[str, str]:
     (their fingerprints are part of the hash, so the pins also hold the fingerprinting)."""
     from sweep.config.compose import compose, to_container
     from sweep.config.identity import config_hash
+    from sweep.config.specs import build_job_spec
     from sweep.data.golden import load_golden
-    from sweep.pipeline.run import load_corpus_cached
+    from sweep.pipeline.memo import load_corpus_cached
 
-    cfg = compose(["cache.enabled=false"])  # nothing written into the checkout's .cache
-    _, corpus_fp = load_corpus_cached(cfg)
-    golden_fp = load_golden(cfg.golden.path).fingerprint
+    # nothing written into the checkout's .cache
+    job = build_job_spec(compose(["cache.enabled=false"]))
+    _, corpus_fp = load_corpus_cached(job.corpus, job.cache)
+    golden_fp = load_golden(job.golden).fingerprint
     jobs: list[list[str]] = [[]]
     for name in shipped_experiments():
         jobs += [[f"experiment={name}", *combo] for combo in experiment_grid(name)]
@@ -84,12 +86,13 @@ def compute_demo(cache_dir: str) -> dict[str, dict[str, Any]]:
     """The result metrics (no timings) of every configuration of the demo grid, run in this
     process on the bundled demo corpus."""
     from sweep.config.compose import compose
+    from sweep.config.specs import build_job_spec
     from sweep.outputs.report import result_metrics
     from sweep.pipeline.run import run_config
 
     out = {}
     for overrides in demo_grid_overrides(cache_dir):
-        result = run_config(compose(overrides), progress=False)
+        result = run_config(build_job_spec(compose(overrides)), progress=False)
         metrics = result_metrics(result.report["metrics"])
         out[" ".join(overrides[1:-2])] = {
             "config_hash": result.report["config_hash"],

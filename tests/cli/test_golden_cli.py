@@ -125,7 +125,7 @@ def test_validate_warns_of_drift_and_pending_items(repo: Path, tmp_path: Path,
     assert "warning: 1 items await review after a rebase and are not scored" in err
     assert "changed since these labels were made" not in err
     (repo / "docs" / "policy.md").write_text("# Policy\n\nRewritten entirely.\n")
-    from sweep.pipeline.run import clear_memo
+    from sweep.pipeline.memo import clear_memo
 
     clear_memo()  # one process, one corpus: the next command would be a new process
     assert cmd_validate(args) == 1  # the moved quotes are gone: errors, as always

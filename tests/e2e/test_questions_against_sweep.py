@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import DEMO, run_cli
-from sweep.config.compose import compose
+from helpers import DEMO, job_of, run_cli
+from sweep.pipeline import memo
 from sweep.pipeline import run as pipeline
 from sweep.questions.locate import DEPTH, places_disagree
 from sweep.questions.merge import normalise
@@ -61,14 +61,14 @@ def test_import_ranks_by_the_sweeps_best_and_runner_up(tmp_path: Path) -> None:
     # independently: each configuration run through the pipeline on the same questions
     places = {}
     for size in (best_size, other):
-        pipeline.clear_memo()
+        memo.clear_memo()
         try:
-            r = pipeline.run_config(compose([
+            r = pipeline.run_config(job_of([
                 "retrieval=bm25", f"chunk.size={size}", "chunk.overlap=0",
                 "retrieval.diagnose=false", "eval.latency_sample=0",
                 f"cache.dir={tmp_path}/cache"]), progress=False)
         finally:
-            pipeline.clear_memo()
+            memo.clear_memo()
         places[size] = {normalise(item.item.question): [
             (r.chunks[i].doc_id, r.chunks[i].start, r.chunks[i].end) for i in rk.indices[:DEPTH]]
             for item, rk in zip(r.resolved, r.rankings, strict=True)}

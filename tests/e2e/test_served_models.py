@@ -100,15 +100,17 @@ def test_served_minilm_gives_the_local_vectors(server: Server) -> None:
     from sweep.chunking.chunkers import ChunkSpec
     from sweep.chunking.tokenizers import load_chunk_tokenizer
     from sweep.config.compose import compose
+    from sweep.config.specs import build_job_spec
     from sweep.embedding.models import EmbeddingSpec, get_embedder
-    from sweep.pipeline.run import chunks_for, embedder_for, load_corpus_cached
+    from sweep.pipeline.memo import chunks_for, load_corpus_cached
+    from sweep.pipeline.run import embedder_for
 
-    cfg = compose(["embedding=served_minilm", f"embedding.base_url={server.url}/v1",
-                   "cache.enabled=false"])
-    docs, fp = load_corpus_cached(cfg)
+    job = build_job_spec(compose(["embedding=served_minilm",
+                                  f"embedding.base_url={server.url}/v1", "cache.enabled=false"]))
+    docs, fp = load_corpus_cached(job.corpus, job.cache)
     texts = [c.embed_text for c in chunks_for(docs, fp, ChunkSpec("recursive", 256, 0, "none"),
                                               "minilm")]
-    served = embedder_for(cfg)
+    served = embedder_for(job.embedding, job.cache)
     remote = served.encode(texts, progress=False)
     local = get_embedder(EmbeddingSpec("minilm", device="cpu")).encode(texts, progress=False)
     assert remote.shape == local.shape == (len(texts), 384)

@@ -33,7 +33,7 @@ from sweep.data.golden import (
 )
 from sweep.evaluation.relevance import CorpusIndex, resolve_item
 from sweep.evaluation.validate import check_golden
-from sweep.pipeline.run import reference_spec
+from sweep.pipeline.memo import reference_spec
 
 FUZZ = settings(max_examples=200, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,

@@ -22,6 +22,7 @@ from sweep.cli.args import detect_arg, selection_args
 from sweep.common.errors import SweepError
 from sweep.config.checks import check_config
 from sweep.config.compose import compose
+from sweep.config.specs import JobSpec, build_job_spec
 from sweep.evaluation.audit import AuditSpec
 from sweep.outputs.audit_report import audit_html, audit_json, audit_text
 from sweep.pipeline.audit import run_audit
@@ -42,10 +43,10 @@ def add_audit_options(parser: argparse.ArgumentParser) -> None:
                         help="no power line (reads no sweep from MLflow)")
 
 
-def audit_from_args(cfg: Any, args: argparse.Namespace) -> dict[str, Any]:
+def audit_from_args(job: JobSpec, args: argparse.Namespace) -> dict[str, Any]:
     if not 0.0 < args.threshold <= 1.0:
         raise SweepError(f"--threshold: must be in (0, 1], got {args.threshold}")
-    report = run_audit(cfg, embed=not args.no_embedding,
+    report = run_audit(job.corpus, job.golden, job.cache, embed=not args.no_embedding,
                        spec=AuditSpec(dup_threshold=args.threshold))
     if not args.no_power:
         report["set"]["power"] = power_from_args(report, args)
@@ -85,7 +86,7 @@ def cmd_audit(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     cfg = compose(args.overrides)
     check_config(cfg)
-    report = audit_from_args(cfg, args)
+    report = audit_from_args(build_job_spec(cfg), args)
     if args.html:
         write_html(args.html, report)
     sys.stdout.write(audit_json(report) if args.json else audit_text(report, 0 if args.all

@@ -30,55 +30,51 @@ def expand(overrides: Sequence[str]) -> list[list[str]]:
 
 
 def estimate(overrides: Sequence[str]) -> dict[str, Any]:
-    from sweep.chunking.chunkers import ChunkSpec
     from sweep.common.sqlite import text_key
     from sweep.config.axes import AXES
     from sweep.config.checks import check_config
     from sweep.config.compose import compose
-    from sweep.config.specs import cache_target, embedding_spec
+    from sweep.config.specs import build_job_spec
     from sweep.embedding.cache import get_cache
     from sweep.embedding.served import estimate_tokens, served_fingerprint
     from sweep.endpoints.cost import per_mtok, request_cost
-    from sweep.pipeline.run import chunks_for, load_corpus_cached, load_golden_cached
+    from sweep.pipeline.memo import chunks_for, load_corpus_cached, load_golden_cached
 
     endpoints: dict[str, dict[str, Any]] = {}
     seen: dict[str, set[bytes]] = {}
     jobs = expand(overrides)
-    for job in jobs:
-        cfg = compose(job)
+    for overrides_of_job in jobs:
+        cfg = compose(overrides_of_job)
         check_config(cfg)
-        uses_dense = (AXES["retrieval.method"].has(cfg.retrieval.method.value, "needs_embedder")
-                      or cfg.retrieval.diagnose)
-        questions = [g.question for g in load_golden_cached(cfg.golden.path).items]
-        # a billed reranker (a served /rerank endpoint): its calls per configuration
-        if AXES["rerank.method"].has(cfg.rerank.method.value, "costs_money"):
-            key = f"rerank {cfg.rerank.base_url} {cfg.rerank.model}"
+        job = build_job_spec(cfg)
+        uses_dense = job.retrieval.uses_dense or job.retrieval.diagnose
+        questions = [g.question for g in load_golden_cached(job.golden).items]
+        rerank = job.rerank.spec
+        # a billed reranker (a served /rerank endpoint, a ServedRerankSpec): its calls
+        if AXES["rerank.method"].has(job.rerank.method, "costs_money"):
+            key = f"rerank {rerank.endpoint.base_url} {rerank.model}"
             e = endpoints.setdefault(key, {"texts": 0, "tokens": 0, "requests": 0,
                                            "cost_usd": 0.0, "configs": 0})
             # the scored pass, then the latency sample after two warm-up questions
-            timed = min(cfg.eval.latency_sample, len(questions))
+            timed = min(job.scoring.latency_sample, len(questions))
             n = len(questions) + timed + min(2, timed)
             e["configs"] += 1
             e["requests"] += n
-            e["cost_usd"] += request_cost(0, n, 0.0, cfg.rerank.price_per_request)
-        if not AXES["embedding.family"].has(cfg.embedding.family.value, "costs_money") \
-                or not uses_dense:
+            e["cost_usd"] += request_cost(0, n, 0.0, rerank.price_per_request)
+        spec = job.embedding
+        if spec.served is None or not uses_dense:
             continue
-        spec = embedding_spec(cfg)
-        assert spec.served is not None
         fp = served_fingerprint(spec, spec.served)
-        docs, corpus_fp = load_corpus_cached(cfg)
-        chunks = chunks_for(docs, corpus_fp, ChunkSpec(cfg.chunk.boundary.value, cfg.chunk.size,
-                                                       cfg.chunk.overlap, cfg.chunk.header.value),
-                            cfg.chunk.tokenizer)
+        docs, corpus_fp = load_corpus_cached(job.corpus, job.cache)
+        chunks = chunks_for(docs, corpus_fp, job.chunking.spec, job.chunking.tokenizer)
         texts = [spec.document_prefix + c.embed_text for c in chunks]
         texts += [spec.query_prefix + q for q in questions]
         todo = {text_key(t): t for t in texts}
         mine = seen.setdefault(fp, set())
         todo = {k: t for k, t in todo.items() if k not in mine}
         mine.update(todo)
-        if cfg.cache.enabled and todo:
-            cached = get_cache(cache_target(cfg) or cfg.cache.dir).get_many(fp, list(todo))
+        if job.cache is not None and todo:
+            cached = get_cache(job.cache).get_many(fp, list(todo))
             todo = {k: t for k, t in todo.items() if k not in cached}
         n_tokens = sum(estimate_tokens(list(todo.values())))
         served = spec.served

@@ -125,7 +125,7 @@ def rebase(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, An
     if golden.reference is not None and any(i.relevant_chunk_ids for i in golden.items):
         from sweep.chunking.chunkers import chunk_corpus
         from sweep.chunking.tokenizers import load_chunk_tokenizer
-        from sweep.pipeline.run import reference_spec
+        from sweep.pipeline.memo import reference_spec
 
         spec, tokenizer = reference_spec(golden)  # type: ignore[misc]
         reference_chunks = {c.chunk_id: c for c in

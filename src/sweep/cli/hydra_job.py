@@ -1,7 +1,7 @@
 """The Hydra side: the job function and the sweep callback. Thin by design.
 
-The job turns the composed config into the typed `Config`, runs `pipeline.run_config`, writes
-the report into the job folder, then logs it to MLflow. Bad input never raises out of here as a
+The job turns the composed config into the typed `Config`, checks it, builds its `JobSpec`
+(`config.specs.build_job_spec`), runs `pipeline.run_config` on that, writes the report into the job folder, then logs it to MLflow. Bad input never raises out of here as a
 traceback: a single run prints one line and exits 1; inside a multirun the failing job is
 recorded (report + FAILED child run) and the sweep goes on, then exits 1 at the end.
 """
@@ -24,12 +24,14 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from sweep.cli.prewarm import prewarm_sweep
 from sweep.common.errors import SweepError
 from sweep.common.paths import PROJECT_ROOT
 from sweep.config.checks import check_config
 from sweep.config.compose import config_error_line, to_container
 from sweep.config.identity import config_hash
 from sweep.config.schema import Config
+from sweep.config.specs import JobSpec, build_job_spec
 from sweep.decide.decision import audit_power, finished_sweep, plot_data
 from sweep.outputs import quant, tracking, tracking_worker
 from sweep.outputs import report as rp
@@ -37,12 +39,8 @@ from sweep.outputs.audit_report import write_audit
 from sweep.outputs.misses_html import write_views
 from sweep.pipeline import shared
 from sweep.pipeline.audit import run_audit
-from sweep.pipeline.run import (
-    load_corpus_cached,
-    load_golden_cached,
-    run_config,
-    run_generation_for,
-)
+from sweep.pipeline.memo import load_corpus_cached, load_golden_cached
+from sweep.pipeline.run import run_config, run_generation_for
 
 log = logging.getLogger("sweep")
 
@@ -100,17 +98,18 @@ def job(cfg: DictConfig) -> float:
     try:
         typed: Config = OmegaConf.to_object(cfg)  # type: ignore[assignment]
         check_config(typed)
-        if typed.tracking.enabled:
-            tracking_worker.set_store_wait(typed.tracking.store_wait_s)
-            tracking.preflight(typed.tracking.uri)
-            resumed = _resume(typed, plain, job_dir)
+        # `plain` is what to_container(typed) gives (the job's config has no hydra key).
+        spec = build_job_spec(typed, plain)
+        if spec.tracking.enabled:
+            tracking_worker.set_store_wait(spec.tracking.store_wait_s)
+            tracking.preflight(spec.tracking.uri)
+            resumed = _resume(spec, job_dir)
             if resumed is not None:
                 return resumed
         # The sweep's shared texts first (cache.prewarm): this job's part of them, then the
         # wait for the rest, so its own pass finds them in the cache.
-        work = shared.join(typed, Path(str(hc.sweep.dir))) if multirun else None
-        # `plain` is what to_container(typed) gives (the job's config has no hydra key).
-        result = run_config(typed, plain=plain)
+        work = shared.join(spec, Path(str(hc.sweep.dir))) if multirun else None
+        result = run_config(spec)
     except (SweepError, OmegaConfBaseException) as exc:
         return _fail(plain, job_dir, exc, multirun)
 
@@ -124,12 +123,12 @@ def job(cfg: DictConfig) -> float:
         paths += write_views(job_dir, result.views, run_name(plain),
                              {k: v for k, v in rep["metrics"].items() if k.startswith("n_miss")})
         if not multirun:  # a sweep audits its golden set once, at its end
-            paths += set_audit(typed, job_dir, audit_power(
+            paths += set_audit(spec, job_dir, audit_power(
                 None, rep["headline"]["metric"], None, "one configuration: no pair to size it "
                 "from; a sweep's audit.json has it, and `sweep audit` reads the latest sweep"))
-        if typed.generation.method.value != "none":
+        if spec.generation.method != "none":
             try:
-                run_generation_for(typed, result, progress=not multirun)
+                run_generation_for(spec, result, progress=not multirun)
             except SweepError as exc:
                 gen_error = exc
                 rep["status"] = "FAILED"
@@ -139,8 +138,8 @@ def job(cfg: DictConfig) -> float:
     except OSError as exc:  # a full disk, a read-only or vanished job folder
         return _fail(plain, job_dir, write_error(job_dir, exc), multirun)
     _print_summary(rep, job_dir, multirun)
-    if cfg.tracking.enabled:
-        store = (cfg.tracking.uri, cfg.tracking.experiment)
+    if spec.tracking.enabled:
+        store = (spec.tracking.uri, spec.tracking.experiment)
         run = {"run_name": run_name(plain), "plain_config": plain, "report": rep,
                "artifacts": paths, "artifact_dirs": {"hydra": job_dir / ".hydra"},
                "parent_run_id": sweep_parent(), "status": rep["status"],
@@ -188,32 +187,31 @@ def _not_logged(job_dir: Path, rep: dict[str, Any], name: str) -> tracking_worke
 _STALE_CLOSED: set[tuple[str, str]] = set()
 
 
-def _resume(cfg: Config, plain: dict[str, Any], job_dir: Path) -> float | None:
+def _resume(job: JobSpec, job_dir: Path) -> float | None:
     """Skip a configuration the store already has as FINISHED (same config_hash): an
     interrupted sweep re-run with the same overrides loses nothing and repeats nothing.
 
     A run of this configuration left RUNNING by a killed process is closed KILLED first (and
     tagged), so that the store never holds FINISHED and RUNNING for one configuration."""
-    _, corpus_fp = load_corpus_cached(cfg)
-    golden_fp = load_golden_cached(cfg.golden.path).fingerprint
-    chash = config_hash(plain, corpus_fp, golden_fp)
-    if (cfg.tracking.uri, cfg.tracking.experiment) in _STALE_CLOSED:
+    _, corpus_fp = load_corpus_cached(job.corpus, job.cache)
+    golden_fp = load_golden_cached(job.golden).fingerprint
+    chash = config_hash(job.plain, corpus_fp, golden_fp)
+    uri, experiment = job.tracking.uri, job.tracking.experiment
+    if (uri, experiment) in _STALE_CLOSED:
         stale = []
     else:
-        stale = tracking_worker.call(tracking.close_stale, cfg.tracking.uri,
-                                     cfg.tracking.experiment, "config", chash)
+        stale = tracking_worker.call(tracking.close_stale, uri, experiment, "config", chash)
     if stale:
         log.warning("closed %d run(s) of this configuration left RUNNING by a process that "
                     "ended (%s): KILLED, tagged %s", len(stale), ", ".join(stale),
                     tracking.STALE_TAG)
-    if cfg.sweep.force:
+    if job.force:
         return None
-    run_id = tracking_worker.call(tracking.find_finished, cfg.tracking.uri,
-                                  cfg.tracking.experiment, chash)
+    run_id = tracking_worker.call(tracking.find_finished, uri, experiment, chash)
     if run_id is None:
         return None
     try:
-        path = tracking_worker.call(tracking.download_report, cfg.tracking.uri, run_id, job_dir)
+        path = tracking_worker.call(tracking.download_report, uri, run_id, job_dir)
         rep = json.loads(path.read_text(encoding="utf-8"))
     except (SweepError, OSError, json.JSONDecodeError) as exc:
         log.warning("run %s has this config_hash but its report cannot be read (%s); "
@@ -223,7 +221,7 @@ def _resume(cfg: Config, plain: dict[str, Any], job_dir: Path) -> float | None:
     rp.write_report(job_dir, rep)
     parent = sweep_parent()
     if parent:  # so that `sweep compare` on this sweep still sees every configuration
-        tracking_worker.call(tracking.tag_run, cfg.tracking.uri, parent, f"resumed.{chash}", run_id)
+        tracking_worker.call(tracking.tag_run, uri, parent, f"resumed.{chash}", run_id)
     log.info("skipped: this configuration (config_hash %s) is already FINISHED as run %s; "
              "sweep.force=true re-runs it", chash, run_id)
     return float(rep["headline"]["value"])
@@ -312,14 +310,14 @@ def _print_summary(rep: dict[str, Any], job_dir: Path, multirun: bool) -> None:
         print(f"report: {job_dir / rp.REPORT}")
 
 
-def set_audit(cfg: Config, folder: Path, power: dict[str, Any]) -> list[Path]:
+def set_audit(job: JobSpec, folder: Path, power: dict[str, Any]) -> list[Path]:
     """The golden set's audit (audit.json, audit.html) in ``folder``, when ``sweep.audit``,
     with its power line ``power`` (`decision.audit_power`). It changes no result, so a
     failure is a warning and the run keeps its reports."""
-    if not cfg.sweep.audit:
+    if not job.audit:
         return []
     try:
-        report = run_audit(cfg)
+        report = run_audit(job.corpus, job.golden, job.cache)
         report["set"]["power"] = power
         return write_audit(folder, report)
     except (SweepError, OSError) as exc:
@@ -327,15 +325,18 @@ def set_audit(cfg: Config, folder: Path, power: dict[str, Any]) -> list[Path]:
         return []
 
 
-def sweep_config(config: DictConfig) -> Config | None:
-    """The typed config of a multirun's callback (its ``config`` holds ``hydra`` too); None
+def sweep_job(config: DictConfig) -> JobSpec | None:
+    """The job spec of a multirun's callback config (its ``config`` holds ``hydra`` too); None
     with a warning when it does not convert."""
     try:
         plain = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
         merged = OmegaConf.merge(OmegaConf.structured(Config), plain)
-        return OmegaConf.to_object(merged)  # type: ignore[return-value]
+        return build_job_spec(OmegaConf.to_object(merged))  # type: ignore[arg-type]
     except OmegaConfBaseException as exc:
         log.warning("the golden set's audit was not written: %s", config_error_line(exc))
+        return None
+    except SweepError as exc:  # a cache target that does not validate
+        log.warning("the golden set's audit was not written: %s", exc)
         return None
 
 
@@ -480,7 +481,7 @@ class MlflowSweepCallback(Callback):
         _check_output_dir(str(config.hydra.sweep.dir))
         os.environ.pop(tracking.PARENT_ENV, None)
         try:  # before the fan-out: the texts several configurations need, planned once
-            shared.prewarm_sweep(config)
+            prewarm_sweep(config)
         except SweepError as exc:
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(1)
@@ -543,10 +544,10 @@ class MlflowSweepCallback(Callback):
         # Audited when some configuration finished: their golden set and corpus loaded.
         if (any(r["status"] == "FINISHED" for r in rows)
                 and OmegaConf.select(config, "sweep.audit", default=True)):
-            typed = sweep_config(config)
-            if typed is not None:
+            job = sweep_job(config)
+            if job is not None:
                 pw = decision["power"] if decision is not None else None
-                artifacts += set_audit(typed, sweep_dir, audit_power(
+                artifacts += set_audit(job, sweep_dir, audit_power(
                     pw, decision["metric"] if decision is not None else None, self.parent,
                     "fewer than two configurations finished with per-question scores"))
         # Drawn by the MLflow worker where there is one (it imported matplotlib while the jobs

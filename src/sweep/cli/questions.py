@@ -111,14 +111,16 @@ def _config(args: argparse.Namespace) -> Any:
 
 
 def _embed(cfg: Any, report: dict[str, Any]) -> Callable[[list[str]], Any]:
+    from sweep.config.specs import build_job_spec
     from sweep.pipeline.run import embedder_for
 
-    embedder = embedder_for(cfg)
-    report["model"] = cfg.embedding.name
+    job = build_job_spec(cfg)
+    embedder = embedder_for(job.embedding, job.cache)
+    report["model"] = job.embedding.name
     report["model_fingerprint"] = embedder.fingerprint
 
     def embed(texts: list[str]) -> Any:
-        _say(f"embedding {len(texts)} questions with {cfg.embedding.name} for near-duplicate "
+        _say(f"embedding {len(texts)} questions with {job.embedding.name} for near-duplicate "
              "merging (cached vectors are reused)")
         return embedder.encode(texts, query=True, progress=True)
 
@@ -131,10 +133,11 @@ class Corpus:
 
     def __init__(self, cfg: Any) -> None:
         from sweep.config.axes import AXES
-        from sweep.config.specs import chunk_spec
-        from sweep.pipeline.run import bm25_for, chunks_for, load_corpus_cached
+        from sweep.config.specs import build_job_spec
+        from sweep.pipeline.memo import bm25_for, chunks_for, load_corpus_cached
 
-        spec = chunk_spec(cfg)
+        job = build_job_spec(cfg)
+        spec = job.chunking.spec
         if AXES["chunk.boundary"].has(spec.boundary, "needs_embedder"):
             raise SweepError(f"chunk.boundary={spec.boundary}: the queue's ranking chunks with "
                              "a boundary that needs no model (e.g. chunk.boundary=recursive)")
@@ -142,13 +145,15 @@ class Corpus:
             local = ", ".join(AXES["chunk.header"].having("remote", False))
             raise SweepError(f"chunk.header={spec.header}: the queue's ranking uses "
                              f"chunk.header={local}")
-        self.cfg = cfg
-        self.docs, self.fingerprint = load_corpus_cached(cfg)
-        self.chunks = chunks_for(self.docs, self.fingerprint, spec, cfg.chunk.tokenizer,
-                                 cache_dir=cfg.cache.dir if cfg.cache.enabled else None)
+        self.job = job
+        self.docs, self.fingerprint = load_corpus_cached(job.corpus, job.cache)
+        cache_dir = job.cache.dir if job.cache is not None else None
+        self.chunks = chunks_for(self.docs, self.fingerprint, spec, job.chunking.tokenizer,
+                                 cache_dir=cache_dir)
         if not self.chunks:
-            raise SweepError(f"corpus {cfg.corpus.path} produced no chunks")
-        self.bm25, _ = bm25_for([c.embed_text for c in self.chunks], cfg, "bm25s")
+            raise SweepError(f"corpus {job.corpus.path} produced no chunks")
+        self.bm25, _ = bm25_for([c.embed_text for c in self.chunks], job.retrieval.bm25,
+                                "bm25s", cache_dir)
 
     def locate(self, golden: str | None, steps: dict[str, Any]) -> Callable[[list[Any]], Any]:
         from sweep.pipeline.run import embedder_for
@@ -158,7 +163,7 @@ class Corpus:
         if golden:
             from sweep.chunking.reference import load_golden
             from sweep.data.golden import require_valid
-            from sweep.pipeline.run import resolve_golden
+            from sweep.pipeline.memo import resolve_golden
 
             resolved = resolve_golden(require_valid(load_golden(golden)), self.docs,
                                       self.fingerprint)
@@ -171,9 +176,11 @@ class Corpus:
         else:
             steps["coverage"] = {"ran": False, "why_not": "no --golden"}
 
+        job = self.job
+
         def locate(cands: list[Any]) -> Any:
-            embedder = embedder_for(self.cfg)
-            _say(f"ranking: {len(cands)} questions through BM25 and {self.cfg.embedding.name} "
+            embedder = embedder_for(job.embedding, job.cache)
+            _say(f"ranking: {len(cands)} questions through BM25 and {job.embedding.name} "
                  f"over {len(self.chunks)} chunks")
             chunk_vecs = embedder.encode([c.embed_text for c in self.chunks], progress=True)
             query_vecs = embedder.encode([c.question for c in cands], query=True,
@@ -181,10 +188,10 @@ class Corpus:
             tops = first_chunks([c.question for c in cands], self.chunks, self.bm25.scores,
                                 chunk_vecs, query_vecs)
             steps["disagreement"] = {
-                "ran": True, "corpus": self.cfg.corpus.path, "chunks": len(self.chunks),
-                "chunking": f"{self.cfg.chunk.boundary.value}/{self.cfg.chunk.size}/"
-                            f"{self.cfg.chunk.overlap}",
-                "dense": self.cfg.embedding.name, "bm25": "bm25s"}
+                "ran": True, "corpus": job.corpus.path, "chunks": len(self.chunks),
+                "chunking": f"{job.chunking.spec.boundary}/{job.chunking.spec.size}/"
+                            f"{job.chunking.spec.overlap}",
+                "dense": job.embedding.name, "bm25": "bm25s"}
             return signals_for(cands, tops, self.chunks, self.docs, covered)
 
         return locate
@@ -212,30 +219,27 @@ def config_places(cfg: Any, questions: list[str]) -> list[list[tuple[str, int, i
     question, as a sweep of that configuration would search (its chunking, model, method,
     index and reranker; through the same caches)."""
     from sweep.config.axes import AXES
-    from sweep.config.specs import chunk_spec
-    from sweep.pipeline.run import (
-        build_indexes,
-        chunks_for,
-        load_corpus_cached,
-        load_reranker,
-        make_search,
-    )
+    from sweep.config.specs import build_job_spec
+    from sweep.pipeline.memo import chunks_for, load_corpus_cached
+    from sweep.pipeline.run import build_indexes, load_reranker, make_search
     from sweep.questions.locate import DEPTH
 
-    spec = chunk_spec(cfg)
+    job = build_job_spec(cfg)
+    spec = job.chunking.spec
     if (AXES["chunk.boundary"].has(spec.boundary, "needs_embedder")
             or AXES["chunk.header"].has(spec.header, "remote")):
         raise SweepError(f"--against-sweep: chunk.boundary={spec.boundary}, chunk.header="
                          f"{spec.header} is not re-run for the queue (use a tiling boundary and "
                          "no contextual header, or BM25 vs dense without --against-sweep)")
-    docs, fingerprint = load_corpus_cached(cfg)
-    chunks = chunks_for(docs, fingerprint, spec, cfg.chunk.tokenizer,
-                        cache_dir=cfg.cache.dir if cfg.cache.enabled else None)
+    docs, fingerprint = load_corpus_cached(job.corpus, job.cache)
+    chunks = chunks_for(docs, fingerprint, spec, job.chunking.tokenizer,
+                        cache_dir=job.cache.dir if job.cache is not None else None)
     if not chunks:
-        raise SweepError(f"corpus {cfg.corpus.path} produced no chunks")
-    ix = build_indexes(cfg, chunks, questions, {}, progress=show_progress())
-    search = make_search(chunks, cfg.retrieval.method.value, cfg, ix.chunk_vecs, ix.bm25,
-                         load_reranker(cfg))
+        raise SweepError(f"corpus {job.corpus.path} produced no chunks")
+    ix = build_indexes(job.retrieval, job.embedding, job.cache, chunks, questions, {},
+                       progress=show_progress())
+    search = make_search(chunks, job.retrieval, job.index, job.rerank.pool, ix.chunk_vecs,
+                         ix.bm25, load_reranker(job.retrieval, job.rerank))
     return [[(chunks[i].doc_id, chunks[i].start, chunks[i].end)
              for i in r.final.indices[:DEPTH]]
             for r in search.run_all(questions, ix.query_vecs)]

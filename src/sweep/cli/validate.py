@@ -16,13 +16,14 @@ from sweep.chunking.reference import load_golden
 from sweep.cli.audit import add_audit_options, audit_from_args, write_html
 from sweep.config.checks import check_config
 from sweep.config.compose import compose
+from sweep.config.specs import build_job_spec
 from sweep.data.abstentions import abstentions_path, load_abstentions
 from sweep.data.drift import corpus_drift
 from sweep.evaluation.sources import UNSPECIFIED
 from sweep.evaluation.validate import cap_problems, check_golden
 from sweep.outputs.audit_report import audit_text
 from sweep.outputs.report import json_safe
-from sweep.pipeline.run import load_corpus_cached, resolve_golden
+from sweep.pipeline.memo import load_corpus_cached, resolve_golden
 
 
 def quote_levels_by_parser(overrides: Sequence[str], golden: object, docs: Sequence[object]
@@ -37,8 +38,8 @@ def quote_levels_by_parser(overrides: Sequence[str], golden: object, docs: Seque
                for fmt in formats for name in PARSERS[fmt]] or [("markdown", None)]
     out: dict[str, dict[str, list[str]]] = {}
     for label, override in columns:
-        cfg = compose([*overrides, *([override] if override else [])])
-        parsed, fingerprint = load_corpus_cached(cfg)
+        job = build_job_spec(compose([*overrides, *([override] if override else [])]))
+        parsed, fingerprint = load_corpus_cached(job.corpus, job.cache)
         resolved = resolve_golden(golden, parsed, fingerprint)
         out[label] = {r.item.qid: list(r.quote_levels) for r in resolved if r.quote_levels}
     return out
@@ -78,8 +79,9 @@ def cmd_validate(argv: Sequence[str]) -> int:
 
     cfg = compose(args.overrides)
     check_config(cfg)
-    docs, fingerprint = load_corpus_cached(cfg)
-    golden = load_golden(cfg.golden.path)
+    job = build_job_spec(cfg)
+    docs, fingerprint = load_corpus_cached(job.corpus, job.cache)
+    golden = load_golden(job.golden)
     resolved = resolve_golden(golden, docs, fingerprint)
     result = check_golden(golden, resolved, docs)
     failing = result.problems if args.strict else result.errors
@@ -91,12 +93,12 @@ def cmd_validate(argv: Sequence[str]) -> int:
     sources = Counter(item.source or UNSPECIFIED for item in golden.items)
     abstentions, _ = load_abstentions(golden.path)
     # An audit needs a set the sweep would accept: with errors it would audit a part of it.
-    audit = audit_from_args(cfg, args) if args.audit and not result.errors else None
+    audit = audit_from_args(job, args) if args.audit and not result.errors else None
     if audit is not None and args.html:
         write_html(args.html, audit)
     if args.json:
         print(json.dumps({
-            "golden": golden.path, "corpus": cfg.corpus.path, "items": result.n_items,
+            "golden": golden.path, "corpus": job.corpus.path, "items": result.n_items,
             "errors": len(result.errors), "warnings": len(result.warnings),
             "ok": not failing,
             "problems": [{"file": p.file, "line": p.line, "field": p.field,

@@ -141,16 +141,19 @@ def read_baseline(path: Path) -> dict[str, Any]:
 def evaluate_config(overrides: Sequence[str]) -> dict[str, Any]:
     """Run the composed configuration in-process; the numbers the gate needs."""
     from sweep.config.checks import check_config
-    from sweep.config.compose import compose, to_container
+    from sweep.config.compose import compose
+    from sweep.config.specs import build_job_spec
     from sweep.decide import memo
     from sweep.pipeline.run import run_config
 
     cfg = compose(list(overrides))
     check_config(cfg)
     # Timing is not gated: skip the per-question latency pass (it never changes a metric).
+    # Set before the job spec is built, so that the spec and its plain config agree.
     cfg.eval.latency_sample = 0
-    pending = memo.prepare(overrides, to_container(cfg))  # key and inputs taken now
-    result = run_config(cfg, progress=False)
+    job = build_job_spec(cfg)
+    pending = memo.prepare(overrides, job.plain)  # key and inputs taken now
+    result = run_config(job, progress=False)
     rep = result.report
     plain = rep["config"]
     run = {

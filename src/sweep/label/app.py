@@ -503,7 +503,7 @@ class LabelApp:
             golden = load_golden(self.store.path)
         except SweepError as exc:
             return [ItemRow(e, "no", "", [str(exc)], [], "—", "") for e in entries], [str(exc)]
-        from sweep.pipeline.run import resolve_golden
+        from sweep.pipeline.memo import resolve_golden
 
         # The reference chunks come from the sidecar, as in `sweep validate`.
         resolved = resolve_golden(golden, self.docs, self.fingerprint)
@@ -569,7 +569,7 @@ def build_app(settings: LabelSettings, *, dense_spec: Any = None, cache_dir: str
     ``dense_spec``, an `EmbeddingSpec`) for dense search, printing progress with ``say``."""
     from sweep.chunking.chunkers import chunk_corpus
     from sweep.chunking.tokenizers import load_chunk_tokenizer
-    from sweep.pipeline.run import reference_spec
+    from sweep.pipeline.memo import reference_spec
 
     t0 = time.perf_counter()
     docs = load_corpus(settings.corpus, extensions=settings.extensions,

@@ -343,21 +343,25 @@ class LabelHandler(BaseHTTPRequestHandler):
 # --------------------------------------------------------------------------- the command
 
 
-def settings_from_config(cfg: Any, top: int = 8) -> LabelSettings:
-    from sweep.chunking.chunkers import ChunkSpec
-    from sweep.config.specs import corpus_limits, corpus_parsers
+def settings_from_job(job: Any, top: int = 8) -> LabelSettings:
+    """The page's settings from a `JobSpec` (`config.specs.build_job_spec`): the corpus read
+    as the sweep reads it, and the chunking and BM25 of the sweep's configuration."""
+    import dataclasses
 
+    c, bm25 = job.corpus, job.retrieval.bm25
     return LabelSettings(
-        corpus=cfg.corpus.path, golden=cfg.golden.path, extensions=tuple(cfg.corpus.extensions),
-        on_error=cfg.corpus.on_error, max_file_mb=cfg.corpus.max_file_mb,
-        limits=corpus_limits(cfg),
-        parsers=corpus_parsers(cfg),
-        cache_dir=cfg.cache.dir if cfg.cache.enabled else None,
-        chunk=ChunkSpec(cfg.chunk.boundary.value, cfg.chunk.size, cfg.chunk.overlap, "none"),
-        tokenizer=cfg.chunk.tokenizer, bm25_k1=cfg.retrieval.bm25_k1,
-        bm25_b=cfg.retrieval.bm25_b, bm25_stopwords=cfg.retrieval.bm25_stopwords,
-        tracking_enabled=cfg.tracking.enabled, tracking_uri=cfg.tracking.uri,
-        experiment=cfg.tracking.experiment, top=top)
+        corpus=c.path, golden=job.golden, extensions=c.extensions,
+        on_error=c.on_error, max_file_mb=c.max_file_mb, limits=c.limits, parsers=c.parser_map,
+        cache_dir=_cache_dir(job),
+        # chunk ids name spans, not vectors: no header
+        chunk=dataclasses.replace(job.chunking.spec, header="none"),
+        tokenizer=job.chunking.tokenizer, bm25_k1=bm25.k1, bm25_b=bm25.b,
+        bm25_stopwords=bm25.stopwords, tracking_enabled=job.tracking.enabled,
+        tracking_uri=job.tracking.uri, experiment=job.tracking.experiment, top=top)
+
+
+def _cache_dir(job: Any) -> str | None:
+    return str(job.cache.dir) if job.cache is not None else None
 
 
 def open_queue(app: LabelApp, path: str, target: int = 50) -> LabelQueue:
@@ -403,6 +407,7 @@ def cmd_label(argv: Sequence[str]) -> int:
 
     from sweep.config.checks import check_config
     from sweep.config.compose import compose
+    from sweep.config.specs import build_job_spec
 
     overrides = list(args.overrides)
     queue = Path(args.review) if args.review else None
@@ -422,7 +427,8 @@ def cmd_label(argv: Sequence[str]) -> int:
         overrides.append(f"golden.path={args.golden}")
     cfg = compose(overrides)
     check_config(cfg)
-    settings = settings_from_config(cfg, args.top)
+    job = build_job_spec(cfg)
+    settings = settings_from_job(job, args.top)
     if args.queue:  # a bad queue is reported before minutes of indexing
         check_queue(Path(args.queue))
 
@@ -432,15 +438,11 @@ def cmd_label(argv: Sequence[str]) -> int:
     # Bind first: a port in use is reported before minutes of indexing.
     server = bind(args.port)
     server.quiet = not args.verbose
-    dense_spec = None
-    if not args.no_dense:
-        from sweep.config.specs import embedding_spec
-
-        dense_spec = embedding_spec(cfg)
+    dense_spec = None if args.no_dense else job.embedding
     say(f"sweep label: corpus {settings.corpus}, golden {settings.golden}")
     try:
         app = build_app(settings, dense_spec=dense_spec,
-                        cache_dir=cfg.cache.dir if cfg.cache.enabled else None, say=say)
+                        cache_dir=_cache_dir(job), say=say)
         if args.queue:
             app.queue = open_queue(app, args.queue, args.target)
             c = app.queue.counts()

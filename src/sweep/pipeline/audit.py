@@ -9,13 +9,13 @@ from typing import Any
 
 from sweep.chunking.chunkers import ChunkSpec
 from sweep.chunking.tokenizers import DEFAULT_TOKENIZER
-from sweep.config.schema import Config
-from sweep.config.specs import cache_target
+from sweep.common.store import CacheTarget
+from sweep.config.specs import CorpusSpec
 from sweep.data.golden import reference_path
 from sweep.embedding.cache import get_cache
 from sweep.embedding.models import EmbeddingSpec, get_embedder
 from sweep.evaluation.audit import AuditSpec, audit
-from sweep.pipeline.run import (
+from sweep.pipeline.memo import (
     chunks_for,
     load_corpus_cached,
     load_golden_cached,
@@ -28,21 +28,22 @@ from sweep.pipeline.run import (
 AUDIT_MODEL = EmbeddingSpec()
 
 
-def run_audit(cfg: Config, *, embed: bool = True, spec: AuditSpec | None = None,
+def run_audit(corpus: CorpusSpec, golden_path: str, cache_dir: CacheTarget | None, *,
+              embed: bool = True, spec: AuditSpec | None = None,
               progress: bool = False) -> dict[str, Any]:
-    """The audit of ``cfg.golden.path`` against ``cfg.corpus``, with what it was computed
-    with (``inputs``): the reference chunking and where it came from, the model and threshold
-    of the near-duplicates (``model`` None with ``embed=False``: normalised text only)."""
+    """The audit of the golden set at ``golden_path`` against ``corpus``, with what it was
+    computed with (``inputs``): the reference chunking and where it came from, the model and
+    threshold of the near-duplicates (``model`` None with ``embed=False``: normalised text
+    only). ``cache_dir``: the job's caches (None when they are off)."""
     spec = spec or AuditSpec()
-    docs, corpus_fp = load_corpus_cached(cfg)
-    golden = load_golden_cached(cfg.golden.path)
+    docs, corpus_fp = load_corpus_cached(corpus, cache_dir)
+    golden = load_golden_cached(golden_path)
     resolved = resolve_golden(golden, docs, corpus_fp)
     ref = reference_spec(golden)
     if ref is None:  # no sidecar: the chunking a sweep runs by default
         ref, origin = (ChunkSpec(), DEFAULT_TOKENIZER), "ChunkSpec defaults (no sidecar)"
     else:
         origin = str(reference_path(Path(golden.path)))
-    cache_dir = cache_target(cfg)
     chunks = chunks_for(docs, corpus_fp, ref[0], ref[1], cache_dir=cache_dir)
     vectors, model = None, None
     if embed:
@@ -54,7 +55,7 @@ def run_audit(cfg: Config, *, embed: bool = True, spec: AuditSpec | None = None,
     report = audit(resolved, docs, chunks, vectors, spec)
     report["inputs"] = {
         "golden": golden.path, "golden_fingerprint": golden.fingerprint,
-        "corpus": cfg.corpus.path, "corpus_fingerprint": corpus_fp,
+        "corpus": corpus.path, "corpus_fingerprint": corpus_fp,
         "reference_chunking": {"boundary": ref[0].boundary, "size": ref[0].size,
                                "overlap": ref[0].overlap, "tokenizer": ref[1],
                                "from": origin},

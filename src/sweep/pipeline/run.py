@@ -1,90 +1,56 @@
 """One configuration, end to end: corpus -> chunks -> embeddings -> ranking -> metrics.
 
-No Hydra and no MLflow here: `run_config` takes the typed `Config` and returns plain data.
-Work that does not depend on the swept variables (loading the corpus and golden set, the
-reference chunking, query embeddings) is memoised per process, so a sweep run by the basic
-launcher pays for it once.
+No Hydra and no MLflow here: `run_config` takes the `JobSpec` built once from the composed
+configuration (`sweep.config.specs.build_job_spec`) and returns plain data; each step takes the
+spec pieces it needs. Work that does not depend on the swept variables (loading the corpus and
+golden set, the reference chunking, query embeddings) is memoised per process
+(`sweep.pipeline.memo`), so a sweep run by the basic launcher pays for it once.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 import os
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sweep.chunking.cache import get_starts_cache
-from sweep.chunking.chunkers import (
-    Chunk,
-    ChunkSpec,
-    chunk_corpus,
-    chunk_stats,
-    corpus_spans,
-    corpus_token_starts,
-)
-from sweep.chunking.reference import load_golden
-from sweep.chunking.semantic import SemanticParams, chunk_corpus_embedded
-from sweep.chunking.tokenizers import DEFAULT_TOKENIZER, load_chunk_tokenizer
+from sweep.chunking.chunkers import Chunk, chunk_stats
 from sweep.common.errors import SweepError
 from sweep.common.memory import release_free_memory
 from sweep.common.progress import Progress
-from sweep.common.sqlite import parts_key
 from sweep.common.store import CacheTarget
-from sweep.config.compose import to_container
 from sweep.config.identity import config_hash
-from sweep.config.schema import Config
 from sweep.config.specs import (
-    cache_target,
-    chunk_spec,
-    corpus_limits,
-    corpus_parsers,
-    embedding_spec,
-    eval_spec,
-    index_spec,
-    rerank_spec,
-    semantic_params,
-    served_rerank_spec,
+    ChunkingSpec,
+    GenerationSpec,
+    JobSpec,
+    JudgeSpec,
+    RerankSetup,
+    RetrievalSpec,
 )
 from sweep.data.abstentions import Abstention, load_abstentions
-from sweep.data.corpus import Document, corpus_fingerprint, load_corpus
-from sweep.data.drift import Drift, corpus_drift
-from sweep.data.golden import (
-    GoldenSet,
-    raise_first_error,
-    reference_path,
-    require_valid,
-)
-from sweep.data.parsers import ParseRecord
+from sweep.data.corpus import Document
+from sweep.data.golden import raise_first_error
 from sweep.embedding.cache import get_cache
-from sweep.embedding.models import Embedder, get_embedder
+from sweep.embedding.models import Embedder, EmbeddingSpec, get_embedder
 from sweep.endpoints.chat import ChatClient
 from sweep.endpoints.cost import chat_cost_usd, served_usage_before, served_usage_metrics
-from sweep.endpoints.spec import EndpointSpec
 from sweep.evaluation.abstention import separation
 from sweep.evaluation.evaluate import EvalSpec, by_needs, by_needs_metrics, evaluate
 from sweep.evaluation.metrics import covered_chars
 from sweep.evaluation.misses import diagnose_misses, miss_views, truncation_cuts
-from sweep.evaluation.relevance import (
-    ChunkLocator,
-    CorpusIndex,
-    ResolvedItem,
-    quote_metrics,
-    resolve_all,
-)
+from sweep.evaluation.relevance import ChunkLocator, ResolvedItem, quote_metrics
 from sweep.evaluation.smell import mean_smell
 from sweep.evaluation.sources import (
     add_source_columns,
     headline_names,
-    item_smells,
     score_by_source,
     source_metrics,
 )
@@ -99,10 +65,23 @@ from sweep.generation.run import (
     Reader,
     run_generation,
 )
+from sweep.pipeline.memo import (
+    bm25_for,
+    chunks_for,
+    cut_texts,
+    golden_drift,
+    index_for,
+    item_smells_cached,
+    load_corpus_cached,
+    load_golden_cached,
+    parsing_summary,
+    resolve_golden,
+    token_starts,
+)
 from sweep.pipeline.strategies import contextual_chunks, cut_embedder, returned
 from sweep.retrieval.bm25 import BM25Index, stopwords_for
-from sweep.retrieval.index import IndexSpec, VectorIndex, build_index, overlap_at_k
-from sweep.retrieval.ranking import Ranking, tiebreak_order
+from sweep.retrieval.index import IndexSpec, overlap_at_k
+from sweep.retrieval.ranking import Ranking
 from sweep.retrieval.rerank import (
     CrossEncoderReranker,
     ServedReranker,
@@ -112,6 +91,7 @@ from sweep.retrieval.rerank import (
 from sweep.retrieval.search import ConfigSearch, SearchResult, latency_summary
 
 log = logging.getLogger(__name__)
+
 
 @dataclass
 class JobResult:
@@ -123,129 +103,6 @@ class JobResult:
     rankings: list[Ranking] = field(default_factory=list, repr=False)
     # The per-question view (misses.json / misses.html / `sweep show`).
     views: list[dict[str, Any]] = field(default_factory=list, repr=False)
-
-
-@dataclass
-class _Memo:
-    corpora: dict[tuple, tuple[list[Document], str]] = field(default_factory=dict)
-    parse_logs: dict[tuple, list[ParseRecord]] = field(default_factory=dict)
-    chunks: dict[tuple, list[Chunk]] = field(default_factory=dict)
-    starts: dict[tuple, list[np.ndarray]] = field(default_factory=dict)
-    spans: dict[tuple, list[list[tuple[int, int]]]] = field(default_factory=dict)
-    bm25: dict[tuple, tuple[BM25Index, float]] = field(default_factory=dict)
-    goldens: dict[str, GoldenSet] = field(default_factory=dict)
-    resolved: dict[tuple, list[ResolvedItem]] = field(default_factory=dict)
-    drift: dict[tuple, Drift | None] = field(default_factory=dict)
-    skipped: dict[str, dict[str, str]] = field(default_factory=dict)  # fingerprint -> skipped
-    smells: dict[tuple, list[float | None]] = field(default_factory=dict)
-    cut_texts: dict[tuple, int] = field(default_factory=dict)  # texts embedded for cutting
-    # The last approximate index built (the scored pass and the latency pass share it);
-    # one only, as an index can be as large as the vectors.
-    ann: dict[tuple, VectorIndex] = field(default_factory=dict)
-
-
-_MEMO = _Memo()
-
-
-def clear_memo() -> None:
-    global _MEMO
-    _MEMO = _Memo()
-
-
-def _corpus_key(cfg: Config) -> tuple:
-    return (str(Path(cfg.corpus.path).resolve()), cfg.corpus.on_error,
-            tuple(cfg.corpus.extensions), tuple(sorted(corpus_parsers(cfg).items())),
-            cfg.corpus.max_file_mb, corpus_limits(cfg))
-
-
-def load_corpus_cached(cfg: Config) -> tuple[list[Document], str]:
-    """The corpus and its fingerprint, loaded once per process for each parser choice; files
-    that need a parser go through the on-disk parse cache (``cache.dir``) when it is on."""
-    key = _corpus_key(cfg)
-    if key not in _MEMO.corpora:
-        records: list[ParseRecord] = []
-        skipped: dict[str, str] = {}
-        docs = load_corpus(cfg.corpus.path, extensions=cfg.corpus.extensions,
-                           on_error=cfg.corpus.on_error, parsers=corpus_parsers(cfg),
-                           cache_dir=cache_target(cfg),
-                           parse_log=records, max_file_mb=cfg.corpus.max_file_mb,
-                           limits=corpus_limits(cfg), skipped=skipped)
-        if records:
-            parsed = [r for r in records if not r.cached]
-            log.info("parsed %d of %d files in %.1f s (%d from the parse cache)", len(parsed),
-                     len(records), sum(r.seconds for r in records), len(records) - len(parsed))
-        _MEMO.corpora[key] = (docs, corpus_fingerprint(docs))
-        _MEMO.skipped[_MEMO.corpora[key][1]] = skipped
-        _MEMO.parse_logs[key] = records
-    return _MEMO.corpora[key]
-
-
-def parsing_summary(cfg: Config) -> dict[str, Any]:
-    """What reading the corpus cost, for report.json: per file and in total. The corpus is
-    loaded once per process, so every job of a sweep process shows the same figures."""
-    records = _MEMO.parse_logs.get(_corpus_key(cfg), [])
-    return {
-        "parsers": sorted({r.parser for r in records}),
-        "n_files": len(records),
-        "n_parsed": sum(not r.cached for r in records),
-        "n_cached": sum(r.cached for r in records),
-        "total_s": round(sum(r.seconds for r in records), 4),
-        "documents": [r.as_dict() for r in records],
-    }
-
-
-def chunks_for(docs: list[Document], fingerprint: str, spec: ChunkSpec,
-               tokenizer: str, params: SemanticParams | None = None,
-               embedder: Embedder | None = None,
-               cache_dir: str | CacheTarget | None = None) -> list[Chunk]:
-    """The chunks of a corpus under ``spec``; the semantic and cluster boundaries also take
-    their ``params`` and the ``embedder`` they cut with (memoised by its fingerprint). With
-    ``cache_dir`` (a folder, or a `CacheTarget`), token starts come from (and go to) its
-    cache."""
-    key = (fingerprint, spec, tokenizer, params, embedder.fingerprint if embedder else "")
-    if key not in _MEMO.chunks:
-        tok = load_chunk_tokenizer(tokenizer)
-        if (fingerprint, tokenizer) not in _MEMO.starts:
-            cache = get_starts_cache(cache_dir) if cache_dir else None
-            with Progress(f"tokenise {len(docs):,} documents ({tokenizer})", bar=False):
-                _MEMO.starts[(fingerprint, tokenizer)] = corpus_token_starts(docs, tok, cache)
-            release_free_memory()
-        starts = _MEMO.starts[(fingerprint, tokenizer)]
-        if embedder is None or params is None:
-            # The cuts do not depend on the header: chunk.header=none,path cut once.
-            cut = (fingerprint, tokenizer, spec.boundary, spec.size, spec.overlap)
-            if cut not in _MEMO.spans:  # offsets only: small beside the chunks kept above
-                _MEMO.spans[cut] = corpus_spans(
-                    docs, spec, tok, starts, get_starts_cache(cache_dir) if cache_dir else None)
-            _MEMO.chunks[key] = chunk_corpus(docs, spec, tok, starts, _MEMO.spans[cut])
-        else:
-            sent: list[int] = []
-            # a semantic cut embeds every sentence window: 16 minutes on the Debian book
-            cutting = Progress(f"chunk.boundary={spec.boundary} cut", bar=False)
-
-            def embed(texts: list[str]) -> np.ndarray:
-                sent.append(len(texts))
-                cutting.note = f"{sum(sent):,} sentence texts embedded"
-                return embedder.encode(texts, progress=False)
-
-            with cutting:
-                _MEMO.chunks[key] = chunk_corpus_embedded(docs, spec, params, starts, embed)
-            _MEMO.cut_texts[key] = sum(sent)
-    return _MEMO.chunks[key]
-
-
-def bm25_for(texts: list[str], cfg: Config, backend: str) -> tuple[BM25Index, float]:
-    """The BM25 index of a chunking and the seconds its build took. Built once per process
-    for each distinct list of chunk texts: two chunkings that cut the corpus identically (a
-    heading split of a corpus without headings is a recursive split) share one index."""
-    r = cfg.retrieval
-    key = (parts_key(texts), backend, r.bm25_k1, r.bm25_b, r.bm25_stopwords)
-    if key not in _MEMO.bm25:
-        start = time.perf_counter()
-        index = BM25Index(texts, k1=r.bm25_k1, b=r.bm25_b, backend=backend,
-                          stopwords=r.bm25_stopwords, cache_dir=_cache_dir(cfg))
-        _MEMO.bm25[key] = (index, time.perf_counter() - start)
-    return _MEMO.bm25[key]
 
 
 def truncation(embedder: Embedder, texts: list[str], name: str) -> float:
@@ -261,31 +118,18 @@ def truncation(embedder: Embedder, texts: list[str], name: str) -> float:
     return over / len(lengths)
 
 
-def index_for(spec: IndexSpec, chunks: list[Chunk], chunk_vecs: np.ndarray) -> VectorIndex:
-    """The approximate index of ``spec`` over these vectors, built once for both passes."""
-    key = (spec, parts_key([c.chunk_id for c in chunks]),
-           hashlib.sha256(np.ascontiguousarray(chunk_vecs).tobytes()).hexdigest())
-    if key not in _MEMO.ann:
-        _MEMO.ann.clear()
-        tiebreak = tiebreak_order([c.chunk_id for c in chunks])
-        # an HNSW build over 100k+ vectors is one FAISS call: only a heartbeat can say it runs
-        with Progress(f"index.kind={spec.kind} build over {len(chunks):,} vectors", bar=False):
-            _MEMO.ann[key] = build_index(spec, chunk_vecs, tiebreak)
-    return _MEMO.ann[key]
-
-
-def make_search(chunks: list[Chunk], method: str, cfg: Config, chunk_vecs: np.ndarray | None,
-                bm25: BM25Index | None, reranker: CrossEncoderReranker | None) -> ConfigSearch:
-    r = cfg.retrieval
-    spec = index_spec(cfg)
-    index = (index_for(spec, chunks, chunk_vecs)
-             if chunk_vecs is not None and spec.kind != "exact" else None)
-    return ConfigSearch(chunks, method, r.depth, chunk_vecs=chunk_vecs, bm25=bm25,
+def make_search(chunks: list[Chunk], retrieval: RetrievalSpec, index_spec: IndexSpec,
+                pool: int, chunk_vecs: np.ndarray | None, bm25: BM25Index | None,
+                reranker: CrossEncoderReranker | ServedReranker | None) -> ConfigSearch:
+    index = (index_for(index_spec, chunks, chunk_vecs)
+             if chunk_vecs is not None and index_spec.kind != "exact" else None)
+    r = retrieval
+    return ConfigSearch(chunks, r.method, r.depth, chunk_vecs=chunk_vecs, bm25=bm25,
                         rrf_k=r.rrf_k, dense_weight=r.dense_weight, bm25_weight=r.bm25_weight,
-                        reranker=reranker, pool=cfg.rerank.pool, index=index)
+                        reranker=reranker, pool=pool, index=index)
 
 
-def index_report(cfg: Config, search: ConfigSearch, results: list[SearchResult],
+def index_report(headline: str, search: ConfigSearch, results: list[SearchResult],
                  query_vecs: np.ndarray | None, resolved: list[ResolvedItem], espec: EvalSpec,
                  summary: dict[str, float], rows: list[dict[str, Any]],
                  texts: dict[str, str] | None = None) -> dict[str, float]:
@@ -302,7 +146,7 @@ def index_report(cfg: Config, search: ConfigSearch, results: list[SearchResult],
                                          espec, texts=texts)
     out = overlap_at_k([r.dense for r in exact if r.dense is not None],
                        [r.dense for r in results if r.dense is not None], espec.k)
-    for name in sorted({cfg.eval.headline, "mrr"}):
+    for name in sorted({headline, "mrr"}):
         if name in summary and name in exact_summary:
             out[f"ann_tax_{name}"] = exact_summary[name] - summary[name]
     out["index_build_ann_s"] = index.build_s
@@ -328,87 +172,33 @@ def _in_top(rank: int | None, k: int) -> bool:
     return rank is not None and rank <= k
 
 
-def measure_latency(chunks: list[Chunk], method: str, cfg: Config,
-                    chunk_vecs: np.ndarray | None, bm25: BM25Index | None,
-                    reranker: CrossEncoderReranker | None, embedder: Embedder | None,
-                    questions: list[str]) -> dict[str, float]:
-    """p50/p95 per stage over up to ``eval.latency_sample`` questions, run one at a time with
-    only the stages this method uses, after two warm-up questions. The query embedding is the
-    uncached model call, timed once per embedding setting and question
-    (`Embedder.timed_queries`)."""
-    n = min(cfg.eval.latency_sample, len(questions))
+def measure_latency(search_for: Callable[[], ConfigSearch], sample: int,
+                    embedder: Embedder | None, questions: list[str]) -> dict[str, float]:
+    """p50/p95 per stage over up to ``sample`` (``eval.latency_sample``) questions, run one at
+    a time with only the stages this method uses (``search_for()`` builds that search), after
+    two warm-up questions. The query embedding is the uncached model call, timed once per
+    embedding setting and question (`Embedder.timed_queries`)."""
+    n = min(sample, len(questions))
     if n == 0:
         return {}
-    search = make_search(chunks, method, cfg, chunk_vecs, bm25, reranker)
-    sample = questions[:n]
-    if chunk_vecs is not None and embedder is None:
+    search = search_for()
+    dense = search.chunk_vecs is not None
+    sample_questions = questions[:n]
+    if dense and embedder is None:
         raise ValueError("dense latency needs the embedder")
-    timed = (embedder.timed_queries(sample) if chunk_vecs is not None and embedder is not None
+    timed = (embedder.timed_queries(sample_questions) if dense and embedder is not None
              else [(None, None)] * n)
-    for q, (vec, _) in zip(sample[:2], timed, strict=False):
+    for q, (vec, _) in zip(sample_questions[:2], timed, strict=False):
         search.run(q, vec)
     return latency_summary([search.run(q, vec, query_ms=ms).times_ms
-                            for q, (vec, ms) in zip(sample, timed, strict=True)])
+                            for q, (vec, ms) in zip(sample_questions, timed, strict=True)])
 
 
-def reference_spec(golden: GoldenSet) -> tuple[ChunkSpec, str] | None:
-    """The chunking the golden set's chunk ids were labelled with, from its sidecar."""
-    if golden.reference is None:
-        return None
-    ref = golden.reference["chunk"]  # types checked by golden.load_reference
-    try:  # what the sidecar leaves out is ChunkSpec's default; no header (ids, not vectors)
-        spec = ChunkSpec(**{k: ref[k] for k in ("boundary", "size", "overlap") if k in ref}
-                         ).validate()
-    except SweepError as exc:
-        raise SweepError(f"{reference_path(Path(golden.path))}: reference chunking is invalid "
-                         f"({exc})") from None
-    return spec, str(ref.get("tokenizer", DEFAULT_TOKENIZER))
-
-
-def resolve_golden(golden: GoldenSet, docs: list[Document], fingerprint: str
-                   ) -> list[ResolvedItem]:
-    key = (golden.fingerprint, fingerprint)
-    if key not in _MEMO.resolved:
-        ref = reference_spec(golden)
-        reference_chunks = None
-        # Only chunk ids need the reference chunking: a golden set of quotes alone does not
-        # hold a second chunking of the corpus in memory (issue 14, item 3).
-        if ref is not None and any(item.relevant_chunk_ids for item in golden.items):
-            reference_chunks = {c.chunk_id: c for c in chunks_for(docs, fingerprint, *ref)}
-        corpus = CorpusIndex(docs, _MEMO.skipped.get(fingerprint))
-        _MEMO.resolved[key] = resolve_all(golden.items, corpus, reference_chunks, golden.path)
-    return _MEMO.resolved[key]
-
-
-def golden_drift(golden: GoldenSet, docs: list[Document], fingerprint: str) -> Drift | None:
-    """The golden set's corpus record against ``docs``, warned about once per process (a
-    sweep runs many jobs on one corpus), with the pending items' count."""
-    key = (golden.fingerprint, fingerprint)
-    if key not in _MEMO.drift:
-        _MEMO.drift[key] = corpus_drift(golden.path, docs)
-        if _MEMO.drift[key] is not None:
-            log.warning("%s: %s", golden.path, _MEMO.drift[key].message)
-        if golden.pending:
-            log.warning("%s: %d items await review after `sweep golden rebase` and are not "
-                        "scored (sweep label --review FILE)", golden.path, len(golden.pending))
-    return _MEMO.drift[key]
-
-
-def load_golden_cached(path: str) -> GoldenSet:
-    key = str(Path(path).resolve())
-    if key not in _MEMO.goldens:
-        _MEMO.goldens[key] = require_valid(load_golden(path))
-    return _MEMO.goldens[key]
-
-
-def _cache_dir(cfg: Config) -> str | None:
-    return cfg.cache.dir if cfg.cache.enabled else None
-
-
-def embedder_for(cfg: Config) -> Embedder:
-    embedder = get_embedder(embedding_spec(cfg))
-    target = cache_target(cfg)
-    embedder.cache = get_cache(target) if target is not None else None
+def embedder_for(spec: EmbeddingSpec, cache: CacheTarget | None) -> Embedder:
+    """The process's embedder of ``spec``, reading and writing the embedding cache of
+    ``cache`` (none when the caches are off)."""
+    embedder = get_embedder(spec)
+    embedder.cache = get_cache(cache) if cache is not None else None
     return embedder
 
 
@@ -432,20 +222,18 @@ class Indexes:
     metrics: dict[str, float] = field(default_factory=dict)
 
 
-def build_indexes(cfg: Config, chunks: list[Chunk], questions: list[str],
-                  timings: dict[str, float], *, progress: bool = True) -> Indexes:
+def build_indexes(retrieval: RetrievalSpec, embedding: EmbeddingSpec, cache: CacheTarget | None,
+                  chunks: list[Chunk], questions: list[str], timings: dict[str, float], *,
+                  progress: bool = True) -> Indexes:
     """Embed chunks and questions (``embed_s``) when the method or the diagnosis needs them,
     then check truncation and build the BM25 index (``index_s``)."""
-    method = cfg.retrieval.method.value
-    uses_dense = method in ("dense", "hybrid")
-    uses_bm25 = method in ("bm25", "hybrid")
     texts = [c.embed_text for c in chunks]
     out = Indexes()
-    if uses_dense or cfg.retrieval.diagnose:
+    if retrieval.uses_dense or retrieval.diagnose:
         with stage_timer(timings, "embed_s"):
             # loading a model the first time (and exporting an ONNX one) takes minutes
-            with Progress(f"load embedding model {cfg.embedding.name}", bar=False):
-                out.embedder = embedder_for(cfg)
+            with Progress(f"load embedding model {embedding.name}", bar=False):
+                out.embedder = embedder_for(embedding, cache)
             encoded_before = out.embedder.encoded_texts
             read_before = out.embedder.read_from_cache
             out.chunk_vecs = out.embedder.encode(texts, progress=progress)
@@ -457,28 +245,30 @@ def build_indexes(cfg: Config, chunks: list[Chunk], questions: list[str],
     with stage_timer(timings, "index_s"):  # truncation check, BM25 index
         if out.embedder is not None:
             with Progress(f"truncation check over {len(texts):,} chunks", bar=False):
-                out.truncated = truncation(out.embedder, texts, cfg.embedding.name)
-        if uses_bm25 or cfg.retrieval.diagnose:
+                out.truncated = truncation(out.embedder, texts, embedding.name)
+        if retrieval.uses_bm25 or retrieval.diagnose:
             # The diagnosis-only BM25 list uses bm25s: the same scores as rank-bm25 (tested on
             # SciFact), ~70x faster per question, and it never changes the metrics.
-            backend = cfg.retrieval.bm25_backend.value if uses_bm25 else "bm25s"
+            backend = retrieval.bm25.backend if retrieval.uses_bm25 else "bm25s"
             with Progress(f"BM25 index over {len(texts):,} chunks", bar=False):
-                out.bm25, build_s = bm25_for(texts, cfg, backend)
+                out.bm25, build_s = bm25_for(texts, retrieval.bm25, backend,
+                                             cache.dir if cache is not None else None)
             out.metrics["index_bytes_bm25"] = float(out.bm25.size_bytes())
             out.metrics["index_build_bm25_s"] = build_s  # reading it back, when cached
             out.metrics["bm25_index_cached"] = float(out.bm25.from_cache)
     return out
 
 
-def load_reranker(cfg: Config) -> CrossEncoderReranker | ServedReranker | None:
+def load_reranker(retrieval: RetrievalSpec, rerank: RerankSetup
+                  ) -> CrossEncoderReranker | ServedReranker | None:
     """What can fail on bad input (stop words file, reranker model), loaded before the
     expensive embedding step."""
-    if cfg.retrieval.method.value in ("bm25", "hybrid") or cfg.retrieval.diagnose:
-        stopwords_for(cfg.retrieval.bm25_stopwords)
-    if cfg.rerank.method.value == "cross_encoder":
-        return get_reranker(rerank_spec(cfg))
-    if cfg.rerank.method.value == "cohere":
-        return get_served_reranker(served_rerank_spec(cfg))
+    if retrieval.uses_bm25 or retrieval.diagnose:
+        stopwords_for(retrieval.bm25.stopwords)
+    if rerank.method == "cross_encoder":
+        return get_reranker(rerank.spec)
+    if rerank.method == "cohere":
+        return get_served_reranker(rerank.spec)
     return None
 
 
@@ -523,110 +313,117 @@ def latency_origin(sample: int, embedder: Embedder | None, before: tuple[int, in
                                           "embedding times cached from this machine")
 
 
-def run_config(cfg: Config, *, progress: bool = True,
-               plain: dict[str, Any] | None = None) -> JobResult:
-    """Evaluate one configuration. Raises `SweepError` for bad input. ``plain`` is ``cfg`` as
-    plain data (`to_container`) when the caller has it already: the Hydra job does, and
-    converting the typed config again costs a structured OmegaConf copy."""
+def chunk_job(chunking: ChunkingSpec, embedding: EmbeddingSpec, cache: CacheTarget | None,
+              docs: list[Document], corpus_fp: str, progress: bool
+              ) -> tuple[list[Chunk], float | None, dict[str, float]]:
+    """The chunks of this configuration (cut with the cutting model for an embedded boundary,
+    headed by a model for ``chunk.header=contextual``), the texts embedded for cutting (None
+    for a tiling boundary) and the headers' calls, tokens and cost."""
+    spec, tokenizer = chunking.spec, chunking.tokenizer
+    n_cut = None
+    if chunking.cutting is not None:
+        cutter = cut_embedder(chunking.cutting.model, cache,
+                              lambda: embedder_for(embedding, cache))
+        params = chunking.cutting.params
+        chunks = chunks_for(docs, corpus_fp, spec, tokenizer, params, cutter, cache_dir=cache)
+        n_cut = float(cut_texts(corpus_fp, spec, tokenizer, params, cutter))
+    else:
+        chunks = chunks_for(docs, corpus_fp, spec, tokenizer, cache_dir=cache)
+    context_metrics: dict[str, float] = {}
+    if chunking.context is not None:
+        chunks, context_metrics = contextual_chunks(
+            chunking.context, cache, chunks, docs, token_starts(corpus_fp, tokenizer), progress)
+    return chunks, n_cut, context_metrics
+
+
+def run_config(job: JobSpec, *, progress: bool = True) -> JobResult:
+    """Evaluate one configuration. Raises `SweepError` for bad input."""
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     # A served model's usage before this configuration (the process-wide embedder serves every
     # job of a sweep): what this job sent is the difference. Taken before chunking, so the
     # requests of a semantic cut with the swept model count too. Building a served embedder
     # loads nothing.
-    served_embedder = embedder_for(cfg) if cfg.embedding.family.value == "openai" else None
+    served_embedder = (embedder_for(job.embedding, job.cache)
+                       if job.embedding.served is not None else None)
     served = served_usage_before(served_embedder)
     with stage_timer(timings, "load_s"):
-        plain = to_container(cfg) if plain is None else plain
-        docs, corpus_fp = load_corpus_cached(cfg)
-        golden = load_golden_cached(cfg.golden.path)
+        docs, corpus_fp = load_corpus_cached(job.corpus, job.cache)
+        golden = load_golden_cached(job.golden)
         resolved = resolve_golden(golden, docs, corpus_fp)
         raise_first_error([p for r in resolved for p in r.problems])
         drift = golden_drift(golden, docs, corpus_fp)
     with stage_timer(timings, "chunk_s"):  # the cutting model and the headers' model included
-        spec = chunk_spec(cfg)
-        cut_texts = None
-        if spec.boundary in ("semantic", "cluster"):
-            cutter, params = cut_embedder(cfg, embedder_for), semantic_params(cfg)
-            chunks = chunks_for(docs, corpus_fp, spec, cfg.chunk.tokenizer, params, cutter,
-                                cache_dir=cache_target(cfg))
-            cut_texts = _MEMO.cut_texts[(corpus_fp, spec, cfg.chunk.tokenizer, params,
-                                         cutter.fingerprint)]
-        else:
-            chunks = chunks_for(docs, corpus_fp, spec, cfg.chunk.tokenizer,
-                                cache_dir=cache_target(cfg))
-        context_metrics: dict[str, float] = {}
-        if spec.header == "contextual":
-            chunks, context_metrics = contextual_chunks(
-                cfg, chunks, docs, _MEMO.starts[(corpus_fp, cfg.chunk.tokenizer)], progress)
+        chunks, n_cut, context_metrics = chunk_job(job.chunking, job.embedding, job.cache,
+                                                   docs, corpus_fp, progress)
         if not chunks:
-            raise SweepError(f"corpus {cfg.corpus.path} produced no chunks")
+            raise SweepError(f"corpus {job.corpus.path} produced no chunks")
 
-    method = cfg.retrieval.method.value
+    retrieval, espec = job.retrieval, job.scoring.spec
     questions = [r.item.question for r in resolved]
     # Questions the corpus cannot answer are searched with the others (the same embedding
     # pass), then set apart: only their top-1 scores are read (evaluation/abstention.py).
-    abstentions, _ = load_abstentions(cfg.golden.path)
+    abstentions, _ = load_abstentions(job.golden)
     searched_questions = questions + [a.question for a in abstentions]
-    reranker = load_reranker(cfg)
+    reranker = load_reranker(retrieval, job.rerank)
     served.update(served_usage_before(reranker))
-    ix = build_indexes(cfg, chunks, searched_questions, timings, progress=progress)
+    ix = build_indexes(retrieval, job.embedding, job.cache, chunks, searched_questions, timings,
+                       progress=progress)
     with stage_timer(timings, "search_s"):
-        search = make_search(chunks, method, cfg, ix.chunk_vecs, ix.bm25, reranker)
+        search = make_search(chunks, retrieval, job.index, job.rerank.pool, ix.chunk_vecs,
+                             ix.bm25, reranker)
         results = search.run_all(searched_questions, ix.query_vecs)
         abstained = [r.final for r in results[len(questions):]]
         results = results[:len(questions)]
         if ix.query_vecs is not None:
             ix.query_vecs = ix.query_vecs[:len(questions)]
         rankings = [r.final for r in results]
-    uses_dense = method in ("dense", "hybrid")
+    uses_dense = retrieval.uses_dense
     counted = (ix.embedder.timed_now, ix.embedder.timed_from_cache) if ix.embedder else (0, 0)
     with stage_timer(timings, "latency_s"):
-        latency = measure_latency(chunks, method, cfg, ix.chunk_vecs if uses_dense else None,
-                                  ix.bm25 if method in ("bm25", "hybrid") else None,
-                                  reranker, ix.embedder, questions)
-    latency_source = latency_origin(cfg.eval.latency_sample,
+        latency = measure_latency(
+            lambda: make_search(chunks, retrieval, job.index, job.rerank.pool,
+                                ix.chunk_vecs if uses_dense else None,
+                                ix.bm25 if retrieval.uses_bm25 else None, reranker),
+            job.scoring.latency_sample, ix.embedder, questions)
+    latency_source = latency_origin(job.scoring.latency_sample,
                                     ix.embedder if uses_dense else None, counted)
     with stage_timer(timings, "eval_s"):
         diagnostics = {"dense": [r.dense for r in results], "bm25": [r.bm25 for r in results]}
         # Scored on what is returned (retrieval.unit): the chunks, or the units around them.
         searched, rankings_searched = chunks, rankings
         chunks, rankings, diagnostics = returned(
-            cfg, chunks, docs, _MEMO.starts[(corpus_fp, cfg.chunk.tokenizer)], rankings,
-            diagnostics)
+            retrieval.unit, chunks, docs, token_starts(corpus_fp, job.chunking.tokenizer),
+            rankings, diagnostics)
         texts = {d.doc_id: d.text for d in docs}
-        espec = eval_spec(cfg)
         summary, rows = evaluate(resolved, chunks, rankings, espec, diagnostics, texts)
         if chunks is searched:  # the ANN tax compares chunk rankings (retrieval.unit=chunk)
-            ix.metrics.update(index_report(cfg, search, results, ix.query_vecs, resolved,
-                                           espec, summary, rows, texts))
+            ix.metrics.update(index_report(job.scoring.headline, search, results, ix.query_vecs,
+                                           resolved, espec, summary, rows, texts))
         add_pages(rows, resolved, rankings, chunks, docs)
         misses = miss_analysis(resolved, rows, chunks, docs, rankings, diagnostics,
-                               cfg.eval.prompt_k, ix.embedder if uses_dense else None,
+                               espec.prompt_k, ix.embedder if uses_dense else None,
                                ix.truncated > 0)
         summary.update(misses.counts)
-        smell_key = (golden.fingerprint, corpus_fp)
-        if smell_key not in _MEMO.smells:  # ~24 ms on COVID-QA's 1,380 items: once a sweep
-            _MEMO.smells[smell_key] = item_smells(resolved, texts)
-        add_source_columns(rows, resolved, _MEMO.smells[smell_key])
+        add_source_columns(rows, resolved, item_smells_cached(golden, corpus_fp, resolved, texts))
         sources = score_by_source(rows, headline_names(espec.k, espec.prompt_k,
-                                                       cfg.eval.headline))
+                                                       job.scoring.headline))
     timings["total_s"] = time.perf_counter() - t0
 
-    headline = cfg.eval.headline
+    headline = job.scoring.headline
     if headline not in summary:  # check_config vouches for the name; no question scored it
         raise SweepError(f"eval.headline={headline!r}: no question could be scored for it "
                          f"({summary['n_orphans']} orphans, {summary['n_doc_only']} document-"
                          "level only)")
     metrics = dict(summary)
-    split = by_needs(rows, need_split_metrics(headline, cfg.eval.prompt_k))
+    split = by_needs(rows, need_split_metrics(headline, espec.prompt_k))
     metrics.update(by_needs_metrics(split))
     metrics.update(chunk_stats(searched))
     if chunks is not searched:
         metrics["n_returned_units"] = len(chunks)
     metrics.update(context_metrics)
-    if cut_texts is not None:  # cache hits included: the cost of a cold cache
-        metrics["n_texts_embedded_for_cutting"] = float(cut_texts)
+    if n_cut is not None:  # cache hits included: the cost of a cold cache
+        metrics["n_texts_embedded_for_cutting"] = n_cut
     metrics.update(ix.metrics)
     metrics.update(quote_metrics(resolved))
     metrics.update(latency)
@@ -643,8 +440,8 @@ def run_config(cfg: Config, *, progress: bool = True,
          if row["status"] == "scored"], [top1_score(rk) for rk in abstained]))
     report = {
         "status": "FINISHED",
-        "config": plain,
-        "config_hash": config_hash(plain, corpus_fp, golden.fingerprint),
+        "config": job.plain,
+        "config_hash": config_hash(job.plain, corpus_fp, golden.fingerprint),
         "headline": {"metric": headline, "value": summary[headline]},
         "by_needs": split,
         "metrics": metrics,
@@ -657,8 +454,8 @@ def run_config(cfg: Config, *, progress: bool = True,
         "golden_warnings": [str(p) for p in golden.problems if p.severity == "warning"]
         + [str(p) for r in resolved for p in r.problems if p.severity == "warning"],
         "n_documents": len(docs),
-        "parsing": parsing_summary(cfg),
-        **embedding_work(cfg, ix.metrics),
+        "parsing": parsing_summary(job.corpus),
+        **embedding_work(job.cache, ix.metrics),
         # Not scored, and said so: items a rebase left for review, and a corpus that moved
         # since the labels were made (sweep.data.drift).
         "golden_pending_review": len(golden.pending),
@@ -670,7 +467,7 @@ def run_config(cfg: Config, *, progress: bool = True,
     return JobResult(report, rows, chunks, list(resolved), rankings, misses.views)
 
 
-def embedding_work(cfg: Config, metrics: dict[str, float]) -> dict[str, Any]:
+def embedding_work(cache: CacheTarget | None, metrics: dict[str, float]) -> dict[str, Any]:
     """What this job's embedding cost, for report.json: the texts it sent to a model
     (``texts_encoded``) beside those the cache answered (``texts_from_cache``; texts already
     in the process's memory from an earlier job count in neither), which cache that was, and
@@ -678,7 +475,7 @@ def embedding_work(cfg: Config, metrics: dict[str, float]) -> dict[str, Any]:
     return {
         "texts_encoded": int(metrics.get("n_texts_encoded", 0)),
         "texts_from_cache": int(metrics.get("n_texts_from_cache", 0)),
-        "cache_backend": cfg.cache.backend if cfg.cache.enabled else "none",
+        "cache_backend": cache.backend if cache is not None else "none",
         # $CHUNK_SWEEP_NODE names a node where several share one host (a local test cluster)
         "node": os.environ.get("CHUNK_SWEEP_NODE") or socket.gethostname(),
     }
@@ -783,41 +580,39 @@ def passage(chunk: Chunk) -> Passage:
     return Passage(" > ".join(chunk.heading_path) or chunk.doc_id, chunk.text)
 
 
-def make_reader(cfg: Config) -> Reader:
-    g = cfg.generation
-    if g.method.value == "extractive":
-        return ExtractiveReader(embedder_for(cfg).encode, g.max_chars, g.max_sentences)
-    client = ChatClient(EndpointSpec("generation", g.base_url, g.api_key_env, g.timeout_s,
-                                     g.max_retries, g.concurrency), g.model)
+def make_reader(gen: GenerationSpec, embedding: EmbeddingSpec, cache: CacheTarget | None
+                ) -> Reader:
+    if gen.method == "extractive":
+        return ExtractiveReader(embedder_for(embedding, cache).encode, gen.max_chars,
+                                gen.max_sentences)
+    client = ChatClient(gen.endpoint, gen.model)
     client.preflight()
-    return ChatReader(client, g.system_prompt, g.prompt, g.temperature, g.max_tokens)
+    return ChatReader(client, gen.system_prompt, gen.prompt, gen.temperature, gen.max_tokens)
 
 
-def make_judge(cfg: Config) -> Judge | None:
-    j = cfg.judge
-    if j.method.value == "none":
+def make_judge(judge: JudgeSpec, cache: CacheTarget | None) -> Judge | None:
+    if judge.method == "none":
         return None
-    client = ChatClient(EndpointSpec("judge", j.base_url, j.api_key_env, j.timeout_s,
-                                     j.max_retries, j.concurrency), j.model)
+    client = ChatClient(judge.endpoint, judge.model)
     client.preflight()
-    return Judge(client, get_judge_cache(cfg.cache.dir) if cfg.cache.enabled else None)
+    return Judge(client, get_judge_cache(cache.dir) if cache is not None else None)
 
 
-def run_generation_for(cfg: Config, result: JobResult, *, progress: bool = True) -> None:
+def run_generation_for(job: JobSpec, result: JobResult, *, progress: bool = True) -> None:
     """The generation half on a finished retrieval result: adds its metrics to the report and
     its columns to the rows, in place. Raises `SweepError` (endpoint down, key refused): the
     caller keeps the retrieval numbers."""
-    if cfg.generation.method.value == "none":
+    g, j = job.generation, job.judge
+    if g.method == "none":
         return
     t = time.perf_counter()
-    docs, _ = load_corpus_cached(cfg)
-    items = gen_items(result, cfg.eval.prompt_k, docs, cfg.generation.limit)
-    reader = make_reader(cfg)
-    judge = make_judge(cfg)
+    docs, _ = load_corpus_cached(job.corpus, job.cache)
+    items = gen_items(result, job.scoring.spec.prompt_k, docs, g.limit)
+    reader = make_reader(g, job.embedding, job.cache)
+    judge = make_judge(j, job.cache)
     outcome = run_generation(items, reader, judge, progress=progress)
     metrics = result.report["metrics"]
     metrics.update(outcome.summary)
-    g, j = cfg.generation, cfg.judge
     costs = [chat_cost_usd(outcome.usage["gen"], g.price_input_per_mtok, g.price_output_per_mtok)]
     if "judge" in outcome.usage:
         costs.append(chat_cost_usd(outcome.usage["judge"], j.price_input_per_mtok,
@@ -828,7 +623,7 @@ def run_generation_for(cfg: Config, result: JobResult, *, progress: bool = True)
         row.update(outcome.rows.get(row["qid"], {}))
     result.report["timings_s"]["generate_s"] = time.perf_counter() - t
     result.report["generation"] = {
-        "reader": reader.name, "judge": cfg.judge.method.value,
+        "reader": reader.name, "judge": j.method,
         "questions": len(items),
         "diagnosis": {d: int(outcome.summary[f"n_{d}"]) for d in DIAGNOSES},
         "note": "accuracy over questions graded on both sides; ungraded ones are counted in "

@@ -35,17 +35,11 @@ from sweep.common.errors import SweepError
 from sweep.common.progress import Progress
 from sweep.common.sqlite import text_key
 from sweep.common.store import CacheTarget
-from sweep.config.schema import Config
-from sweep.config.specs import cache_target, chunk_spec
+from sweep.config.specs import JobSpec
 from sweep.data.abstentions import load_abstentions
 from sweep.embedding.claims import ClaimBoard, take_part
-from sweep.pipeline.run import (
-    chunks_for,
-    embedder_for,
-    load_corpus_cached,
-    load_golden_cached,
-    resolve_golden,
-)
+from sweep.pipeline.memo import chunks_for, load_corpus_cached, load_golden_cached, resolve_golden
+from sweep.pipeline.run import embedder_for
 
 log = logging.getLogger(__name__)
 
@@ -114,48 +108,49 @@ def plan_shared(needs: Sequence[Need]) -> Plan:
                 {m: s for m, s in shared.items() if s})
 
 
-def need_of(cfg: Config) -> Need | None:
-    """What ``cfg`` embeds, from its chunks (the token-starts and spans caches fill as a job's
+def need_of(job: JobSpec) -> Need | None:
+    """What ``job`` embeds, from its chunks (the token-starts and spans caches fill as a job's
     would); None when it embeds nothing or its texts need a model to exist."""
-    spec = chunk_spec(cfg)
-    if not _plannable(cfg):
+    if not _plannable(job):
         return None
-    embedder = embedder_for(cfg)
-    docs, corpus_fp = load_corpus_cached(cfg)
-    golden = load_golden_cached(cfg.golden.path)
+    embedder = embedder_for(job.embedding, job.cache)
+    docs, corpus_fp = load_corpus_cached(job.corpus, job.cache)
+    golden = load_golden_cached(job.golden)
     resolved = resolve_golden(golden, docs, corpus_fp)
-    abstentions, _ = load_abstentions(cfg.golden.path)
-    chunks = chunks_for(docs, corpus_fp, spec, cfg.chunk.tokenizer, cache_dir=cache_target(cfg))
+    abstentions, _ = load_abstentions(job.golden)
+    chunks = chunks_for(docs, corpus_fp, job.chunking.spec, job.chunking.tokenizer,
+                        cache_dir=job.cache)
     # what run_config embeds: the chunks, then the scored questions and the abstentions
     return Need(embedder.fingerprint, tuple(c.embed_text for c in chunks),
                 tuple([r.item.question for r in resolved] + [a.question for a in abstentions]),
                 embedder.spec.document_prefix, embedder.spec.query_prefix)
 
 
-def _plannable(cfg: Config) -> bool:
-    spec = chunk_spec(cfg)
-    embeds = cfg.retrieval.method.value in ("dense", "hybrid") or cfg.retrieval.diagnose
-    return (cfg.cache.enabled and embeds and spec.boundary not in ("semantic", "cluster")
-            and spec.header != "contextual")
+def _plannable(job: JobSpec) -> bool:
+    # A boundary that cuts by meaning or a model-written header: the texts need a model to
+    # exist, so they cannot be known before the fan-out.
+    embeds = job.retrieval.uses_dense or job.retrieval.diagnose
+    return (job.cache is not None and embeds and job.chunking.cutting is None
+            and job.chunking.context is None)
 
 
-def model_of(cfg: Config) -> str:
-    return embedder_for(cfg).fingerprint
+def model_of(job: JobSpec) -> str:
+    return embedder_for(job.embedding, job.cache).fingerprint
 
 
-def plan_configs(configs: Sequence[Config], progress: Progress | None = None) -> Plan:
+def plan_configs(jobs: Sequence[JobSpec], progress: Progress | None = None) -> Plan:
     """`plan_shared` over the configurations that share a model with another one: those
     alone with theirs are not chunked (nothing of theirs can be shared)."""
-    by_model: dict[str, list[Config]] = {}
-    for cfg in configs:
-        if _plannable(cfg):
-            by_model.setdefault(model_of(cfg), []).append(cfg)
+    by_model: dict[str, list[JobSpec]] = {}
+    for job in jobs:
+        if _plannable(job):
+            by_model.setdefault(model_of(job), []).append(job)
     needs = []
     for group in by_model.values():
         if len(group) < 2:
             continue
-        for cfg in group:
-            need = need_of(cfg)
+        for job in group:
+            need = need_of(job)
             if need is not None:
                 needs.append(need)
             if progress is not None:
@@ -190,9 +185,9 @@ def write_plan(sweep_dir: Path, target: CacheTarget, plan: Plan, n_configs: int,
 
 def prewarm(mode: str, launcher: str, sweeper: str, sweep_dir: Path,
             expand: Callable[[], Sequence[Sequence[str]] | None],
-            compose_job: Callable[[list[str]], Config | None]) -> dict[str, Any] | None:
+            compose_job: Callable[[list[str]], JobSpec | None]) -> dict[str, Any] | None:
     """The pre-fan-out step: plan the sweep's jobs (``expand()``: their override lists, None
-    when they cannot be listed; ``compose_job`` turns one into its typed `Config`, None for a
+    when they cannot be listed; ``compose_job`` turns one into its `JobSpec`, None for a
     job that will fail on its own) and publish the shared texts. None when nothing is
     planned."""
     if mode not in MODES:
@@ -221,7 +216,7 @@ def prewarm(mode: str, launcher: str, sweeper: str, sweep_dir: Path,
         log.info("cache.prewarm: no text is needed by two configurations (%.1f s)",
                  time.perf_counter() - start)
         return None
-    target = cache_target(configs[0])
+    target = configs[0].cache
     assert target is not None  # planned configurations have the cache on
     info = write_plan(sweep_dir, target, plan, len(jobs), time.perf_counter() - start)
     log.info("cache.prewarm: %s unique texts over %d configurations, %s of them needed by more "
@@ -229,56 +224,6 @@ def prewarm(mode: str, launcher: str, sweeper: str, sweep_dir: Path,
              f"{plan.n_unique:,}", plan.configurations, f"{plan.n_shared:,}", info["units"],
              info["plan_s"])
     return info
-
-
-def prewarm_sweep(config: Any) -> dict[str, Any] | None:
-    """`prewarm` for the multirun whose master config (``hydra`` included) is ``config``: its
-    jobs as Hydra's basic sweeper expands them (``hydra.sweeper.params``, then the command
-    line's overrides), each composed as the launcher will compose it."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from omegaconf import OmegaConf
-
-    mode = str(OmegaConf.select(config, "cache.prewarm", default="auto"))
-    if mode == "off" or not OmegaConf.select(config, "cache.enabled", default=True):
-        return None
-    loader = GlobalHydra.instance().config_loader()
-
-    def expand() -> list[list[str]] | None:
-        params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
-        arguments = [f"{k}={v}" for k, v in params.items()]
-        arguments += list(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))
-        try:
-            parsed = OverridesParser.create(config_loader=loader).parse_overrides(arguments)
-        except Exception as exc:  # Hydra reports the bad override itself, in its words
-            log.warning("cache.prewarm: no shared texts planned (%s)", exc)
-            return None
-        return [list(j) for batch in BasicSweeper.split_arguments(parsed, None) for j in batch]
-
-    def compose_job(overrides: list[str]) -> Config | None:
-        from omegaconf.errors import OmegaConfBaseException
-
-        from sweep.config.checks import check_config
-        from sweep.config.compose import config_error_line
-
-        try:
-            job_cfg = loader.load_sweep_config(config, overrides)
-            plain = OmegaConf.masked_copy(job_cfg, [k for k in job_cfg if k != "hydra"])
-            typed: Config = OmegaConf.to_object(  # type: ignore[assignment]
-                OmegaConf.merge(OmegaConf.structured(Config), plain))
-            check_config(typed)
-        except (OmegaConfBaseException, SweepError) as exc:  # that job fails on its own
-            message = config_error_line(exc) if isinstance(exc, OmegaConfBaseException) \
-                else str(exc)
-            log.warning("cache.prewarm: %s left out of the plan (%s)", " ".join(overrides),
-                        message)
-            return None
-        return typed
-
-    return prewarm(mode, str(OmegaConf.select(config, "hydra.launcher._target_", default="")),
-                   str(OmegaConf.select(config, "hydra.sweeper._target_", default="")),
-                   Path(str(config.hydra.sweep.dir)), expand, compose_job)
 
 
 def read_plan(sweep_dir: Path) -> dict[str, Any] | None:
@@ -292,14 +237,14 @@ def read_plan(sweep_dir: Path) -> dict[str, Any] | None:
         return None
 
 
-def join(cfg: Config, sweep_dir: Path, *, progress: bool = True) -> dict[str, float] | None:
+def join(job: JobSpec, sweep_dir: Path, *, progress: bool = True) -> dict[str, float] | None:
     """A job's part of the shared work of its sweep (before its own): the units of its model
     it claims, embedded into the cache, and the wait for the rest. None without a plan."""
     info = read_plan(sweep_dir)
-    target = cache_target(cfg)
-    if info is None or target is None or not _plannable(cfg):
+    target = job.cache
+    if info is None or target is None or not _plannable(job):
         return None
-    embedder = embedder_for(cfg)
+    embedder = embedder_for(job.embedding, job.cache)
     if embedder.fingerprint not in info["models"]:
         return None
     board = ClaimBoard(target)

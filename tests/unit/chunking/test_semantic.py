@@ -178,24 +178,24 @@ class _FakeEmbedder:
 
 
 def test_pipeline_memoises_by_the_cutting_models_fingerprint() -> None:
-    from sweep.pipeline import run
+    from sweep.pipeline import memo
 
-    run.clear_memo()
+    memo.clear_memo()
     docs = [_doc(TWO_TOPICS)]
     spec = ChunkSpec("semantic", 500, 0)
     params = SemanticParams(window=1, threshold=90)
     a, b = _FakeEmbedder("model-a"), _FakeEmbedder("model-b")
-    first = run.chunks_for(docs, "fp", spec, "regex", params, a)
+    first = memo.chunks_for(docs, "fp", spec, "regex", params, a)
     assert [c.text for c in first] == [CAT_PART.strip(), ROCKET_PART.strip()]
-    assert run.chunks_for(docs, "fp", spec, "regex", params, a) is first
+    assert memo.chunks_for(docs, "fp", spec, "regex", params, a) is first
     assert a.calls == 1  # one document, one batch of windows, then memoised
-    run.chunks_for(docs, "fp", spec, "regex", params, b)
+    memo.chunks_for(docs, "fp", spec, "regex", params, b)
     assert b.calls == 1  # another model cuts anew
-    run.chunks_for(docs, "fp", spec, "regex", SemanticParams(window=2, threshold=90), a)
+    memo.chunks_for(docs, "fp", spec, "regex", SemanticParams(window=2, threshold=90), a)
     assert a.calls == 2
     # 8 sentences, window 1: the 8 single sentences are the distinct window texts.
-    assert run._MEMO.cut_texts[("fp", spec, "regex", params, "model-a")] == 8
-    run.clear_memo()
+    assert memo.cut_texts("fp", spec, "regex", params, a) == 8
+    memo.clear_memo()
 
 
 def test_one_embedding_call_per_document() -> None:

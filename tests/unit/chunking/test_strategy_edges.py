@@ -17,6 +17,7 @@ from sweep.chunking.semantic import SemanticParams, chunk_corpus_embedded
 from sweep.chunking.tokenizers import RegexTokenizer
 from sweep.common.errors import SweepError
 from sweep.config.compose import compose
+from sweep.config.specs import build_job_spec
 from sweep.data.corpus import parse_document
 from sweep.pipeline.strategies import contextual_chunks
 from sweep.retrieval.units import parent_span, window_span
@@ -97,8 +98,9 @@ def test_contextual_headers_with_the_chat_endpoint_down_is_one_line(tmp_path) ->
     doc = parse_document("a.md", "# A\n\nOne two three. Four five.\n")
     starts = REGEX.token_starts(doc.text)
     chunks = chunk_corpus([doc], ChunkSpec("recursive", 5, 0, "none"), REGEX, [starts])
+    job = build_job_spec(cfg)
     with pytest.raises(SweepError) as err:
-        contextual_chunks(cfg, chunks, [doc], [starts], False)
+        contextual_chunks(job.chunking.context, job.cache, chunks, [doc], [starts], False)
     assert str(err.value).startswith(f"chunk.context.base_url=http://127.0.0.1:{port}/v1: "
                                      "cannot reach the endpoint (Connection refused)")
     assert "\n" not in str(err.value) and err.value.hint == "start the server or fix the URL"

@@ -12,17 +12,18 @@ import pytest
 from pins import HASHES, experiment_grid, shipped_experiments
 from sweep.config.compose import compose, to_container
 from sweep.config.identity import config_hash
+from sweep.config.specs import build_job_spec
 from sweep.data.golden import load_golden
-from sweep.pipeline.run import load_corpus_cached
+from sweep.pipeline.memo import load_corpus_cached
 
 STORED: dict[str, str] = json.loads(HASHES.read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
 def fingerprints() -> tuple[str, str]:
-    cfg = compose(["cache.enabled=false"])
-    _, corpus_fp = load_corpus_cached(cfg)
-    return corpus_fp, load_golden(cfg.golden.path).fingerprint
+    job = build_job_spec(compose(["cache.enabled=false"]))
+    _, corpus_fp = load_corpus_cached(job.corpus, job.cache)
+    return corpus_fp, load_golden(job.golden).fingerprint
 
 
 def _fast_set() -> list[list[str]]:

@@ -332,15 +332,17 @@ def test_estimate_counts_what_the_cache_lacks_once_per_sweep(tmp_path: Path) -> 
     from sweep.chunking.chunkers import ChunkSpec
     from sweep.cli.estimate import estimate, expand
     from sweep.config.compose import compose
+    from sweep.config.specs import build_job_spec
     from sweep.data.golden import load_golden
-    from sweep.pipeline.run import chunks_for, load_corpus_cached
+    from sweep.pipeline.memo import chunks_for, load_corpus_cached
 
     assert expand(["a=1,2", "b=x,y,z", "c=3"]) == [
         [f"a={a}", f"b={b}", "c=3"] for a in (1, 2) for b in "xyz"]
     common = [f"cache.dir={tmp_path}/cache", "embedding=served_minilm",
               "embedding.max_texts_per_request=50", "embedding.price_per_mtok=1.0"]
     cfg = compose(common)
-    docs, fp = load_corpus_cached(cfg)
+    job = build_job_spec(cfg)
+    docs, fp = load_corpus_cached(job.corpus, job.cache)
     questions = [g.question for g in load_golden(cfg.golden.path).items]
     texts = {size: {c.embed_text for c in chunks_for(docs, fp, ChunkSpec("recursive", size, 0,
                                                                          "none"), "minilm")}

@@ -386,7 +386,7 @@ def test_new_golden_set_gets_a_reference_sidecar(tmp_path: Path) -> None:
     golden = load_golden(app.store.path)
     assert golden.reference == {"chunk": {"boundary": "recursive", "size": 254, "overlap": 0,
                                           "tokenizer": "minilm"}}
-    from sweep.pipeline.run import resolve_golden
+    from sweep.pipeline.memo import resolve_golden
 
     [resolved] = resolve_golden(golden, app.docs, app.fingerprint)
     assert not resolved.problems  # its chunk ids exist under that reference chunking

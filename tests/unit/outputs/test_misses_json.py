@@ -13,11 +13,11 @@ from sweep.outputs.misses_html import load_views, write_views
 
 def _views() -> list[dict[str, Any]]:
     """The views of the demo's BM25 run (no model), computed in-process."""
-    from sweep.config.compose import compose
+    from helpers import job_of
     from sweep.pipeline.run import run_config
 
-    cfg = compose(["retrieval=bm25", "eval.latency_sample=0", "cache.enabled=false"])
-    return run_config(cfg, progress=False).views
+    job = job_of(["retrieval=bm25", "eval.latency_sample=0", "cache.enabled=false"])
+    return run_config(job, progress=False).views
 
 
 def _floats(value: Any) -> list[float]:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import DEMO
+from helpers import DEMO, job_of
 from sweep.common.errors import SweepError
-from sweep.config.compose import compose
 from sweep.data.golden import load_golden
 from sweep.evaluation.abstention import separation
+from sweep.pipeline import memo
 from sweep.pipeline import run as pipeline
 
 OFF_TOPIC = ["what is the capital of mongolia", "who won the 1998 world cup",
@@ -20,13 +20,13 @@ OFF_TOPIC = ["what is the capital of mongolia", "who won the 1998 world cup",
 
 
 def _run(folder: Path):
-    pipeline.clear_memo()
+    memo.clear_memo()
     try:
-        return pipeline.run_config(compose([
+        return pipeline.run_config(job_of([
             f"golden.path={folder / 'golden.jsonl'}", "retrieval=bm25", "retrieval.diagnose=false",
             "eval.latency_sample=0", f"cache.dir={folder / 'cache'}"]), progress=False)
     finally:
-        pipeline.clear_memo()
+        memo.clear_memo()
 
 
 def test_abstentions_are_searched_and_compared(tmp_path: Path) -> None:

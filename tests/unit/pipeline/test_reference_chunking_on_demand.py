@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import sweep.pipeline.run as run
+import sweep.pipeline.memo as memo
 from helpers import DEMO
 from sweep.chunking.chunkers import ChunkSpec, chunk_corpus
 from sweep.chunking.tokenizers import load_chunk_tokenizer
@@ -23,7 +23,7 @@ REFERENCE = ChunkSpec("heading", 256, 0)  # data/demo/golden.reference.yaml
 
 @pytest.fixture(autouse=True)
 def _fresh_memo() -> None:
-    run.clear_memo()
+    memo.clear_memo()
 
 
 def _golden_without_chunk_ids(tmp_path: Path) -> Path:
@@ -39,7 +39,7 @@ def _golden_without_chunk_ids(tmp_path: Path) -> Path:
 
 
 def _reference_chunkings() -> list[tuple]:
-    return [k for k in run._MEMO.chunks if k[1] == REFERENCE]
+    return [k for k in memo._MEMO.chunks if k[1] == REFERENCE]
 
 
 @pytest.mark.parametrize("with_ids", [True, False])
@@ -48,7 +48,7 @@ def test_resolution_equals_resolving_with_the_reference_chunks(tmp_path: Path,
     docs = load_corpus(DEMO / "corpus")
     golden = load_golden(DEMO / "golden.jsonl" if with_ids else _golden_without_chunk_ids(tmp_path))
     assert golden.reference is not None
-    got = run.resolve_golden(golden, docs, corpus_fingerprint(docs))
+    got = memo.resolve_golden(golden, docs, corpus_fingerprint(docs))
     reference = {c.chunk_id: c for c in chunk_corpus(docs, REFERENCE,
                                                      load_chunk_tokenizer("minilm"))}
     expected = resolve_all(golden.items, CorpusIndex(docs), reference, golden.path)

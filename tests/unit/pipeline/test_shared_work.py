@@ -10,12 +10,12 @@ from pathlib import Path
 
 import numpy as np
 
+from helpers import job_of
 from sweep.common.sqlite import text_key
 from sweep.common.store import CacheTarget
-from sweep.config.compose import compose
 from sweep.embedding.cache import EmbeddingCache
 from sweep.embedding.claims import ClaimBoard, take_part
-from sweep.pipeline import run as pipeline
+from sweep.pipeline import memo as pipeline
 from sweep.pipeline.shared import Need, Plan, plan_configs, plan_shared, totals, totals_line
 
 
@@ -69,13 +69,13 @@ def test_plan_configs_on_a_small_corpus(tmp_path: Path) -> None:
     data = _corpus(tmp_path)
     base = [f"corpus.path={data}/corpus", f"golden.path={data}/golden.jsonl",
             f"cache.dir={tmp_path}/cache"]
-    configs = [compose([*base, "chunk.size=128", "chunk.header=none"]),
-               compose([*base, "chunk.size=256", "chunk.header=none"]),
-               compose([*base, "chunk.size=128", "chunk.header=path"]),
+    configs = [job_of([*base, "chunk.size=128", "chunk.header=none"]),
+               job_of([*base, "chunk.size=256", "chunk.header=none"]),
+               job_of([*base, "chunk.size=128", "chunk.header=path"]),
                # embeds nothing (no diagnosis either): not planned
-               compose([*base, "retrieval=bm25", "retrieval.diagnose=false"]),
+               job_of([*base, "retrieval=bm25", "retrieval.diagnose=false"]),
                # another query prefix is another model fingerprint, alone with its own
-               compose([*base, "embedding.query_prefix=q:"])]
+               job_of([*base, "embedding.query_prefix=q:"])]
     pipeline.clear_memo()
     plan = plan_configs(configs)
     assert plan.configurations == 3  # bm25 embeds nothing; the prefixed model is alone

@@ -10,6 +10,8 @@ from pathlib import Path
 from helpers import DEMO
 from sweep.cli.questions import config_of_run, config_places
 from sweep.config.compose import compose, to_container
+from sweep.config.specs import build_job_spec
+from sweep.pipeline import memo
 from sweep.pipeline import run as pipeline
 from sweep.questions.locate import DEPTH, places_disagree, with_sweep_disagreement
 from sweep.questions.merge import Candidate
@@ -54,15 +56,15 @@ def test_a_run_config_re_ranks_as_its_sweep_did(tmp_path: Path) -> None:
             f"golden.path={tmp_path / 'demo' / 'golden.jsonl'}", f"cache.dir={tmp_path / 'c'}",
             "retrieval.diagnose=false", "eval.latency_sample=0"]
     run_cfg = compose([*base, "retrieval=bm25", "chunk.size=96", "chunk.overlap=16"])
-    pipeline.clear_memo()
+    memo.clear_memo()
     try:
-        result = pipeline.run_config(run_cfg, progress=False)
+        result = pipeline.run_config(build_job_spec(run_cfg), progress=False)
         cfg = config_of_run(compose(base), to_container(run_cfg))
         assert (cfg.chunk.size, cfg.retrieval.method.value) == (96, "bm25")
         questions = [r.item.question for r in result.resolved]
         places = config_places(cfg, questions)
     finally:
-        pipeline.clear_memo()
+        memo.clear_memo()
     expected = [[(result.chunks[i].doc_id, result.chunks[i].start, result.chunks[i].end)
                  for i in rk.indices[:DEPTH]] for rk in result.rankings]
     assert places == expected and len(places) == 60
