@@ -13,9 +13,8 @@ from sweep.chunking.semantic import SemanticParams
 from sweep.common.store import CacheTarget
 from sweep.config.compose import compose, to_container
 from sweep.config.specs import build_job_spec
-from sweep.embedding.served import ServedRerankSpec
-from sweep.generation.run import Endpoint
-from sweep.retrieval.rerank import RerankSpec
+from sweep.endpoints.spec import EndpointSpec
+from sweep.retrieval.rerank import RerankSpec, ServedRerankSpec
 
 
 def test_the_default_job() -> None:
@@ -70,8 +69,9 @@ def test_endpoints_are_in_the_spec() -> None:
         "rerank.base_url=http://r:2", "rerank.model=rr", "rerank.price_per_request=0.002"]))
     context = job.chunking.context
     assert context is not None and context.spec.dry_run
-    assert context.endpoint == Endpoint("chunk.context", "http://h:1/v1", "m",
-                                        "OPENAI_API_KEY", 60.0, 4, 4)
+    assert context.endpoint == EndpointSpec("chunk.context", "http://h:1/v1", "OPENAI_API_KEY",
+                                            60.0, 4, 4)
+    assert context.model == "m"
     rerank = job.rerank.spec
     assert isinstance(rerank, ServedRerankSpec)
     assert (rerank.endpoint.base_url, rerank.model, rerank.price_per_request) == (
