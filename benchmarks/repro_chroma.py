@@ -84,9 +84,11 @@ def config_for(data: Path, cache: Path, boundary: str, size: int, overlap: int,
 def exact_rows(cfg, result) -> list[dict]:
     """The same chunks and rankings scored with their true spans (span_mode=exact)."""
     from sweep.evaluation.evaluate import EvalSpec, evaluate
-    from sweep.pipeline.run import load_corpus_cached
+    from sweep.config.specs import build_job_spec
+    from sweep.pipeline.memo import load_corpus_cached
 
-    docs, _ = load_corpus_cached(cfg)
+    job = build_job_spec(cfg)
+    docs, _ = load_corpus_cached(job.corpus, job.cache)
     spec = EvalSpec(tuple(cfg.eval.k), cfg.eval.prompt_k, cfg.eval.token_budget,
                     cfg.eval.min_overlap, "exact")
     _, rows = evaluate(result.resolved, result.chunks, result.rankings, spec, None,
@@ -113,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     from sweep.common.errors import SweepError
     from sweep.config.schema import Boundary
     from sweep.data.importers import run_import
+    from sweep.config.specs import build_job_spec
     from sweep.pipeline.run import run_config
 
     if not args.data.is_dir():
@@ -150,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         cfg = config_for(data, cache, boundary, size, overlap, args.omega_only, args.index)
         try:
-            result = run_config(cfg, progress=False)
+            result = run_config(build_job_spec(cfg), progress=False)
         except SweepError as exc:
             print(f"repro-chroma: {chunker} {size}/{overlap}: {exc}", file=sys.stderr)
             return 1

@@ -23,14 +23,18 @@ def main() -> None:
 
     from sweep.chunking.chunkers import ChunkSpec
     from sweep.config.compose import compose
-    from sweep.embedding.models import Embedder, EmbeddingSpec
-    from sweep.embedding.served import EndpointSpec, ServedEmbedder, ServedSpec
-    from sweep.pipeline.run import chunks_for, load_corpus_cached
+    from sweep.config.specs import build_job_spec
+    from sweep.embedding.embedder import ServedSpec
+    from sweep.embedding.models import EmbeddingSpec, LocalEmbedder
+    from sweep.embedding.served import ServedEmbedder
+    from sweep.endpoints.spec import EndpointSpec
+    from sweep.pipeline.memo import chunks_for, load_corpus_cached
 
-    docs, fp = load_corpus_cached(compose([]))
+    job = build_job_spec(compose([]))
+    docs, fp = load_corpus_cached(job.corpus, job.cache)
     texts = list(dict.fromkeys(c.embed_text for c in chunks_for(
         docs, fp, ChunkSpec("recursive", 256, 0, "none"), "minilm")))
-    local = Embedder(EmbeddingSpec("minilm", batch_size=args.batch, device="cpu"))
+    local = LocalEmbedder(EmbeddingSpec("minilm", batch_size=args.batch, device="cpu"))
     local.encode(texts[:8], progress=False)  # warm-up
 
     def served(concurrency: int) -> ServedEmbedder:

@@ -19,6 +19,7 @@ from sweep.common.errors import SweepError
 from sweep.common.registry import Entry
 from sweep.config.compose import compose, to_container
 from sweep.config.identity import identity_payload
+from sweep.config.specs import build_job_spec
 from sweep.data.corpus import load_corpus
 from sweep.pipeline.run import JobResult, run_config
 from sweep.retrieval.index import INDEX, IndexSpec
@@ -85,7 +86,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, JobRe
         out = {}
         for name, overrides in grid.items():
             cfg = compose([*base, *overrides])
-            out[name] = (to_container(cfg), run_config(cfg, progress=False))
+            out[name] = (to_container(cfg), run_config(build_job_spec(cfg), progress=False))
     return out
 
 
