@@ -44,6 +44,25 @@ def import_covid(shared_data: Path, folder: Path) -> Path:
     return folder / "d"
 
 
+@contextmanager
+def mlflow_tracking_uri(uri: str) -> Iterator[None]:
+    """MLflow's global tracking URI set to ``uri`` for in-process use of its fluent API
+    (tracing, ``mlflow.set_experiment``), then put back as it was.
+
+    ``mlflow.set_tracking_uri`` also exports MLFLOW_TRACKING_URI, and restoring with
+    ``set_tracking_uri(mlflow.get_tracking_uri())`` exports the *default* it computed (this
+    folder's mlflow.db, absolute): every later subprocess of the session then wrote to that
+    store. The variable's own earlier value is what is restored (None unsets both)."""
+    import mlflow
+
+    saved = os.environ.get("MLFLOW_TRACKING_URI")
+    mlflow.set_tracking_uri(uri)
+    try:
+        yield
+    finally:
+        mlflow.set_tracking_uri(saved)
+
+
 def mlflow_runs(uri: str) -> tuple:
     """(client, every run of every experiment) in the MLflow store at ``uri``."""
     from mlflow import MlflowClient
