@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,6 +60,35 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield root
     finally:
         patch.undo()
+
+
+def _guard_tracking_uri(who: str) -> Iterator[None]:
+    before = os.environ.get("MLFLOW_TRACKING_URI")
+    yield
+    after = os.environ.get("MLFLOW_TRACKING_URI")
+    if after != before:
+        if "mlflow" in sys.modules:
+            sys.modules["mlflow"].set_tracking_uri(before)
+        if before is None:
+            os.environ.pop("MLFLOW_TRACKING_URI", None)
+        else:
+            os.environ["MLFLOW_TRACKING_URI"] = before
+        pytest.fail(f"{who} left MLFLOW_TRACKING_URI={after!r} (it was {before!r}): use "
+                    "helpers.mlflow_tracking_uri or monkeypatch", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_tracking_uri_leak(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that leaves MLFLOW_TRACKING_URI changed fails here, by name, and the variable is
+    put back: mlflow.set_tracking_uri exports it, and a later test's subprocesses then wrote
+    their sweep to that other store (helpers.mlflow_tracking_uri sets and restores it)."""
+    yield from _guard_tracking_uri(request.node.nodeid)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_tracking_uri_leak_by_module(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The same for a module's fixtures (set up after this one, so torn down before it)."""
+    yield from _guard_tracking_uri(f"a fixture of {request.node.nodeid}")
 
 
 @pytest.fixture

@@ -4,10 +4,13 @@ pytest discourages importing conftest modules by name."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -50,6 +53,25 @@ def import_covid(shared_data: Path, folder: Path) -> Path:
                   cwd=folder)
     assert res.returncode == 0, res.stderr[-2000:]
     return folder / "d"
+
+
+@contextmanager
+def mlflow_tracking_uri(uri: str) -> Iterator[None]:
+    """MLflow's global tracking URI set to ``uri`` for in-process use of its fluent API
+    (tracing, ``mlflow.set_experiment``), then put back as it was.
+
+    ``mlflow.set_tracking_uri`` also exports MLFLOW_TRACKING_URI, and restoring with
+    ``set_tracking_uri(mlflow.get_tracking_uri())`` exports the *default* it computed (this
+    folder's mlflow.db, absolute): every later subprocess of the session then wrote to that
+    store. The variable's own earlier value is what is restored (None unsets both)."""
+    import mlflow
+
+    saved = os.environ.get("MLFLOW_TRACKING_URI")
+    mlflow.set_tracking_uri(uri)
+    try:
+        yield
+    finally:
+        mlflow.set_tracking_uri(saved)
 
 
 def mlflow_runs(uri: str) -> tuple:
@@ -179,3 +201,91 @@ def same_results(new: list[Any], old: list[Any]) -> int:
     for a, b in zip(new, old, strict=True):
         assert (a.final, a.dense, a.bm25) == (b.final, b.dense, b.bm25)
     return sum(len(r.final.indices) for r in new)
+
+
+class TcpRelay:
+    """A TCP relay from 127.0.0.1:``port`` to a real server, for the fault tests: the only
+    fake between the client and the server, and what a dropped connection or a server that
+    dies looks like from the client's side.
+
+    - ``cut()``: the server died: every open connection closed, new ones refused (the
+      listener is gone).
+    - ``cut_on``: do that at the first client chunk whose first line holds these bytes (an
+      HTTP request line such as ``b"/add "``).
+    - ``cut_after``: cut only the one connection that carries more than that many bytes
+      towards the server (both sides closed mid-stream); later connections pass everything.
+    - ``refuse``: accept and at once close every new connection (a server out of reach).
+    ``cuts`` counts the connections cut by ``cut_after``.
+    """
+
+    def __init__(self, host: str, port: int) -> None:
+        self.upstream = (host, port)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.listener.getsockname()[1])
+        self.cut_on: bytes | None = None
+        self.cut_after: int | None = None
+        self.refuse = False
+        self.cuts = 0
+        self.dead = False
+        self._socks: list[socket.socket] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if self.dead or self.refuse:
+                client.close()
+                if self.dead:
+                    return
+                continue
+            try:
+                server = socket.create_connection(self.upstream)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._socks += [client, server]
+            threading.Thread(target=self._pipe, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(server, client, False),
+                             daemon=True).start()
+
+    def _pipe(self, src: socket.socket, dst: socket.socket, upward: bool) -> None:
+        sent = 0
+        try:
+            while data := src.recv(65536):
+                sent += len(data)
+                if upward and self.cut_on and self.cut_on in data.split(b"\r\n", 1)[0]:
+                    self.cut()
+                    return
+                if upward and self.cut_after is not None and sent > self.cut_after:
+                    self.cut_after = None
+                    self.cuts += 1
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        for sock in (src, dst):  # one side ended: the other learns it at once
+            _close(sock)
+
+    def cut(self) -> None:
+        self.dead = True
+        # wakes the accept() blocked in the other thread (a bare close() would not)
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
+        self.listener.close()
+        with self._lock:
+            for sock in self._socks:
+                _close(sock)
+
+    def close(self) -> None:
+        self.cut()
+
+
+def _close(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    sock.close()

@@ -11,13 +11,11 @@ gets a schema of its own (``options=-csearch_path=...`` in the URL), dropped aft
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing as mp
 import os
 import secrets
 import socket
 import subprocess
-import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +24,7 @@ import numpy as np
 import pytest
 
 from cache_suite import *  # noqa: F403  (the suite's tests, collected here on PostgreSQL)
-from helpers import ROOT, run_cli
+from helpers import ROOT, TcpRelay, run_cli
 from sweep.common.errors import SweepError
 from sweep.common.sqlite import text_key
 from sweep.common.store import CacheTarget
@@ -157,55 +155,6 @@ def test_two_writers_racing_on_the_same_texts_write_each_once(target: CacheTarge
 # ---------------------------------------------------------------- a connection dropped mid-write
 
 
-class CuttingProxy:
-    """A TCP relay from 127.0.0.1 to the server that, once armed, cuts the connection carrying
-    more than ``cut_after`` bytes towards the server (both sides closed mid-stream); the
-    relays after that one pass everything. ``refuse`` makes it close every new connection."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.upstream = (host, port)
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.cut_after: int | None = None
-        self.cuts = 0
-        self.refuse = False
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            if self.refuse:
-                client.close()
-                continue
-            server = socket.create_connection(self.upstream)
-            threading.Thread(target=self._pipe, args=(client, server, True), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(server, client, False),
-                             daemon=True).start()
-
-    def _pipe(self, src: socket.socket, dst: socket.socket, upward: bool) -> None:
-        sent = 0
-        try:
-            while data := src.recv(65536):
-                sent += len(data)
-                if upward and self.cut_after is not None and sent > self.cut_after:
-                    self.cut_after = None
-                    self.cuts += 1
-                    break
-                dst.sendall(data)
-        except OSError:
-            pass
-        for s in (src, dst):
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-            s.close()
-
-    def close(self) -> None:
-        self.listener.close()
-
-
 def _via(url: str, port: int) -> str:
     head, _, tail = url.partition("@")
     return f"{head}@127.0.0.1:{port}/{tail.split('/', 1)[1]}"
@@ -214,7 +163,7 @@ def _via(url: str, port: int) -> str:
 def test_a_connection_dropped_mid_batch_is_opened_again_and_the_batch_sent_whole(
         target: CacheTarget, caplog: pytest.LogCaptureFixture) -> None:
     host_port = target.url.split("@", 1)[1].split("/", 1)[0]
-    proxy = CuttingProxy(host_port.split(":")[0], int(host_port.split(":")[1]))
+    proxy = TcpRelay(host_port.split(":")[0], int(host_port.split(":")[1]))
     try:
         cut = CacheTarget(target.dir, "postgres", _via(target.url, proxy.port), PASSWORD_ENV)
         cache = EmbeddingCache(cut)

@@ -8,12 +8,10 @@ $CHUNK_SWEEP_CHROMA_PORT reuses a server already running there (e.g. `make chrom
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import socket
 import subprocess
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -23,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, TcpRelay
 from sweep.common.errors import SweepError
 from sweep.retrieval.index import (
     ABANDONED_AFTER_S,
@@ -78,59 +76,6 @@ def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         proc.wait(timeout=20)
 
 
-class Relay:
-    """Forwards 127.0.0.1:<port> to the Chroma server until cut; cut() closes every open
-    connection and refuses new ones, as a server that died would."""
-
-    def __init__(self, target: int) -> None:
-        self.target = target
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = int(self.listener.getsockname()[1])
-        self.cut_on: bytes | None = None  # cut at the first request whose line holds this
-        self._socks: list[socket.socket] = []
-        self.dead = False
-        self._lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            if self.dead:
-                client.close()
-                return
-            upstream = socket.create_connection(("127.0.0.1", self.target))
-            with self._lock:
-                self._socks += [client, upstream]
-            threading.Thread(target=self._pipe, args=(client, upstream, True), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(upstream, client, False),
-                             daemon=True).start()
-
-    def _pipe(self, src: socket.socket, dst: socket.socket, counts: bool) -> None:
-        try:
-            while data := src.recv(65536):
-                if counts and self.cut_on and self.cut_on in data.split(b"\r\n", 1)[0]:
-                    self.cut()
-                    return
-                dst.sendall(data)
-        except OSError:
-            pass
-
-    def cut(self) -> None:
-        self.dead = True
-        # wakes the accept() blocked in the other thread (a bare close() would not)
-        with contextlib.suppress(OSError):
-            self.listener.shutdown(socket.SHUT_RDWR)
-        self.listener.close()
-        with self._lock:
-            for s in self._socks:
-                with contextlib.suppress(OSError):
-                    s.shutdown(socket.SHUT_RDWR)
-                s.close()
-
-
 def _data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     x = np.random.default_rng(seed).normal(size=(n, 64))
     x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
@@ -164,7 +109,7 @@ def _exact_ok(index: object, x: np.ndarray, tb: np.ndarray) -> None:
 
 def test_the_server_dying_mid_build_is_one_line(port: int) -> None:
     x, tb = _data(3000, 1)
-    relay = Relay(port)
+    relay = TcpRelay("127.0.0.1", port)
     relay.cut_on = b"/add "  # the collection is created, its vectors never arrive
     spec = IndexSpec("chroma", port=relay.port, ef_search=3000)
     name = _fresh(port, spec, x)
@@ -182,7 +127,7 @@ def test_the_server_dying_mid_build_is_one_line(port: int) -> None:
 
 def test_the_server_dying_mid_search_is_one_line(port: int) -> None:
     x, tb = _data(500, 2)
-    relay = Relay(port)
+    relay = TcpRelay("127.0.0.1", port)
     spec = IndexSpec("chroma", port=relay.port, ef_search=500)
     _fresh(port, spec, x)
     index = build_index(spec, x, tb)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -63,7 +63,7 @@ def test_printed_link_opens_the_runs_table_with_the_parent(tmp_path: Path,
         table[0].startswith("| rank | chunk.boundary | chunk.size |")
     assert len(table) == 2 + 4  # header, rule, one row per configuration
 
-    port = _free_port()
+    port = int(os.environ.get("CHUNK_SWEEP_UI_TEST_PORT") or _free_port())
     ui = subprocess.Popen([sys.executable, "-m", "sweep.cli", "ui", "--port", str(port),
                            "--tracking-uri", uri], cwd=tmp_path,
                           env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=subprocess.PIPE,
@@ -71,15 +71,16 @@ def test_printed_link_opens_the_runs_table_with_the_parent(tmp_path: Path,
     try:
         assert ui.stdout is not None
         first = ui.stdout.readline()
-        link = LINK.search(first)
-        assert link, first
+        assert first.startswith(f"starting the MLflow UI on http://127.0.0.1:{port}"), first
+        link = None
+        while link is None:  # mlflow's own lines while it starts, then the link
+            line = ui.stdout.readline()
+            assert line, "sweep ui ended before printing its link"
+            link = LINK.search(line)
         assert link.group(1) == printed.group(1).replace(":5000/", f":{port}/")
-        for _ in range(240):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
-                break
-            except OSError:
-                time.sleep(1)
+        # printed once the server answers (issue 30: it came minutes before)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as health:
+            assert health.status == 200
 
         driver = browser  # a fresh profile: MLflow's stored mode is its default, GenAI
         driver.get(link.group(1))
@@ -107,5 +108,5 @@ def test_printed_link_opens_the_runs_table_with_the_parent(tmp_path: Path,
         assert shot.stat().st_size > 10_000
         shutil.copy(shot, SCREENSHOT_COPY)
     finally:
-        os.killpg(ui.pid, 15)  # mlflow ui and its uvicorn workers
-        ui.wait(30)
+        ui.send_signal(signal.SIGINT)  # Ctrl-C: sweep ui stops mlflow ui and its workers
+        assert ui.wait(60) == 128 + signal.SIGINT

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from chat_protocol_server import ChatProtocolServer, Reply
-from helpers import DEMO, run_cli
+from helpers import DEMO, mlflow_tracking_uri, run_cli
 
 pytestmark = pytest.mark.slow  # conftest marks all of tests/e2e/ slow; said here for the reader
 
@@ -155,9 +155,7 @@ def test_mlflow_traces_through_the_cli(tmp_path: Path, monkeypatch: pytest.Monke
     from mlflow.entities import Document, SpanType
 
     uri = f"sqlite:///{tmp_path / 'app.db'}"
-    before = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(uri)
-    try:
+    with mlflow_tracking_uri(uri):
         mlflow.set_experiment("assistant")
 
         @mlflow.trace(span_type=SpanType.RETRIEVER)
@@ -176,8 +174,6 @@ def test_mlflow_traces_through_the_cli(tmp_path: Path, monkeypatch: pytest.Monke
             if verdict is not None:
                 mlflow.log_feedback(trace_id=mlflow.get_last_active_trace_id(), name="thumbs",
                                     value=verdict)
-    finally:
-        mlflow.set_tracking_uri(before)
     q = tmp_path / "q.jsonl"
     res = run_cli("-m", "sweep.cli", "questions", "import", "--mlflow-experiment", "assistant",
                   "--out", str(q), "--no-near", cwd=tmp_path, env={"MLFLOW_TRACKING_URI": uri},

@@ -91,6 +91,8 @@ def job(cfg: DictConfig) -> float:
     _third_party_at_warning(hc.verbose)
     multirun = hc.mode == RunMode.MULTIRUN
     job_dir = Path(hc.runtime.output_dir)
+    _CHOICES.clear()
+    _CHOICES.update(group_choices(hc.runtime.choices))
     try:
         plain = to_container(cfg)
     except OmegaConfBaseException as exc:
@@ -115,6 +117,7 @@ def job(cfg: DictConfig) -> float:
 
     rep = result.report
     shared.add_to_report(rep, work)
+    rep["choices"] = dict(_CHOICES)
     gen_error: SweepError | None = None
     try:
         # Retrieval results are on disk before generation starts: a crash there loses nothing.
@@ -159,6 +162,17 @@ def job(cfg: DictConfig) -> float:
     if gen_error is not None:
         return _exit_or_nan(rep["error"], multirun, gen_error)
     return float(rep["headline"]["value"])
+
+
+# The config group options this job was composed from (``embedding: served_minilm``), for the
+# sweep's table: sweeping a group is one axis, not one per key its options set differently.
+_CHOICES: dict[str, str] = {}
+
+
+def group_choices(choices: Any) -> dict[str, str]:
+    """Hydra's runtime choices without Hydra's own groups (launcher, sweeper, logging)."""
+    return {str(k): str(v) for k, v in dict(choices or {}).items()
+            if v is not None and not str(k).startswith("hydra")}
 
 
 # Messages of the queued child runs that could not be logged, for the sweep's end (their
@@ -238,7 +252,7 @@ def write_error(folder: Path | None, exc: OSError) -> SweepError:
 
 def _fail(plain: dict[str, Any], job_dir: Path, exc: BaseException, multirun: bool) -> float:
     message = _error_line(exc)
-    rep = {"status": "FAILED", "error": message, "config": plain}
+    rep = {"status": "FAILED", "error": message, "config": plain, "choices": dict(_CHOICES)}
     # When the folder is what failed, the FAILED run in MLflow carries the reason.
     with contextlib.suppress(OSError):
         rp.write_report(job_dir, rep)

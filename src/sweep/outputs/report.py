@@ -220,6 +220,33 @@ def miss_summary(metrics: Mapping[str, Any]) -> str | None:
     return " · ".join(f"{short} {n}" for n, short in shown) or "none"
 
 
+def swept_groups(reports: Sequence[dict[str, Any]], keys: Sequence[str]
+                 ) -> tuple[list[str], list[str]]:
+    """The config groups a sweep swept (``embedding=minilm,served_minilm``: the jobs' recorded
+    ``choices`` differ), and ``keys`` without those that only follow a group's option: the
+    table shows one ``embedding`` column, not one per key the two options set differently
+    (family, name, base_url, ...). A key that also differs within one option (swept on its
+    own) stays. Reports without choices (older ones) leave every key as it was."""
+    if not reports or any(not isinstance(r.get("choices"), dict) for r in reports):
+        return [], list(keys)
+    common = set.intersection(*(set(r["choices"]) for r in reports))
+    groups = sorted(g for g in common if len({r["choices"][g] for r in reports}) > 1)
+    flats = [flatten(r.get("config", {})) for r in reports]
+    kept = []
+    for key in keys:
+        group = next((g for g in groups if key.startswith(g + ".")), None)
+        if group is not None:
+            by_option: dict[str, set[str]] = {}
+            for rep, flat in zip(reports, flats, strict=True):
+                if key in flat:
+                    by_option.setdefault(rep["choices"][group], set()).add(
+                        json.dumps(flat[key], sort_keys=True, default=str))
+            if all(len(values) == 1 for values in by_option.values()):
+                continue  # set by the option: the group's column says it
+        kept.append(key)
+    return groups, kept
+
+
 # A swept setting that the configuration does not read (`config.identity.inapplicable_keys`).
 NOT_APPLICABLE = "n/a"
 
@@ -228,7 +255,10 @@ def comparison_rows(reports: Sequence[dict[str, Any]], folders: Sequence[Path] |
                     ) -> tuple[list[str], list[dict[str, Any]]]:
     """Rows for the comparison table, best headline first (failed jobs last); with
     ``folders`` (each report's job folder), each row's ``folder``."""
-    axes_all = varying_params([r for r in reports if r.get("status") == "FINISHED"] or reports)
+    considered = [r for r in reports if r.get("status") == "FINISHED"] or reports
+    keys = varying_params(considered)
+    groups, keys = swept_groups(considered, keys)
+    axes_all = sorted([*keys, *groups])
     axes = axes_all
     rows = []
     seen: dict[str, dict[str, Any]] = {}
@@ -243,6 +273,8 @@ def comparison_rows(reports: Sequence[dict[str, Any]], folders: Sequence[Path] |
         flat = flatten(rep.get("config", {}))
         unused = inapplicable_keys(flat)
         row: dict[str, Any] = {a: NOT_APPLICABLE if a in unused else flat.get(a) for a in axes}
+        for group in groups:
+            row[group] = (rep.get("choices") or {}).get(group)
         row["n_jobs"] = 1
         if chash and rep.get("status") == "FINISHED":
             seen[chash] = row

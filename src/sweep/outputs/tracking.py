@@ -555,15 +555,14 @@ def sweep_runs(uri: str, parent: Mapping[str, Any]) -> Any:
 
     preflight(uri)
     # mlflow.set_tracking_uri also exports MLFLOW_TRACKING_URI, which would then pick the
-    # store of everything this process runs later; put the variable back afterwards.
+    # store of everything this process runs later. Both are put back from the variable's
+    # own earlier value (None unsets both), never from mlflow.get_tracking_uri(): that is a
+    # computed default, and setting it exports it.
     saved = os.environ.get("MLFLOW_TRACKING_URI")
     try:
         return _sweep_runs(uri, parent, mlflow)
     finally:
-        if saved is None:
-            os.environ.pop("MLFLOW_TRACKING_URI", None)
-        else:
-            os.environ["MLFLOW_TRACKING_URI"] = saved
+        mlflow.set_tracking_uri(saved)
 
 
 def _sweep_runs(uri: str, parent: Mapping[str, Any], mlflow: Any) -> Any:

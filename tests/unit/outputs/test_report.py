@@ -146,3 +146,46 @@ def test_per_question_csv_is_what_dictwriter_writes(tmp_path: Path) -> None:
     back = list(csv.DictReader(path.open(newline="", encoding="utf-8")))
     assert back[0]["question"] == rows[0]["question"] and back[0]["mrr"] == "0.30000000000000004"
     assert back[0]["first_relevant_rank"] == "" and back[1]["zeta"] == ""
+
+
+def _emb_report(option: str, size: int, batch: int, headline: float) -> dict:
+    local = option == "minilm"
+    embedding = {"name": "minilm" if local else "served_minilm",
+                 "family": "sentence_transformers" if local else "openai",
+                 "base_url": "" if local else "http://127.0.0.1:7997/v1",
+                 "max_texts_per_request": batch}
+    return {"config": {"chunk": {"size": size}, "embedding": embedding},
+            "choices": {"embedding": option, "chunk": "default"},
+            "config_hash": f"{option}{size}{batch}", "status": "FINISHED",
+            "headline": {"metric": "recall_at_5", "value": headline},
+            "metrics": {"recall_at_5": headline}}
+
+
+def test_a_swept_config_group_is_one_column_not_one_per_key_its_options_set() -> None:
+    # `embedding=minilm,served_minilm chunk.size=128,256`: two axes, though the two options
+    # differ on name, family and base_url (issue 30: 7 "swept" columns, a long best: line)
+    reports = [_emb_report(o, s, 64, 0.5 + i / 10)
+               for i, (o, s) in enumerate([("minilm", 128), ("served_minilm", 128),
+                                           ("minilm", 256), ("served_minilm", 256)])]
+    axes, rows = comparison_rows(reports)
+    assert axes == ["chunk.size", "embedding"]
+    assert [(r["chunk.size"], r["embedding"]) for r in rows] == [
+        (256, "served_minilm"), (256, "minilm"), (128, "served_minilm"), (128, "minilm")]
+    assert "embedding.family" not in rows[0]
+    assert comparison_markdown(axes, rows).startswith("| rank | chunk.size | embedding | headline")
+
+
+def test_a_key_swept_inside_a_swept_group_stays_a_column() -> None:
+    reports = [_emb_report(o, 128, b, 0.5 + i / 10)
+               for i, (o, b) in enumerate([("minilm", 16), ("served_minilm", 16),
+                                           ("minilm", 64), ("served_minilm", 64)])]
+    axes, _ = comparison_rows(reports)
+    assert axes == ["embedding", "embedding.max_texts_per_request"]
+
+
+def test_reports_without_choices_keep_every_differing_key() -> None:
+    reports = [_emb_report("minilm", 128, 64, 0.5), _emb_report("served_minilm", 128, 64, 0.6)]
+    for rep in reports:
+        del rep["choices"]
+    axes, _ = comparison_rows(reports)
+    assert axes == ["embedding.base_url", "embedding.family", "embedding.name"]

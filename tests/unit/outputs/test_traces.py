@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import mlflow_tracking_uri
 from sweep.common.errors import SweepError
 from sweep.outputs import tracking
 from sweep.questions.build import build_queue
@@ -27,34 +28,32 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[
     import mlflow
     from mlflow.entities import Document, SpanType
 
-    uri = f"sqlite:///{tmp_path_factory.mktemp('traces') / 'mlflow.db'}"
-    before = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(uri)
     try:
-        mlflow.set_experiment("assistant")
+        uri = f"sqlite:///{tmp_path_factory.mktemp('traces') / 'mlflow.db'}"
+        with mlflow_tracking_uri(uri):
+            mlflow.set_experiment("assistant")
 
-        @mlflow.trace(span_type=SpanType.RETRIEVER)
-        def retrieve(query: str) -> list[Document]:
-            doc = "returns" if "return" in query else "shipping"
-            return [Document(page_content=f"All about {doc}. Call +44 20 7946 0958.",
-                             metadata={"doc_uri": f"{doc}.md"}, id=f"{doc}#0")]
+            @mlflow.trace(span_type=SpanType.RETRIEVER)
+            def retrieve(query: str) -> list[Document]:
+                doc = "returns" if "return" in query else "shipping"
+                return [Document(page_content=f"All about {doc}. Call +44 20 7946 0958.",
+                                 metadata={"doc_uri": f"{doc}.md"}, id=f"{doc}#0")]
 
-        @mlflow.trace
-        def answer(question: str) -> str:
-            docs = retrieve(question)
-            return docs[0].page_content
+            @mlflow.trace
+            def answer(question: str) -> str:
+                docs = retrieve(question)
+                return docs[0].page_content
 
-        ids = []
-        for q in QUESTIONS:
-            answer(q)
-            ids.append(mlflow.get_last_active_trace_id())
-        mlflow.log_feedback(trace_id=ids[0], name="thumbs", value=False)
-        mlflow.log_feedback(trace_id=ids[2], name="rating", value=0.0)
-        mlflow.log_feedback(trace_id=ids[3], name="thumbs", value=True)
-        mlflow.set_experiment("empty")
-        yield uri, ids
+            ids = []
+            for q in QUESTIONS:
+                answer(q)
+                ids.append(mlflow.get_last_active_trace_id())
+            mlflow.log_feedback(trace_id=ids[0], name="thumbs", value=False)
+            mlflow.log_feedback(trace_id=ids[2], name="rating", value=0.0)
+            mlflow.log_feedback(trace_id=ids[3], name="thumbs", value=True)
+            mlflow.set_experiment("empty")
+            yield uri, ids
     finally:
-        mlflow.set_tracking_uri(before)
         patch.undo()
 
 
