@@ -394,7 +394,7 @@ def encode_pairs(out: Path, sizes: str, n_texts: int, n_rounds: int,
 
     from sweep.embedding.backends import BACKENDS, REFERENCE
     from sweep.embedding.cache import EmbeddingCache
-    from sweep.embedding.models import Embedder, EmbeddingSpec, encode_by_batch
+    from sweep.embedding.models import EmbeddingSpec, LocalEmbedder, encode_by_batch
 
     texts = unique_texts(out, sizes)
     every = not n_texts or n_texts >= len(texts)
@@ -409,7 +409,7 @@ def encode_pairs(out: Path, sizes: str, n_texts: int, n_rounds: int,
         for precision in precisions:
             if only is not None and (backend, precision) not in only:
                 continue
-            e = Embedder(EmbeddingSpec(backend=backend, precision=precision, device="cpu"))
+            e = LocalEmbedder(EmbeddingSpec(backend=backend, precision=precision, device="cpu"))
             e.cache = EmbeddingCache(out / "cache-encode" / "embeddings.sqlite")
             start = time.perf_counter()
             model = e.model  # the export (once) and the load
