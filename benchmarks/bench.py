@@ -76,6 +76,20 @@ def jobs_total(folder: Path) -> float:
                for r in folder.glob("*/report.json"))
 
 
+def trim_covid(folder: Path, n_docs: int) -> None:
+    """Keep the first ``n_docs`` papers (by file name) and the questions whose evidence is all
+    in them: a stated subset for a loaded machine (--docs)."""
+    files = sorted((folder / "corpus").iterdir())
+    kept = {f.stem for f in files[:n_docs]}
+    for f in files[n_docs:]:
+        f.unlink()
+    golden = folder / "golden.jsonl"
+    rows = [json.loads(line) for line in golden.read_text(encoding="utf-8").splitlines()]
+    rows = [r for r in rows if set(r.get("relevant_doc_ids") or []) <= kept]
+    golden.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    print(f"subset: {len(kept)} papers, {len(rows)} questions (--docs {n_docs})", flush=True)
+
+
 def unique_texts(out: Path, sizes: str) -> list[str]:
     """Exactly the texts the sweep sent to the model: every chunk of every chunking, and the
     questions."""
@@ -257,6 +271,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3,
                         help="bare-encode rounds over every backend x precision (the fastest "
                         "of each is kept)")
+    parser.add_argument("--docs", type=int, default=0,
+                        help="COVID-QA's first N papers and their questions only (0 = all)")
     parser.add_argument("--pairs", default="",
                         help="bare-encode only these pairs besides torch:fp32, e.g. "
                         "openvino:bf16,onnx:int8 (the fastest of them gets the cold sweep)")
@@ -281,6 +297,8 @@ def main() -> None:
         big_file(out)
     subprocess.run([sys.executable, "-m", "sweep.cli", "import", "squad", str(COVID), "--out",
                     str(out / "covid")], check=True, stdout=subprocess.DEVNULL)
+    if args.docs:
+        trim_covid(out / "covid", args.docs)
     if args.backends_only:
         print(f"configurations={4 * len(args.sizes.split(','))}", flush=True)
         # The bare encodes first, then the cold sweeps one right after the other: the ratio of
