@@ -14,6 +14,7 @@ cold sweep, and the quantisation tax of each configuration of the grid.
     python benchmarks/bench.py [--sizes 128,256,512] [--out .cache/bench] [--small-only]
                                [--big-only] [--covid-only]
                                [--backends-only [--texts N] [--rounds N] [--pairs B:P,...]]
+                               [--docs N]
 """
 
 from __future__ import annotations
