@@ -83,8 +83,8 @@ def config_for(data: Path, cache: Path, boundary: str, size: int, overlap: int,
 
 def exact_rows(cfg, result) -> list[dict]:
     """The same chunks and rankings scored with their true spans (span_mode=exact)."""
-    from sweep.evaluation.evaluate import EvalSpec, evaluate
     from sweep.config.specs import build_job_spec
+    from sweep.evaluation.evaluate import EvalSpec, evaluate
     from sweep.pipeline.memo import load_corpus_cached
 
     job = build_job_spec(cfg)
@@ -114,8 +114,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from sweep.common.errors import SweepError
     from sweep.config.schema import Boundary
-    from sweep.data.importers import run_import
     from sweep.config.specs import build_job_spec
+    from sweep.data.importers import run_import
     from sweep.pipeline.run import run_config
 
     if not args.data.is_dir():
