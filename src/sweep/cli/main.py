@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 raise
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(1)
-    from sweep.__main__ import main as hydra_main
+    from sweep.cli.hydra_main import main as hydra_main
 
     sys.argv = [sys.argv[0], *argv]
     hydra_main()

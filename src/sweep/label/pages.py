@@ -10,58 +10,21 @@ no characters to the offsets, and a browser does not copy generated content.
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from collections.abc import Sequence
-from functools import lru_cache
-from html import escape
-from importlib import resources
 from urllib.parse import quote
 
 from sweep.data.corpus import Document
 from sweep.label.app import Hit, ItemRow, LabelApp, SweepRanks, page_label
 from sweep.label.queue_page import queue_panel, queue_script
+from sweep.label.shell import e, json_script, shell
 from sweep.retrieval.bm25 import query_tokens
 
 CONTEXT_CHARS = 240  # document text shown before and after a hit
 
 
-@lru_cache(maxsize=4)
-def asset(name: str) -> str:
-    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
-
-
-def e(value: object) -> str:
-    return escape(str(value), quote=True)
-
-
 def doc_url(doc: Document) -> str:
     return "/doc/" + quote(doc.source)
-
-
-def json_script(element_id: str, data: object) -> str:
-    """JSON for the page's script, safe inside HTML (no ``</script>`` can close it)."""
-    text = json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace(
-        "&", "\\u0026")
-    return f'<script type="application/json" id="{e(element_id)}">{text}</script>'
-
-
-def shell(app: LabelApp, title: str, body: str, nonce: str, *, script: bool = True,
-          body_class: str = "") -> str:
-    n = len(app.store.entries())
-    js = (f'<script nonce="{e(nonce)}">{asset("label.js")}</script>' if script else "")
-    return (
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<meta name=\"viewport\" content=\"width=device-width\"><title>{e(title)}</title>"
-        f'<style nonce="{e(nonce)}">{asset("label.css")}</style></head>'
-        f'<body class="{e(body_class)}">'
-        f'<header><b>sweep label</b> <span class="muted">corpus</span> '
-        f'<code>{e(app.settings.corpus)}</code> ({len(app.docs)} documents) '
-        f'<span class="muted">golden</span> <code>{e(app.store.shown_path)}</code> '
-        f'<nav><a href="/" id="nav-new">New question</a> '
-        f'<a href="/items" id="nav-items">Golden set ({n})</a></nav></header>'
-        f"{body}{js}</body></html>"
-    )
 
 
 def _highlight_words(text: str, words: Sequence[str]) -> str:

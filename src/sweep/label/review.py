@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from sweep.common.errors import SweepError
 from sweep.data.drift import now_iso
 from sweep.data.golden import PENDING_STATUSES
+from sweep.label.shell import asset, json_script, shell
 from sweep.label.store import append_bytes
 
 if TYPE_CHECKING:
@@ -139,7 +140,6 @@ def _passage(p: Mapping[str, Any] | None, empty: str) -> str:
 
 
 def review_page(app: LabelApp, queue_path: Path, nonce: str) -> str:
-    from sweep.label.pages import json_script, shell
 
     queue = load_queue(queue_path)
     entries = {x.qid: x for x in app.store.entries() if x.qid is not None}
@@ -203,6 +203,5 @@ def review_page(app: LabelApp, queue_path: Path, nonce: str) -> str:
 
 
 def _asset(name: str) -> str:
-    from sweep.label.pages import asset
 
     return asset(name)

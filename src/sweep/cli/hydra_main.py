@@ -1,0 +1,124 @@
+"""``python -m sweep [-m] [overrides...]`` (and ``sweep`` with overrides): one configuration, or a
+sweep with ``-m``. In `sweep.cli` so that `sweep.__main__` only calls it and the dispatcher
+(`sweep.cli.main`) imports it without an import circle through the package root."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any
+
+from sweep.common.errors import SweepError
+from sweep.common.memory import tune_gc
+from sweep.outputs import tracking_worker
+
+
+def _refuse_secrets(argv: list[str]) -> None:
+    """Hydra writes the composed config to ``.hydra/`` before the job function runs, so a
+    secret-looking key is refused here, before Hydra starts; so is an axis given twice."""
+    from hydra._internal.utils import get_args_parser
+
+    from sweep.config.compose import check_duplicate_overrides, preflight_secrets
+
+    try:
+        args = get_args_parser().parse_args(argv)
+    except SystemExit:  # Hydra prints its own usage error
+        return
+    try:
+        preflight_secrets(args.overrides, config_name=args.config_name or "config")
+        for warning in check_duplicate_overrides(args.overrides):
+            print(f"warning: {warning}", file=sys.stderr)
+    except SweepError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)
+
+
+def _own_write_errors() -> None:
+    """Hydra writes the sweep and job folders (``multirun.yaml``, ``.hydra/``) before a job
+    runs; on a full or read-only filesystem its OSError ends the sweep with a traceback and
+    the parent run left RUNNING. Instead: one line, the parent closed FAILED. Hydra has no
+    hook around its launcher, hence the wrapper around the function its entry point calls
+    (Hydra's internal module, as `_refuse_secrets` uses; hydra-core is pinned to 1.3)."""
+    from hydra._internal import utils as hydra_utils
+
+    original = hydra_utils.run_and_report
+    if getattr(original, "chunk_sweep", False):
+        return
+
+    def run_and_report(func: Any) -> Any:
+        def guarded() -> Any:
+            try:
+                return func()
+            except (OSError, ValueError) as exc:
+                # logging.config wraps the OSError of a log file it cannot open
+                cause = exc if isinstance(exc, OSError) else exc.__cause__
+                if not isinstance(cause, OSError):
+                    raise
+                from sweep.cli.hydra_job import close_failed
+
+                line = close_failed(cause)
+                if os.environ.get("HYDRA_FULL_ERROR") == "1":
+                    raise
+                print(line, file=sys.stderr)
+                sys.exit(1)
+
+        return original(guarded)
+
+    run_and_report.chunk_sweep = True  # type: ignore[attr-defined]
+    hydra_utils.run_and_report = run_and_report
+
+
+# Hydra's flags that print and exit, and the overrides that turn tracking off: no worker then
+# (it would spend a core importing MLflow for nothing, and on a busy machine slow this one).
+_NO_TRACKING_FLAGS = ("-h", "--help", "--hydra-help", "-i", "--info", "-c", "--cfg",
+                      "--shell-completion", "-sc")
+_NO_TRACKING_OVERRIDES = ("tracking=off", "tracking.enabled=false", "tracking.enabled=False")
+
+
+def _needs_tracking(argv: list[str]) -> bool:
+    return not any(a in _NO_TRACKING_FLAGS or a.split("=", 1)[0] in _NO_TRACKING_FLAGS
+                   or a.lstrip("+~") in _NO_TRACKING_OVERRIDES for a in argv)
+
+
+def main() -> None:
+    # First, before Hydra and the pipeline are imported: MLflow's import and the store's
+    # opening then run in the worker on the other core while this process sets up the sweep.
+    if _needs_tracking(sys.argv[1:]):
+        tracking_worker.start()
+    tune_gc()
+    import hydra
+
+    from sweep.cli.hydra_job import job
+    from sweep.common import interrupt
+    from sweep.config.schema import conf_dir, register
+
+    # A log handler that cannot write (a full disk) drops the line instead of printing a
+    # traceback per record (the standard library's switch for production use).
+    logging.raiseExceptions = False
+    register()
+    try:
+        config_path = str(conf_dir())
+    except SweepError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)
+    _refuse_secrets(sys.argv[1:])
+    _own_write_errors()
+    from sweep.config.compose import compose_jobs_once
+
+    compose_jobs_once()
+    interrupt.install()
+    try:
+        hydra.main(version_base="1.3", config_path=config_path, config_name="config")(job)()
+    except KeyboardInterrupt:
+        # One line instead of a KeyboardInterrupt traceback, and the parent run closed KILLED
+        # instead of left RUNNING.
+        interrupt.handled()
+        from sweep.cli.hydra_job import close_interrupted
+
+        print(close_interrupted(), file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # Not sys.exit: worker threads blocked in a network call (generation) would hold the
+        # exit until their timeout.
+        os._exit(130)
