@@ -82,12 +82,7 @@ from sweep.pipeline.strategies import contextual_chunks, cut_embedder, returned
 from sweep.retrieval.bm25 import BM25Index, stopwords_for
 from sweep.retrieval.index import IndexSpec, overlap_at_k
 from sweep.retrieval.ranking import Ranking
-from sweep.retrieval.rerank import (
-    CrossEncoderReranker,
-    ServedReranker,
-    get_reranker,
-    get_served_reranker,
-)
+from sweep.retrieval.rerank import RERANK, CrossEncoderReranker, ServedReranker
 from sweep.retrieval.search import ConfigSearch, SearchResult, latency_summary
 
 log = logging.getLogger(__name__)
@@ -265,11 +260,9 @@ def load_reranker(retrieval: RetrievalSpec, rerank: RerankSetup
     expensive embedding step."""
     if retrieval.uses_bm25 or retrieval.diagnose:
         stopwords_for(retrieval.bm25.stopwords)
-    if rerank.method == "cross_encoder":
-        return get_reranker(rerank.spec)
-    if rerank.method == "cohere":
-        return get_served_reranker(rerank.spec)
-    return None
+    if rerank.spec is None:  # rerank.method=none
+        return None
+    return RERANK.impl(rerank.method)(rerank.spec)  # a local or a served cross-encoder
 
 
 @dataclass
