@@ -22,12 +22,6 @@ from typing import Any, NamedTuple
 from sweep.common.errors import SweepError
 from sweep.common.mapping import flatten
 from sweep.common.paths import PROJECT_ROOT
-from sweep.config.identity import (
-    RESULT_SECTIONS,
-    active_sections,
-    gate_open,
-    unhashed_flat_keys,
-)
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +101,17 @@ def lowered(old: Mapping[str, float], new: Mapping[str, float], metrics: Sequenc
 
 
 def config_differences(base: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
+    if base == now:  # nothing to classify: a gate answered from its memo stays stdlib-only
+        return []
+    # Imported here: which settings count is read off the stages' registries (config.axes),
+    # which import numpy; `sweep baseline check` answering from its memo needs none of them.
+    from sweep.config.identity import (
+        RESULT_SECTIONS,
+        active_sections,
+        gate_open,
+        unhashed_flat_keys,
+    )
+
     # Sections switched off on both sides change no number (a baseline written before the
     # index axis has no index section; exact search is what it ran).
     # Neither do the settings of a strategy not chosen (chunk.semantic.* without the semantic
@@ -142,6 +147,7 @@ def evaluate_config(overrides: Sequence[str]) -> dict[str, Any]:
     """Run the composed configuration in-process; the numbers the gate needs."""
     from sweep.config.checks import check_config
     from sweep.config.compose import compose
+    from sweep.config.identity import RESULT_SECTIONS
     from sweep.config.specs import build_job_spec
     from sweep.decide import memo
     from sweep.pipeline.run import run_config
