@@ -23,7 +23,7 @@ from sweep.config.compose import to_container
 from sweep.config.schema import Config
 from sweep.data.parsers.limits import ParseLimits
 from sweep.embedding.embedder import ServedSpec
-from sweep.embedding.models import EmbeddingSpec
+from sweep.embedding.models import FAMILY, EmbeddingSpec
 from sweep.endpoints.spec import EndpointSpec
 from sweep.evaluation.evaluate import EvalSpec
 from sweep.generation.contextual import ContextSpec
@@ -48,7 +48,7 @@ def chunk_spec(cfg: Config) -> ChunkSpec:
 def embedding_spec(cfg: Config) -> EmbeddingSpec:
     e = cfg.embedding
     served = None
-    if e.family.value == "openai":
+    if FAMILY.has(e.family.value, "remote"):  # a model behind an endpoint
         served = ServedSpec(
             EndpointSpec("embedding", e.base_url, e.api_key_env, e.timeout_s, e.max_retries,
                          e.concurrency, e.requests_per_minute, e.tokens_per_minute),

@@ -57,6 +57,7 @@ from sweep.evaluation.sources import (
 from sweep.generation.cache import get_judge_cache
 from sweep.generation.run import (
     DIAGNOSES,
+    GENERATION,
     ChatReader,
     ExtractiveReader,
     GenItem,
@@ -80,7 +81,7 @@ from sweep.pipeline.memo import (
 )
 from sweep.pipeline.strategies import contextual_chunks, cut_embedder, returned
 from sweep.retrieval.bm25 import BM25Index, stopwords_for
-from sweep.retrieval.index import IndexSpec, overlap_at_k
+from sweep.retrieval.index import INDEX, IndexSpec, overlap_at_k
 from sweep.retrieval.ranking import Ranking
 from sweep.retrieval.rerank import RERANK, CrossEncoderReranker, ServedReranker
 from sweep.retrieval.search import ConfigSearch, SearchResult, latency_summary
@@ -117,7 +118,7 @@ def make_search(chunks: list[Chunk], retrieval: RetrievalSpec, index_spec: Index
                 pool: int, chunk_vecs: np.ndarray | None, bm25: BM25Index | None,
                 reranker: CrossEncoderReranker | ServedReranker | None) -> ConfigSearch:
     index = (index_for(index_spec, chunks, chunk_vecs)
-             if chunk_vecs is not None and index_spec.kind != "exact" else None)
+             if chunk_vecs is not None and index_spec.kind != INDEX.off else None)
     r = retrieval
     return ConfigSearch(chunks, r.method, r.depth, chunk_vecs=chunk_vecs, bm25=bm25,
                         rrf_k=r.rrf_k, dense_weight=r.dense_weight, bm25_weight=r.bm25_weight,
@@ -575,7 +576,7 @@ def passage(chunk: Chunk) -> Passage:
 
 def make_reader(gen: GenerationSpec, embedding: EmbeddingSpec, cache: CacheTarget | None
                 ) -> Reader:
-    if gen.method == "extractive":
+    if GENERATION.has(gen.method, "needs_embedder"):  # the extractive reader
         return ExtractiveReader(embedder_for(embedding, cache).encode, gen.max_chars,
                                 gen.max_sentences)
     client = ChatClient(gen.endpoint, gen.model)
