@@ -139,7 +139,7 @@ def test_saved_item_and_golden_list_give_the_page(app: LabelApp) -> None:
 
 
 def test_marker_label_comes_from_css(tmp_path: Path) -> None:
-    from sweep.label.pages import asset
+    from sweep.label.shell import asset
 
     css = asset("label.css")
     assert '.pg::before { content: "page " attr(data-page)' in css
