@@ -289,3 +289,41 @@ def _close(sock: socket.socket) -> None:
     with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_RDWR)
     sock.close()
+
+
+PG_PASSWORD_ENV = "CHUNK_SWEEP_CACHE_PASSWORD"
+
+
+def postgres_server(tmp_path_factory: Any) -> Iterator[str]:
+    """The body of a module fixture: a PostgreSQL URL for the cache.backend=postgres tests
+    (no password in it; the password is in $CHUNK_SWEEP_CACHE_PASSWORD). The server .ci/run
+    started ($CHUNK_SWEEP_TEST_POSTGRES), or one this fixture starts with servers/postgres.sh
+    on a free port and stops after the module."""
+    import secrets
+
+    import pytest
+
+    given = os.environ.get("CHUNK_SWEEP_TEST_POSTGRES")
+    if given:
+        if not os.environ.get(PG_PASSWORD_ENV):
+            pytest.fail(f"CHUNK_SWEEP_TEST_POSTGRES is set but {PG_PASSWORD_ENV} is not",
+                        pytrace=False)
+        yield given
+        return
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    patch = pytest.MonkeyPatch()
+    patch.setenv(PG_PASSWORD_ENV, secrets.token_urlsafe(18))
+    env = {**os.environ, "PORT": str(port), "STATE": str(tmp_path_factory.mktemp("postgres"))}
+    script = str(ROOT / "servers" / "postgres.sh")
+    res = subprocess.run([script, "start"], env=env, capture_output=True, text=True,
+                         timeout=300)
+    try:
+        if res.returncode != 0:
+            pytest.fail(f"postgres did not start on port {port}: {res.stderr.strip()}",
+                        pytrace=False)
+        yield res.stdout.strip().splitlines()[-1]
+    finally:
+        subprocess.run([script, "stop"], env=env, capture_output=True, timeout=120)
+        patch.undo()

@@ -14,8 +14,6 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import secrets
-import socket
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +22,7 @@ import numpy as np
 import pytest
 
 from cache_suite import *  # noqa: F403  (the suite's tests, collected here on PostgreSQL)
-from helpers import ROOT, TcpRelay, run_cli
+from helpers import TcpRelay, postgres_server, run_cli
 from sweep.common.errors import SweepError
 from sweep.common.sqlite import text_key
 from sweep.common.store import CacheTarget
@@ -33,40 +31,12 @@ from sweep.embedding.cache import EmbeddingCache, checksum
 pytestmark = pytest.mark.slow
 
 PASSWORD_ENV = "CHUNK_SWEEP_CACHE_PASSWORD"
-SCRIPT = ROOT / "servers" / "postgres.sh"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The server's URL (no password); the password is in $CHUNK_SWEEP_CACHE_PASSWORD."""
-    given = os.environ.get("CHUNK_SWEEP_TEST_POSTGRES")
-    if given:
-        if not os.environ.get(PASSWORD_ENV):
-            pytest.fail(f"CHUNK_SWEEP_TEST_POSTGRES is set but {PASSWORD_ENV} is not",
-                        pytrace=False)
-        yield given
-        return
-    state = tmp_path_factory.mktemp("postgres")
-    port = _free_port()
-    patch = pytest.MonkeyPatch()
-    patch.setenv(PASSWORD_ENV, secrets.token_urlsafe(18))
-    env = {**os.environ, "PORT": str(port), "STATE": str(state)}
-    res = subprocess.run([str(SCRIPT), "start"], env=env, capture_output=True, text=True,
-                         timeout=300)
-    try:
-        if res.returncode != 0:
-            pytest.fail(f"postgres did not start on port {port}: {res.stderr.strip()}",
-                        pytrace=False)
-        yield res.stdout.strip().splitlines()[-1]
-    finally:
-        subprocess.run([str(SCRIPT), "stop"], env=env, capture_output=True, timeout=120)
-        patch.undo()
+    yield from postgres_server(tmp_path_factory)
 
 
 def _admin(url: str):  # a plain connection for the test's own SQL

@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
-import socket
 import sqlite3
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from helpers import DEMO, ROOT, run_cli
+from helpers import DEMO, postgres_server, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -31,30 +28,7 @@ PASSWORD_ENV = "CHUNK_SWEEP_CACHE_PASSWORD"
 
 @pytest.fixture(scope="module")
 def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    given = os.environ.get("CHUNK_SWEEP_TEST_POSTGRES")
-    if given:
-        if not os.environ.get(PASSWORD_ENV):
-            pytest.fail(f"CHUNK_SWEEP_TEST_POSTGRES is set but {PASSWORD_ENV} is not",
-                        pytrace=False)
-        yield given
-        return
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    patch = pytest.MonkeyPatch()
-    patch.setenv(PASSWORD_ENV, secrets.token_urlsafe(18))
-    env = {**os.environ, "PORT": str(port), "STATE": str(tmp_path_factory.mktemp("pg"))}
-    script = str(ROOT / "servers" / "postgres.sh")
-    res = subprocess.run([script, "start"], env=env, capture_output=True, text=True,
-                         timeout=300)
-    try:
-        if res.returncode != 0:
-            pytest.fail(f"postgres did not start on port {port}: {res.stderr.strip()}",
-                        pytrace=False)
-        yield res.stdout.strip().splitlines()[-1]
-    finally:
-        subprocess.run([script, "stop"], env=env, capture_output=True, timeout=120)
-        patch.undo()
+    yield from postgres_server(tmp_path_factory)
 
 
 def _schema_url(server: str) -> str:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from sweep.cli.ui import port_free
+
 pytestmark = pytest.mark.slow
 
 
@@ -36,17 +38,6 @@ def _answers(port: int) -> bool:
             return res.status == 200
     except OSError:
         return False
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        # as a server binds (uvicorn does): a closed connection's TIME_WAIT does not count
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def _descendants(pid: int) -> set[int]:
@@ -87,7 +78,7 @@ def _start(tmp_path: Path, port: int) -> subprocess.Popen[str]:
 def test_the_link_waits_for_the_server_and_a_signal_stops_all_of_it(
         tmp_path: Path, sig: signal.Signals) -> None:
     port = _port()
-    assert _port_free(port), f"port {port} is taken before the test"
+    assert port_free(port), f"port {port} is taken before the test"
     ui = _start(tmp_path, port)
     assert ui.stdout is not None
     try:
@@ -113,7 +104,7 @@ def test_the_link_waits_for_the_server_and_a_signal_stops_all_of_it(
         while time.monotonic() < deadline and any(_alive(p) for p in workers):
             time.sleep(0.2)
         assert not [p for p in workers if _alive(p)], "server processes outlived sweep ui"
-        assert _port_free(port) and not _answers(port)
+        assert port_free(port) and not _answers(port)
         assert "Traceback" not in (tmp_path / "stderr.txt").read_text()
     finally:
         left = _descendants(ui.pid)  # before the kill: orphans are no one's descendants

@@ -54,7 +54,7 @@ def cmd_ui(argv: Sequence[str]) -> int:
     if tracking.sqlite_path(uri) is None:
         print(ready, flush=True)
         return 0  # a tracking server is its own UI
-    if not _port_free(args.port):
+    if not port_free(args.port):
         print(f"error: port {args.port} on 127.0.0.1 is in use (another `sweep ui` or "
               "`mlflow ui`?); stop it or pass --port", file=sys.stderr)
         return 1
@@ -67,7 +67,7 @@ def cmd_ui(argv: Sequence[str]) -> int:
     return _serve(server, base, ready)
 
 
-def _port_free(port: int) -> bool:
+def port_free(port: int) -> bool:
     with socket.socket() as s:
         # as a server binds (uvicorn does): a closed connection's TIME_WAIT does not count
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
