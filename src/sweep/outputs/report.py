@@ -220,6 +220,13 @@ def miss_summary(metrics: Mapping[str, Any]) -> str | None:
     return " · ".join(f"{short} {n}" for n, short in shown) or "none"
 
 
+# Groups whose options are `# @package _global_` bundles of overrides (an experiment file, and
+# each of `sweep rerun`'s per-configuration files): what they set is in the keys that differ, so
+# the option's name is no axis of its own (a rerun of 3 configurations had an `experiment`
+# column and axis, "rerun/r01-heading-256-...", beside the chunk.* columns it spelled out).
+GLOBAL_GROUPS = frozenset({"experiment"})
+
+
 def swept_groups(reports: Sequence[dict[str, Any]], keys: Sequence[str]
                  ) -> tuple[list[str], list[str]]:
     """The config groups a sweep swept (``embedding=minilm,served_minilm``: the jobs' recorded
@@ -229,7 +236,7 @@ def swept_groups(reports: Sequence[dict[str, Any]], keys: Sequence[str]
     own) stays. Reports without choices (older ones) leave every key as it was."""
     if not reports or any(not isinstance(r.get("choices"), dict) for r in reports):
         return [], list(keys)
-    common = set.intersection(*(set(r["choices"]) for r in reports))
+    common = set.intersection(*(set(r["choices"]) for r in reports)) - GLOBAL_GROUPS
     groups = sorted(g for g in common if len({r["choices"][g] for r in reports}) > 1)
     flats = [flatten(r.get("config", {})) for r in reports]
     kept = []

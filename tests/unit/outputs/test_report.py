@@ -189,3 +189,14 @@ def test_reports_without_choices_keep_every_differing_key() -> None:
         del rep["choices"]
     axes, _ = comparison_rows(reports)
     assert axes == ["embedding.base_url", "embedding.family", "embedding.name"]
+
+
+def test_an_experiment_option_is_no_axis_its_keys_are() -> None:
+    # `sweep rerun --top 2`: one experiment file per configuration; the sizes differ, the
+    # experiment names only say so again
+    reports = [_emb_report("minilm", s, 64, h) for s, h in ((128, 0.6), (256, 0.5))]
+    for n, rep in enumerate(reports, 1):
+        rep["choices"]["experiment"] = f"rerun/r0{n}-size-{rep['config']['chunk']['size']}"
+    axes, rows = comparison_rows(reports)
+    assert axes == ["chunk.size"]
+    assert [r["chunk.size"] for r in rows] == [128, 256] and "experiment" not in rows[0]
