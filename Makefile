@@ -42,8 +42,8 @@ demo: install ## sweep the bundled demo corpus (experiments/chunking_grid.yaml) 
 
 # The marker and the folder agree (tests/conftest.py marks tests/e2e/ slow and refuses a slow
 # test anywhere else). pytest exits 5 when nothing is selected: make fails on it like any error.
-test: install ## the fast suite: tests/unit, cli, fuzz, realdata, comparison (what CI gates on; about 1,280 tests, the longest tier)
-	@echo ">> the fast suite: about 1,280 tests, tens of minutes on 2 cores (make test-unit: tests/unit alone is quicker)"
+test: install ## the fast suite: tests/unit, cli, fuzz, realdata, comparison (what CI gates on; about 2,000 tests, the longest tier)
+	@echo ">> the fast suite: about 2,000 tests, tens of minutes on 2 cores (make test-unit: tests/unit alone is quicker)"
 	$(PY) -m pytest -m "not slow" -q
 
 # A first check on a small machine: the unit tests (no subprocess CLI runs, no real data).
