@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from sweep.common.errors import SweepError
-from sweep.common.files import atomic_write
+from sweep.common.files import atomic_write, read_bytes_regular
+from sweep.common.paths import resolve_user_path
 from sweep.data.corpus import Document, load_corpus
 
 
@@ -37,7 +38,7 @@ def _load(folder: Path, cfg: Any) -> list[Document]:
 def _originals(path: Path) -> dict[int, dict[str, Any]]:
     """Line number -> the object on it (the golden set parsed cleanly before this is called)."""
     out = {}
-    text = path.read_bytes().decode("utf-8-sig").replace("\r\n", "\n")
+    text = read_bytes_regular(path).decode("utf-8-sig").replace("\r\n", "\n")
     for lineno, line in enumerate(text.split("\n"), start=1):
         if line.strip():
             out[lineno] = json.loads(line)
@@ -47,7 +48,8 @@ def _originals(path: Path) -> dict[int, dict[str, Any]]:
 def review_line(result: Any, out: Path, corpus: str | None) -> dict[str, Any]:
     """One line of ``<out stem>.review.jsonl``: what the review page shows for an item."""
     return {"qid": result.qid, "question": result.obj.get("question"),
-            "status": result.status, "reason": result.reason, "golden": str(out.resolve()),
+            "status": result.status, "reason": result.reason,
+            "golden": str(resolve_user_path(out, "--out")),
             "corpus": corpus, "mentions_missing": result.mentions_missing,
             "passages": [c.as_dict() for c in result.passages]}
 
@@ -87,7 +89,7 @@ def rebase(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, An
     cfg = compose(list(args.overrides))
     check_config(cfg)
     golden_path, out = Path(args.golden), Path(args.out)
-    if out.resolve() == golden_path.resolve():
+    if resolve_user_path(out, "--out") == resolve_user_path(golden_path, "--golden"):
         raise SweepError(f"--out {out}: is the golden file itself; write the rebased set to a "
                          "new file (nothing is overwritten)")
     review = out.with_name(out.stem + ".review.jsonl")
@@ -141,8 +143,9 @@ def rebase(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, An
     atomic_write(out, "\n".join(lines) + "\n")
     drift.write_record(out, new_docs, new_src.label, "sweep golden rebase")
     if golden.reference is not None:
-        atomic_write(reference_path(out), reference_path(golden_path).read_bytes())
-    corpus_for_review = str(Path(new_src.folder).resolve()) if not new_src.revision else None
+        atomic_write(reference_path(out), read_bytes_regular(reference_path(golden_path)))
+    corpus_for_review = (str(resolve_user_path(new_src.folder, "--new"))
+                         if not new_src.revision else None)
     pending = [r for r in results if r.pending]
     atomic_write(review, "".join(json.dumps(review_line(r, out, corpus_for_review),
                                             ensure_ascii=False) + "\n" for r in pending))

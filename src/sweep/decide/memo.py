@@ -46,8 +46,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sweep.common.files import atomic_write, content_digest, folder_signature
-from sweep.common.paths import PACKAGE_DIR, PROJECT_ROOT, conf_path, user_conf_path
+from sweep.common.files import atomic_write, content_digest, folder_signature, read_text_regular
+from sweep.common.paths import (
+    PACKAGE_DIR,
+    PROJECT_ROOT,
+    conf_path,
+    resolve_user_path,
+    user_conf_path,
+)
 from sweep.data.abstentions import ABSTENTIONS_NAME
 
 log = logging.getLogger(__name__)
@@ -132,9 +138,10 @@ def predicted_cache_dir(overrides: Sequence[str]) -> Path | None:
              if o.lstrip("+").split("=", 1)[0] == "cache.dir" and "=" in o]
     if given:
         value = given[-1]
-        return None if "${" in value else Path(value).resolve()
+        return None if "${" in value else resolve_user_path(value, "cache.dir")
     env = os.environ.get("CHUNK_SWEEP_CACHE_DIR")
-    return Path(env).resolve() if env else (PROJECT_ROOT / ".cache").resolve()
+    return (resolve_user_path(env, "CHUNK_SWEEP_CACHE_DIR") if env
+            else resolve_user_path(PROJECT_ROOT / ".cache", "cache.dir"))
 
 
 def _memo_path(overrides: Sequence[str]) -> tuple[Path, str] | None:
@@ -174,8 +181,9 @@ def run_inputs(plain: Mapping[str, Any]) -> tuple[list[dict[str, str]], str]:
                                           if s not in ("generation", "judge")))
     if remote:
         return [], f"{remote[0]} answers from outside the machine's files"
-    golden = Path(plain["golden"]["path"]).resolve()
-    inputs = [{"kind": "content", "path": str(Path(plain["corpus"]["path"]).resolve())},
+    golden = resolve_user_path(plain["golden"]["path"], "golden.path")
+    inputs = [{"kind": "content", "path": str(resolve_user_path(plain["corpus"]["path"],
+                                                                "corpus.path"))},
               {"kind": "content", "path": str(golden)},
               # questions the corpus cannot answer, scored by the run (data/abstentions.py)
               {"kind": "content", "path": str(golden.with_name(ABSTENTIONS_NAME))}]
@@ -184,10 +192,12 @@ def run_inputs(plain: Mapping[str, Any]) -> tuple[list[dict[str, str]], str]:
     if tokenizer not in AXES["chunk.tokenizer"]:  # the named ones ship in installed packages
         if not Path(tokenizer).exists():
             return [], f"chunk.tokenizer={tokenizer!r} is not a file on this machine (a hub id)"
-        inputs.append({"kind": "content", "path": str(Path(tokenizer).resolve())})
+        inputs.append({"kind": "content",
+                       "path": str(resolve_user_path(tokenizer, "chunk.tokenizer"))})
     stopwords = str((plain.get("retrieval") or {}).get("bm25_stopwords", "english"))
     if stopwords not in ("english", "none", ""):
-        inputs.append({"kind": "content", "path": str(Path(stopwords).resolve())})
+        inputs.append({"kind": "content",
+                       "path": str(resolve_user_path(stopwords, "retrieval.bm25_stopwords"))})
     # The model folders the chosen entries load (each entry's `model_keys`: the embedding
     # model, or the teacher a static model is distilled from; a cross-encoder; the model an
     # embedded boundary cuts with).
@@ -195,7 +205,7 @@ def run_inputs(plain: Mapping[str, Any]) -> tuple[list[dict[str, str]], str]:
         path = Path(resolve_model_path(name))
         if not path.exists():
             return [], f"{key}={name!r} is not a folder on this machine (a hub id)"
-        inputs.append({"kind": "model", "path": str(path.resolve())})
+        inputs.append({"kind": "model", "path": str(resolve_user_path(path, key))})
     for item in inputs:
         item["digest"] = _digest(item)
     return inputs, ""
@@ -245,7 +255,7 @@ def lookup(overrides: Sequence[str]) -> tuple[dict[str, Any] | None, str]:
                       "search path reaches outside conf/")
     path, key = where
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(read_text_regular(path))
     except FileNotFoundError:
         return None, "no memo for these inputs"
     except (OSError, ValueError) as exc:
@@ -295,7 +305,7 @@ def prepare(overrides: Sequence[str], plain: Mapping[str, Any]) -> Pending | str
     if where is None:
         return "its cache folder is an interpolation, or a Hydra search path leaves conf/"
     path, key = where
-    composed = Path(str(plain["cache"]["dir"])).resolve()
+    composed = resolve_user_path(str(plain["cache"]["dir"]), "cache.dir")
     if composed != path.parent.parent:
         return f"cache.dir composes to {composed}, not the {path.parent.parent} a check reads"
     return Pending(path, key, list(overrides), inputs)

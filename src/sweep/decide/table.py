@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 
 from sweep.common.errors import SweepError
-from sweep.common.files import atomic_write
+from sweep.common.files import atomic_write, read_text_regular
 from sweep.common.paths import PROJECT_ROOT
 from sweep.config.identity import INPUT_SECTIONS, RESULT_SECTIONS, inapplicable_keys
 from sweep.decide import multiple
@@ -510,7 +510,7 @@ def _headline_of(uri: str, run_ids: Sequence[str], tmp: Path) -> str | None:
         if path is None:
             continue
         try:
-            metric = (json.loads(path.read_text(encoding="utf-8")).get("headline") or {}
+            metric = (json.loads(read_text_regular(path)).get("headline") or {}
                       ).get("metric")
         except (OSError, json.JSONDecodeError):
             continue
@@ -832,7 +832,7 @@ def export_winner(uri: str, experiment: str | None, sweep: str, metric: str | No
                                               Path(tmp) / "winner")
         if cfg_path is None:
             raise SweepError(f"run {winner['run_id']} has no config.yaml artifact")
-        config = yaml.safe_load(cfg_path.read_text(encoding="utf-8")) or {}
+        config = yaml.safe_load(read_text_regular(cfg_path)) or {}
     name = name or winner_name(config)
     if not re.fullmatch(r"[A-Za-z0-9._-]+", name):
         raise SweepError(f"--name {name!r}: use letters, digits, '.', '_' and '-' only")

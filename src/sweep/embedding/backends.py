@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep.common.errors import SweepError
-from sweep.common.files import atomic_write, folder_signature
+from sweep.common.files import atomic_write, folder_signature, open_regular, read_text_regular
 
 log = logging.getLogger(__name__)
 
@@ -111,14 +111,14 @@ def export_key(source: str, backend: str, precision: str) -> str:
 
 
 def _sha256(path: Path) -> str:
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def verify(folder: Path) -> str | None:
     """None when every file the manifest lists is there with its sha256, else what is wrong."""
     try:
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        manifest = json.loads(read_text_regular(folder / MANIFEST))
         files = manifest["files"]
     except (OSError, ValueError, KeyError, TypeError):
         return f"{MANIFEST} missing or unreadable"
@@ -184,7 +184,7 @@ def exported_models(root: Path) -> list[Path]:
 
 
 def entry_file(folder: Path) -> Path:
-    return folder / json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["entry"]
+    return folder / json.loads(read_text_regular(folder / MANIFEST))["entry"]
 
 
 def export_model(source: str, backend: str, precision: str, into: Path) -> str:

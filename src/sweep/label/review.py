@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweep.common.errors import SweepError
+from sweep.common.files import read_text_regular
 from sweep.data.drift import now_iso
 from sweep.data.golden import PENDING_STATUSES
 from sweep.label.shell import asset, json_script, shell
@@ -50,7 +51,7 @@ def load_queue(path: str | Path) -> list[dict[str, Any]]:
     """The queue's lines; a malformed one is a one-line `SweepError` naming file and line."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_regular(path)
     except FileNotFoundError:
         raise SweepError(f"review queue not found: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:

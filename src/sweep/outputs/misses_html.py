@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from sweep.common.errors import SweepError
-from sweep.common.files import atomic_write
+from sweep.common.files import atomic_write, read_text_regular
 
 # The seed's decision table: what to try for each cause.
 ADVICE = {
@@ -214,7 +214,7 @@ def load_views(ref: str, uri: str | None) -> dict[str, Any]:
                              hint="a configuration's run has one; a sweep's parent run has not")
         path = found
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text_regular(path))
     except (OSError, json.JSONDecodeError) as exc:
         raise SweepError(f"{path}: cannot read ({exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("questions"), list):

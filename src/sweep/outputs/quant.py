@@ -16,12 +16,14 @@ MLflow runs; both hand this module the flat settings, metrics and rankings of ea
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sweep.common.files import open_regular
 from sweep.common.mapping import flatten
 from sweep.config.identity import (
     GENERATION_SECTIONS,
@@ -136,8 +138,9 @@ def retrieved_ids(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
 def read_retrieved(path: Path) -> dict[str, list[str]] | None:
     """`retrieved_ids` of a job's per_question.csv; None when it cannot be read."""
     try:
-        with path.open(encoding="utf-8", newline="") as fh:
-            return retrieved_ids(csv.DictReader(fh))
+        with open_regular(path) as raw:
+            return retrieved_ids(csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8",
+                                                                 newline="")))
     except (OSError, csv.Error, UnicodeDecodeError):
         return None
 

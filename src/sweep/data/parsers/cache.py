@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from sweep.common.files import atomic_write
+from sweep.common.files import atomic_write, read_text_regular
 from sweep.common.store import CacheTarget, Table, as_target, open_store
 from sweep.data.documents import Section
 from sweep.data.parsers.base import Parsed
@@ -39,7 +39,7 @@ class ParseCache:
     def _read(self, key: str) -> str | None:
         if self._db is None:
             try:
-                return self._path(key).read_text(encoding="utf-8")
+                return read_text_regular(self._path(key))
             except FileNotFoundError:
                 return None
         rows = self._db.execute("SELECT payload FROM parsed WHERE key = ?", [key])
