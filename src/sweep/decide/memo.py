@@ -36,7 +36,6 @@ threat model is docs/endpoints-and-caches.md's.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import logging
 import os
@@ -54,13 +53,14 @@ from sweep.common.paths import (
     resolve_user_path,
     user_conf_path,
 )
+from sweep.common.seal import seal as common_seal
+from sweep.common.seal import seal_problem, sealed_with
 from sweep.data.abstentions import ABSTENTIONS_NAME
 
 log = logging.getLogger(__name__)
 
 FOLDER = "gate"
 FORMAT = 2  # 2: sealed
-SECRET_ENV = "CHUNK_SWEEP_MEMO_SECRET"  # a secret-looking name: never part of the key
 # Variables that move a default (the cache, the config folder, where models are found) or that
 # a library reads when it loads a model. Values whose names look secret stay out of the key.
 _ENV_PREFIXES = ("CHUNK_SWEEP_", "HF_", "SENTENCE_TRANSFORMERS", "TRANSFORMERS_", "TIKTOKEN_")
@@ -222,26 +222,16 @@ def changed_input(inputs: Iterable[Mapping[str, str]]) -> str | None:
 # --- the seal --------------------------------------------------------------------------------
 
 def _sealed_with() -> str:
-    return "secret" if os.environ.get(SECRET_ENV) else "self-check"
+    return sealed_with()
 
 
 def seal(doc: Mapping[str, Any]) -> str:
     """The HMAC of everything in ``doc`` but its seal, under `SECRET_ENV` (empty when unset)."""
-    body = {k: v for k, v in doc.items() if k != "seal"}
-    text = json.dumps(body, sort_keys=True, default=_scalar, separators=(",", ":"))
-    return hmac.new(os.environ.get(SECRET_ENV, "").encode(), text.encode(),
-                    hashlib.sha256).hexdigest()
+    return common_seal(doc, default=_scalar)
 
 
 def _seal_problem(doc: Mapping[str, Any]) -> str | None:
-    if doc.get("sealed_with") != _sealed_with():
-        return (f"sealed with {doc.get('sealed_with') or 'nothing'!s}, and this check has "
-                f"{'$' + SECRET_ENV if _sealed_with() == 'secret' else 'no ' + SECRET_ENV}")
-    given = doc.get("seal")
-    if not isinstance(given, str) or not hmac.compare_digest(given, seal(doc)):
-        return ("its content does not match its seal (edited, or sealed under another "
-                f"${SECRET_ENV})")
-    return None
+    return seal_problem(doc, default=_scalar)
 
 
 # --- reading and writing ---------------------------------------------------------------------

@@ -24,9 +24,15 @@ evidence passage as a span of old document text. Then, per passage:
 A passage is never moved onto different words: ``moved`` means the new span's text equals the
 old span's text, character for character (the test checks it on the real Homebrew pair), and
 the rewritten evidence is resolved again in the new corpus to prove it lands there. An item
-takes the status of its worst passage; an ``answer_must_mention`` string found in the old
-evidence but not in the new (a "30 days" that became "14 days") makes an item ``edited`` whatever
-its passages say.
+takes the status of its worst passage. A proposal that lacks an ``answer_must_mention`` string
+found in the old evidence (a "30 days" that became "14 days") is never ``edited``: the item is
+``removed`` when its passage's place was deleted and the proposal is another passage, else
+``unplaced``; either way the nearest candidates of the new version (those holding the mention
+first) are listed for the reviewer.
+
+The diff has limits (`DiffLimits`): a changed block too large to diff word by word, or a
+document whose diff runs past its deadline, is not guessed at: its passages are looked for by
+the quote search, and what that cannot find is ``unplaced`` with candidates.
 
 Everything here is a pure function over documents and parsed items; reading folders, git
 revisions and writing files is the command's job (`sweep.cli.golden`).

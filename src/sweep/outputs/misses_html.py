@@ -196,6 +196,11 @@ def load_views(ref: str, uri: str | None) -> dict[str, Any]:
 
         uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or \
             f"sqlite:///{Path.cwd().resolve() / 'mlflow.db'}"
+        missing = tracking.store_missing(uri)
+        if missing is not None:  # never opened: MLflow would create an empty store here
+            raise SweepError(f"run {ref}: no MLflow store at {missing} (neither a job folder "
+                             "here)", hint="pass a job folder, or --tracking-uri of the store "
+                                           "that holds the run")
         run = tracking.run_summary(uri, ref)
         if run is None:
             raise SweepError(f"run {ref}: no such run in {uri} (neither a job folder here)",

@@ -14,6 +14,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from sweep.common.errors import CacheUnusable
 from sweep.common.files import atomic_write, read_text_regular
 from sweep.common.store import CacheTarget, Table, as_target, open_store
 from sweep.data.documents import Section
@@ -71,6 +72,15 @@ class ParseCache:
         }
         text = json.dumps(payload, ensure_ascii=False)
         if self._db is None:
-            atomic_write(self._path(key), text)
+            try:
+                atomic_write(self._path(key), text)
+            except OSError as exc:
+                # The document parsed; the cache folder is what failed (a read-only cache.dir
+                # must not read as "cannot read" the PDF, nor get a good PDF skipped).
+                raise CacheUnusable(
+                    f"cache.dir: cannot write the parse cache in {self.root} "
+                    f"({exc.strerror or exc})",
+                    hint="make the folder writable, set cache.dir to another folder or "
+                         "cache.enabled=false") from None
         else:
             self._db.insert(TABLE, [(key, text.encode("utf-8"))], replace=True)
