@@ -53,6 +53,7 @@ from sweep.common.paths import (
     resolve_user_path,
     user_conf_path,
 )
+from sweep.common.seal import SECRET_ENV as SECRET_ENV  # the variable tests and docs name here
 from sweep.common.seal import seal as common_seal
 from sweep.common.seal import seal_problem, sealed_with
 from sweep.data.abstentions import ABSTENTIONS_NAME
