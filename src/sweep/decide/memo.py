@@ -80,7 +80,7 @@ def _conf_texts(folder: Path) -> Iterable[str]:
         for name in names:
             if name.endswith((".yaml", ".yml")):
                 try:
-                    yield (Path(top) / name).read_text(encoding="utf-8", errors="replace")
+                    yield read_text_regular(Path(top) / name, errors="replace")
                 except OSError:
                     continue
 
