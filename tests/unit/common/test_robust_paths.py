@@ -133,4 +133,3 @@ def test_decisions_file_that_is_a_fifo(tmp_path: Path) -> None:
     os.mkfifo(decisions_path(queue))
     with pytest.raises(SweepError, match="a FIFO"):
         read_decisions(queue)
-
