@@ -50,7 +50,7 @@ define install_torch
 endef
 
 $(STAMP): pyproject.toml locks/venv.txt locks/torch-$(TORCH_BUILD).txt
-	@test -x $(PY) || { echo ">> creating $(VENV) (about 2.8 GB with the CPU build of torch, ~750 MB of it torch)"; $(PYTHON) -m venv $(VENV); }
+	@test -x $(PY) || { echo ">> creating $(VENV) (about 3.0 GB with the CPU build of torch, ~750 MB of it torch)"; $(PYTHON) -m venv $(VENV); }
 	@$(PY) -c 'import sys; assert sys.version_info >= (3, 11), "chunk-sweep needs Python >= 3.11"'
 	$(call install_torch,$(VENV))
 	$(PY) -m pip install $(LOCK_INSTALL) -r locks/venv.txt
