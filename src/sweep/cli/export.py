@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sweep.cli.args import correction_arg, selection_args
-from sweep.decide.table import WINNERS_DIR, default_uri, export_winner, winner_name
+from sweep.decide.export import WINNERS_DIR, export_winner, winner_name
+from sweep.decide.runs import default_uri
 from sweep.outputs.report import format_value
 
 

@@ -252,7 +252,7 @@ def sweep_locate(args: argparse.Namespace, cfg: Any, base: Callable[[list[Any]],
     import tempfile
 
     from sweep.decide.rerun import run_configs
-    from sweep.decide.table import default_uri, ranked_table
+    from sweep.decide.runs import default_uri, ranked_table
     from sweep.questions.locate import with_sweep_disagreement
 
     uri = args.sweep_tracking_uri or default_uri()
@@ -413,7 +413,7 @@ def _log_rows(args: argparse.Namespace, sources: list[dict[str, Any]]) -> Iterat
 
 
 def _trace_rows(args: argparse.Namespace, sources: list[dict[str, Any]]) -> Iterator[Any]:
-    from sweep.decide.table import default_uri
+    from sweep.decide.runs import default_uri
     from sweep.outputs import tracking
     from sweep.questions.traces import row_of_trace
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from sweep.cli.args import selection_args
 from sweep.common.errors import SweepError
+from sweep.decide.export import default_sections
 from sweep.decide.rerun import (
     agreement,
     axes_key,
@@ -24,9 +25,9 @@ from sweep.decide.rerun import (
     rerun_command,
     run_configs,
 )
-from sweep.decide.table import default_sections, default_uri, load_table, lower_is_better
+from sweep.decide.runs import default_uri, load_table
 from sweep.outputs.quant import pair
-from sweep.outputs.report import format_value
+from sweep.outputs.report import format_value, lower_is_better
 
 
 def cmd_rerun(argv: Sequence[str]) -> int:

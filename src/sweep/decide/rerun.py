@@ -27,7 +27,7 @@ import yaml
 
 from sweep.common.errors import SweepError
 from sweep.config.identity import INPUT_SECTIONS
-from sweep.decide.table import winner_name, winner_sections, winner_yaml
+from sweep.decide.export import winner_name, winner_sections, winner_yaml
 from sweep.outputs import tracking
 
 
