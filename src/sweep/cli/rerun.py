@@ -26,8 +26,9 @@ from sweep.decide.rerun import (
     run_configs,
 )
 from sweep.decide.runs import default_uri, load_table
+from sweep.evaluation.catalog import lower_is_better
 from sweep.outputs.quant import pair
-from sweep.outputs.report import format_value, lower_is_better
+from sweep.outputs.report import format_value
 
 
 def cmd_rerun(argv: Sequence[str]) -> int:

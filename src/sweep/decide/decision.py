@@ -24,7 +24,8 @@ from sweep.decide.stats import (
     question_scores,
     table_verdicts,
 )
-from sweep.outputs.report import PER_QUESTION, lower_is_better
+from sweep.evaluation.catalog import lower_is_better
+from sweep.outputs.report import PER_QUESTION
 
 LATENCY = "latency_end_to_end_p95_ms"
 

@@ -22,8 +22,9 @@ from sweep.config.identity import RESULT_SECTIONS
 from sweep.decide.multiple import DEFAULT_CORRECTION
 from sweep.decide.runs import SweepTable, load_table, read_per_question
 from sweep.decide.stats import correction_line, paired_scores
+from sweep.evaluation.catalog import is_question_metric, lower_is_better
 from sweep.outputs import tracking
-from sweep.outputs.report import format_value, lower_is_better
+from sweep.outputs.report import format_value
 from sweep.outputs.report import rank_number as _num
 
 # Where `sweep export` writes a winner when no --out is given.
@@ -243,8 +244,7 @@ def flips(uri: str, run_a: str, run_b: str, metric: str) -> Flips:
         b, name_b = per_question_for(run_b, uri, Path(tmp))
     for df in (a, b):
         if metric not in df.columns:
-            cols = [c for c in df.columns if re.match(r"(recall|hit|ndcg|evidence|mrr|doc_|"
-                                                      r"context_tokens)", c)]
+            cols = [c for c in df.columns if is_question_metric(c)]
             raise SweepError(f"unknown per-question metric {metric!r} "
                              f"(available: {', '.join(cols)})")
     qids, _, _ = paired_scores(a, b, metric)

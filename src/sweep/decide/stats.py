@@ -14,7 +14,7 @@ from typing import Any
 from sweep.common.errors import SweepError
 from sweep.decide import multiple
 from sweep.decide.multiple import DEFAULT_CORRECTION
-from sweep.outputs.report import lower_is_better
+from sweep.evaluation.catalog import lower_is_better
 
 N_RESAMPLES = 10_000
 ALPHA = 0.05
