@@ -54,7 +54,7 @@ def cmd_rerun(argv: Sequence[str]) -> int:
         chosen = t.rows[: args.top]
         configs = run_configs(uri, chosen, tmp / "cfg")
         files = experiment_files(configs, args.overrides, default_sections(),
-                                 f"sweep rerun of {t.parent['run_id']} by {t.metric}")
+                                 f"sweep rerun of {t.parent['run_id']} by {t.metric}", t.swept)
         cmd = rerun_command(files, tmp / "conf", uri, args.overrides)
         print(f"re-running the top {len(files)} of sweep {t.parent['run_id']} by {t.metric}:")
         for row in chosen:

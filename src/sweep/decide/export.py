@@ -19,6 +19,7 @@ from sweep.common.errors import SweepError
 from sweep.common.files import atomic_write
 from sweep.common.paths import PROJECT_ROOT
 from sweep.config.identity import RESULT_SECTIONS
+from sweep.config.naming import config_name
 from sweep.decide.multiple import DEFAULT_CORRECTION
 from sweep.decide.runs import SweepTable, load_table, read_per_question
 from sweep.decide.stats import correction_line, paired_scores
@@ -69,27 +70,6 @@ def choose_winner(rows: Sequence[dict[str, Any]], metric: str, cost: str, latenc
         rule += f" (the top {metric} was {format_value(best.get(metric))}, this one "
         rule += f"{format_value(winner.get(metric))})"
     return winner, rule
-
-
-def winner_name(config: Mapping[str, Any]) -> str:
-    """``heading-256-ov0-path-minilm`` (+ ``-bm25``/``-hybrid``, ``-rerank``)."""
-    c = config.get("chunk", {})
-    e = config.get("embedding", {})
-    model = re.split(r"[/\\]", str(e.get("name", "model")).rstrip("/\\"))[-1]
-    parts = [str(c.get("boundary")), str(c.get("size")), f"ov{c.get('overlap')}",
-             str(c.get("header")), model.replace("_", "-")]
-    pair = (str(e.get("backend", "torch")), str(e.get("precision", "fp32")))
-    if pair != ("torch", "fp32"):
-        parts.extend(pair)
-    method = config.get("retrieval", {}).get("method", "dense")
-    if method != "dense":
-        parts.append(str(method))
-    if config.get("rerank", {}).get("method", "none") != "none":
-        parts.append("rerank")
-    kind = (config.get("index") or {}).get("kind", "exact")
-    if kind != "exact":
-        parts.append(str(kind).replace("_", "-"))
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", "-".join(parts)).strip("-").lower()
 
 
 def winner_sections(config: Mapping[str, Any], defaults: Mapping[str, Any] | None
@@ -152,7 +132,7 @@ def export_winner(uri: str, experiment: str | None, sweep: str, metric: str | No
         if cfg_path is None:
             raise SweepError(f"run {winner['run_id']} has no config.yaml artifact")
         config = yaml.safe_load(cfg_path.read_text(encoding="utf-8")) or {}
-    name = name or winner_name(config)
+    name = name or config_name(config, t.swept)
     if not re.fullmatch(r"[A-Za-z0-9._-]+", name):
         raise SweepError(f"--name {name!r}: use letters, digits, '.', '_' and '-' only")
     sections = winner_sections(config, default_sections())

@@ -17,6 +17,7 @@ from sweep.cli.export import cmd_export
 from sweep.cli.flips import cmd_flips
 from sweep.common.errors import SweepError
 from sweep.config.identity import RESULT_SECTIONS
+from sweep.config.naming import command_line_keys, config_name
 from sweep.decide import export, present, runs, stats
 from sweep.outputs import tracking
 
@@ -169,18 +170,32 @@ CONFIG = {
 }
 
 
-def test_winner_name():
-    assert export.winner_name(CONFIG) == "heading-256-ov0-path-minilm"
+def test_config_name():
+    assert config_name(CONFIG) == "heading-256-ov0-path-minilm"
     other = {**CONFIG, "embedding": {"name": "sentence-transformers/all-mpnet-base-v2"},
              "retrieval": {"method": "hybrid"}, "rerank": {"method": "cross_encoder"}}
-    assert export.winner_name(other) == "heading-256-ov0-path-all-mpnet-base-v2-hybrid-rerank"
+    assert config_name(other) == "heading-256-ov0-path-all-mpnet-base-v2-hybrid-rerank"
     approx = {**CONFIG, "index": {"kind": "ivf_pq"}}
-    assert export.winner_name(approx) == "heading-256-ov0-path-minilm-ivf-pq"
+    assert config_name(approx) == "heading-256-ov0-path-minilm-ivf-pq"
     int8 = {**CONFIG, "embedding": {"name": "minilm", "backend": "onnx", "precision": "int8"}}
-    assert export.winner_name(int8) == "heading-256-ov0-path-minilm-onnx-int8"
+    assert config_name(int8) == "heading-256-ov0-path-minilm-onnx-int8"
     reference = {**CONFIG, "embedding": {"name": "minilm", "backend": "torch",
                                          "precision": "fp32"}}
-    assert export.winner_name(reference) == "heading-256-ov0-path-minilm"
+    assert config_name(reference) == "heading-256-ov0-path-minilm"
+    # A swept setting the fixed parts leave out is named when it applies to the configuration
+    hnsw = {**CONFIG, "index": {"kind": "hnsw", "ef_search": 64, "m": 16}}
+    assert config_name(hnsw, ["chunk.size", "index.ef_search"]) == \
+        "heading-256-ov0-path-minilm-hnsw-ef_search-64"
+    # ... and not when it does not (ef_search with exact search), nor when it changes no
+    # result (retrieval.diagnose) or is no setting of the configuration (tracking.uri).
+    assert config_name(CONFIG, ["index.ef_search", "retrieval.diagnose", "tracking.uri"]) == \
+        "heading-256-ov0-path-minilm"
+
+
+def test_command_line_keys_are_the_settings_a_job_sets_one_by_one():
+    overrides = ["chunk.size=128", "retrieval=bm25", "+index.ef_search=64", "hydra.verbose=true",
+                 "embedding/extra=x", "~eval.k"]
+    assert command_line_keys(overrides) == ["chunk.size", "index.ef_search"]
 
 
 def test_winner_sections_drop_default_paths_and_tracking():
