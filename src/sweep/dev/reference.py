@@ -179,11 +179,12 @@ def _help_of(name: str) -> str:
 
 
 def cli_page() -> str:
-    from sweep.cli.main import COMMANDS, USAGE
+    from sweep.cli.main import COMMANDS, usage
 
     out = ["# Commands", "",
-           "Generated from the command line itself: `sweep help`, then `sweep COMMAND --help` "
-           "for each command.", "", "```text", USAGE.rstrip(), "```", ""]
+           "Generated from the command line itself: `sweep help` (the list is read off the "
+           "command modules' docstrings), then `sweep COMMAND --help` for each command.", "",
+           "```text", usage().rstrip(), "```", ""]
     for name in COMMANDS:
         out += [f"## `sweep {name}`", "", "```text", _help_of(name), "```", ""]
     return "\n".join(out)
