@@ -22,6 +22,7 @@ from typing import Any
 
 from sweep.common.errors import SweepError
 from sweep.common.progress import show_progress
+from sweep.questions.rows import FORMATS as LOG_FORMATS
 
 
 def _say(message: str) -> None:
@@ -65,7 +66,7 @@ def cmd_questions(argv: Sequence[str]) -> int:
                      help="CSV, TSV, JSONL, text log or OpenTelemetry JSON (gzip too); "
                           "words with '=' are config overrides, e.g. "
                           "questions.near_threshold=0.85")
-    imp.add_argument("--format", choices=("csv", "tsv", "jsonl", "text", "otel"),
+    imp.add_argument("--format", choices=LOG_FORMATS,
                      help="the files' format (default: from the name)")
     for role in ("question", "id", "time", "feedback"):
         imp.add_argument(f"--{role}-column", metavar="NAME", default=None,
