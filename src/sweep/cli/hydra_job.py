@@ -30,6 +30,7 @@ from sweep.common.paths import PROJECT_ROOT
 from sweep.config.checks import check_config
 from sweep.config.compose import config_error_line, to_container
 from sweep.config.identity import config_hash
+from sweep.config.naming import command_line_keys, config_name
 from sweep.config.schema import Config
 from sweep.config.specs import JobSpec, build_job_spec
 from sweep.decide.decision import audit_power, finished_sweep, plot_data
@@ -46,16 +47,13 @@ log = logging.getLogger("sweep")
 
 
 def run_name(plain: dict[str, Any]) -> str:
-    c, e = plain.get("chunk", {}), plain.get("embedding", {})
-    parts = [str(c.get("boundary")), str(c.get("size")), f"ov{c.get('overlap')}",
-             str(c.get("header")), str(e.get("name"))]
-    pair = (str(e.get("backend", "torch")), str(e.get("precision", "fp32")))
-    if pair != ("torch", "fp32"):  # two precisions of one configuration: two names
-        parts.extend(pair)
-    method = plain.get("retrieval", {}).get("method")
-    if method and method != "dense":
-        parts.append(str(method))
-    return "-".join(parts)
+    """The MLflow run's name: `config_name`, naming the settings this job's command line set
+    (a sweep's axes among them)."""
+    try:
+        overrides = list(HydraConfig.get().overrides.task)
+    except ValueError:  # no Hydra run in progress (a report read back after the sweep)
+        overrides = []
+    return config_name(plain, command_line_keys(overrides))
 
 
 def _error_line(exc: BaseException) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 
 from sweep.common.errors import SweepError
 from sweep.common.progress import show_progress
+from sweep.questions.rows import FORMATS as LOG_FORMATS
 
 
 def _say(message: str) -> None:
@@ -65,7 +66,7 @@ def cmd_questions(argv: Sequence[str]) -> int:
                      help="CSV, TSV, JSONL, text log or OpenTelemetry JSON (gzip too); "
                           "words with '=' are config overrides, e.g. "
                           "questions.near_threshold=0.85")
-    imp.add_argument("--format", choices=("csv", "tsv", "jsonl", "text", "otel"),
+    imp.add_argument("--format", choices=LOG_FORMATS,
                      help="the files' format (default: from the name)")
     for role in ("question", "id", "time", "feedback"):
         imp.add_argument(f"--{role}-column", metavar="NAME", default=None,
@@ -252,7 +253,7 @@ def sweep_locate(args: argparse.Namespace, cfg: Any, base: Callable[[list[Any]],
     import tempfile
 
     from sweep.decide.rerun import run_configs
-    from sweep.decide.table import default_uri, ranked_table
+    from sweep.decide.runs import default_uri, ranked_table
     from sweep.questions.locate import with_sweep_disagreement
 
     uri = args.sweep_tracking_uri or default_uri()
@@ -413,7 +414,7 @@ def _log_rows(args: argparse.Namespace, sources: list[dict[str, Any]]) -> Iterat
 
 
 def _trace_rows(args: argparse.Namespace, sources: list[dict[str, Any]]) -> Iterator[Any]:
-    from sweep.decide.table import default_uri
+    from sweep.decide.runs import default_uri
     from sweep.outputs import tracking
     from sweep.questions.traces import row_of_trace
 

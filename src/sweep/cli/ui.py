@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from types import FrameType
 
 from sweep.common.errors import SweepError
-from sweep.decide.table import default_uri
+from sweep.decide.runs import default_uri
 from sweep.outputs import tracking
 
 # A reminder while the server starts, so a slow first start does not look like a hang.

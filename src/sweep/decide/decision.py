@@ -12,20 +12,19 @@ from typing import Any
 from sweep.common.errors import SweepError
 from sweep.decide import axes as ax
 from sweep.decide import multiple, power
-from sweep.decide.table import (
-    DEFAULT_CORRECTION,
+from sweep.decide.multiple import DEFAULT_CORRECTION
+from sweep.decide.runs import ranked_table, read_per_question
+from sweep.decide.stats import (
     N_RESAMPLES,
     SEED,
     Resamples,
     Verdict,
     correction_line,
     format_p,
-    lower_is_better,
     question_scores,
-    ranked_table,
-    read_per_question,
     table_verdicts,
 )
+from sweep.evaluation.catalog import lower_is_better
 from sweep.outputs.report import PER_QUESTION
 
 LATENCY = "latency_end_to_end_p95_ms"

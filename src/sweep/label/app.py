@@ -133,7 +133,7 @@ def load_sweep_ranks(settings: LabelSettings, golden_path: Path) -> SweepRanks:
     if db is not None and not db.is_file():
         return SweepRanks(False, f"no tracking store at {db}: run a sweep first "
                           "(python -m sweep -m ...) from this folder, or set tracking.uri")
-    from sweep.decide import table as decide
+    from sweep.decide import runs as decide
 
     try:
         with tempfile.TemporaryDirectory(prefix="sweep-label-") as tmp:

@@ -17,6 +17,7 @@ import yaml
 from sweep.common.files import atomic_write
 from sweep.common.mapping import flatten
 from sweep.config.identity import inapplicable_keys
+from sweep.evaluation.catalog import lower_is_better
 from sweep.evaluation.sources import summary_line
 
 REPORT = "report.json"
@@ -166,19 +167,6 @@ def differing_keys(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     keys = sorted({k for r in rows for k in r})
     return [k for k in keys
             if len({json.dumps(r[k], sort_keys=True) for r in rows if k in r}) > 1]
-
-
-# Metrics where less is better; every other one ranks highest first.
-LOWER_IS_BETTER = ("context_tokens_", "latency_", "time_", "index_bytes_", "index_build_",
-                   "ann_tax_", "ann_lost_", "quant_tax_",
-                   "n_orphans", "truncated_fraction", "n_oversize", "retrieval_tax",
-                   "ungraded_count", "n_ungraded", "n_retrieval_bug", "n_generation_bug",
-                   "n_oracle_fail", "cost_estimate_usd", "gen_", "judge_", "n_requests",
-                   "served_cost_usd", "embedding_", "rerank_")
-
-
-def lower_is_better(metric: str) -> bool:
-    return metric.startswith(LOWER_IS_BETTER)
 
 
 def rank_number(value: Any) -> float:

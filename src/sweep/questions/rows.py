@@ -23,7 +23,6 @@ from typing import IO, Any
 from sweep.common.errors import SweepError
 
 SOURCES = ("log", "trace", "synthetic")
-FORMATS = ("csv", "tsv", "jsonl", "text", "otel")
 
 
 @dataclass
@@ -132,22 +131,24 @@ def iso_time(value: Any) -> str | None:
 # --------------------------------------------------------------------------- files
 
 def detect_format(path: Path) -> str:
-    """From the name (``.gz`` looked through); a ``.json``/``.jsonl`` whose first record holds
-    ``resourceSpans`` is an OpenTelemetry export."""
+    """From the name (``.gz`` looked through), by `LOG_FORMATS`: of the formats that claim the
+    suffix, one whose ``sniff`` recognises the file's first 4 KiB (a ``.json``/``.jsonl``
+    whose first record holds ``resourceSpans`` is an OpenTelemetry export), else the one
+    without a ``sniff``."""
     name = path.name.lower().removesuffix(".gz")
     suffix = name.rsplit(".", 1)[-1] if "." in name else ""
-    if suffix in ("csv",):
-        return "csv"
-    if suffix in ("tsv", "tab"):
-        return "tsv"
-    if suffix in ("jsonl", "ndjson", "json"):
+    claiming = [f for f in LOG_FORMATS.values() if suffix in f.suffixes]
+    if any(f.sniff is not None for f in claiming):
         with open_text(path) as fh:
             head = fh.read(4096)
-        return "otel" if '"resourceSpans"' in head or '"resource_spans"' in head else "jsonl"
-    if suffix in ("txt", "log", "text", ""):
-        return "text"
+        for f in claiming:
+            if f.sniff is not None and f.sniff(head):
+                return f.name
+    for f in claiming:
+        if f.sniff is None:
+            return f.name
     raise SweepError(f"{path}: cannot tell the format from the name (.{suffix})",
-                     hint="use --format csv|tsv|jsonl|text|otel")
+                     hint=f"use --format {'|'.join(FORMATS)}")
 
 
 def open_text(path: Path) -> IO[str]:
@@ -192,14 +193,12 @@ def read_rows(path: str | Path, *, fmt: str | None = None, columns: Columns = Co
     if not p.is_file():
         raise SweepError(f"{p}: no such file")
     fmt = fmt or detect_format(p)
-    if fmt not in FORMATS:
+    if fmt not in LOG_FORMATS:
         raise SweepError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
-    readers = {"csv": _table_rows, "tsv": _table_rows, "jsonl": _jsonl_rows,
-               "text": _text_rows, "otel": _otel_rows}
     with open_text(p) as fh:
         progress = Progress(p, fh)
         try:
-            for n, row in enumerate(readers[fmt](p, fh, fmt, columns, chosen), 1):
+            for n, row in enumerate(LOG_FORMATS[fmt].read(p, fh, fmt, columns, chosen), 1):
                 if on_progress is not None and n % 2000 == 0:
                     on_progress(progress.position(), progress.total)
                 yield row
@@ -489,3 +488,31 @@ def _otel_rows(path: Path, fh: IO[str], fmt: str, columns: Columns,
             stamp = _time_or_fail(int(start) / 1e6, f"{path}: trace {tid}", "startTimeUnixNano")
         yield Row(question=question, source="trace", source_ref=f"{path.name}:{tid}",
                   time=stamp, feedback=feedback, trace_id=tid, retrieved=retrieved)
+
+
+@dataclass(frozen=True)
+class LogFormat:
+    """One format of question logs: its name (``--format``), its reader, the file suffixes it
+    claims (`detect_format`) and, when it shares them, how it recognises its files."""
+
+    name: str
+    read: Callable[[Path, IO[str], str, Columns, Callable[[Columns], None] | None],
+                   Iterator[Row]]
+    suffixes: tuple[str, ...]
+    sniff: Callable[[str], bool] | None = None  # from the first 4 KiB of text
+
+
+def _otel_head(head: str) -> bool:
+    return '"resourceSpans"' in head or '"resource_spans"' in head
+
+
+# The formats `read_rows` reads, in the order --format lists them: a new one is its reader
+# and one entry here.
+LOG_FORMATS: Mapping[str, LogFormat] = {f.name: f for f in (
+    LogFormat("csv", _table_rows, ("csv",)),
+    LogFormat("tsv", _table_rows, ("tsv", "tab")),
+    LogFormat("jsonl", _jsonl_rows, ("jsonl", "ndjson", "json")),
+    LogFormat("text", _text_rows, ("txt", "log", "text", "")),
+    LogFormat("otel", _otel_rows, ("jsonl", "ndjson", "json"), _otel_head),
+)}
+FORMATS = tuple(LOG_FORMATS)
