@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from sweep.common.csvcells import read_csv
 from sweep.common.errors import SweepError
 from sweep.common.files import atomic_write
 from sweep.common.paths import PROJECT_ROOT
@@ -496,12 +497,10 @@ def default_uri() -> str:
 
 
 def read_per_question(uri: str, run_id: str, tmp: Path) -> Any:
-    import pandas as pd
-
     path = tracking.download_artifact(uri, run_id, "per_question.csv", tmp / run_id)
     if path is None:
         return None
-    return pd.read_csv(path, dtype={"qid": str}, keep_default_na=True)
+    return read_csv(path, dtype={"qid": str}, keep_default_na=True)
 
 
 def _headline_of(uri: str, run_ids: Sequence[str], tmp: Path) -> str | None:
@@ -864,13 +863,11 @@ def export_winner(uri: str, experiment: str | None, sweep: str, metric: str | No
 
 def per_question_for(ref: str, uri: str, tmp: Path) -> tuple[Any, str]:
     """A per_question table from a job folder, a CSV file, or an MLflow run id."""
-    import pandas as pd
-
     p = Path(ref)
     if p.is_dir() and (p / "per_question.csv").is_file():
         p = p / "per_question.csv"
     if p.is_file():
-        return pd.read_csv(p, dtype={"qid": str}), str(p)
+        return read_csv(p, dtype={"qid": str}), str(p)
     info = tracking.run_info(uri, ref)
     df = read_per_question(uri, info["run_id"], tmp)
     if df is None:
