@@ -26,6 +26,57 @@ SOURCES = ("log", "trace", "synthetic")
 FORMATS = ("csv", "tsv", "jsonl", "text", "otel")
 
 
+@dataclass(frozen=True)
+class Limits:
+    """How much of a log is held at once, in characters: one row (a line; a CSV row over
+    several lines), one field of it, and an OpenTelemetry file that is one JSON document.
+    A log is read a bounded line at a time, so a 300 MB line in a 300 KB gzip costs
+    ``row`` characters of memory before it is refused, not 300 MB."""
+
+    row: int = 16 << 20
+    field: int = 4 << 20
+    document: int = 256 << 20
+
+
+DEFAULT_LIMITS = Limits()
+
+
+class _Lines:
+    """The lines of ``fh``, each read with a bound (``readline(limit)``); a line or a CSV
+    row longer than the row limit is one `SweepError` naming the file and the line."""
+
+    def __init__(self, path: Path, fh: IO[str], limits: Limits) -> None:
+        self.path, self.fh, self.limits = path, fh, limits
+        self.lineno = 0
+        self.row_chars = 0  # of the row being read (a CSV row may span lines)
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        line = self.fh.readline(self.limits.row + 1)
+        if not line:
+            raise StopIteration
+        self.lineno += 1
+        self.row_chars += len(line)
+        if self.row_chars > self.limits.row:
+            raise SweepError(f"{self.path}:{self.lineno}: the row is longer than "
+                             f"{self.limits.row:,} characters (the per-row limit); nothing "
+                             "was written", hint="a log holds one question a row; raise the "
+                             "limit with --max-row-chars if this row is real")
+        return line
+
+    def row_done(self) -> None:
+        self.row_chars = 0
+
+
+def _field_limit(path: Path, line: int, name: str, value: Any, limits: Limits) -> None:
+    if isinstance(value, str) and len(value) > limits.field:
+        raise SweepError(f"{path}:{line}: {name}: {len(value):,} characters, more than the "
+                         f"per-field limit of {limits.field:,}; nothing was written",
+                         hint="raise it with --max-field-chars if this field is real")
+
+
 @dataclass
 class Row:
     """One asked question, as read; nothing is redacted or normalised yet."""
@@ -184,7 +235,8 @@ class Progress:
 
 def read_rows(path: str | Path, *, fmt: str | None = None, columns: Columns = Columns(),
               on_progress: Callable[[int, int], None] | None = None,
-              chosen: Callable[[Columns], None] | None = None) -> Iterator[Row]:
+              chosen: Callable[[Columns], None] | None = None,
+              limits: Limits = DEFAULT_LIMITS) -> Iterator[Row]:
     """Every row of a log file, in file order. ``chosen`` is told which columns were picked
     (before the first row); ``on_progress(bytes_read, total)`` is called every few thousand
     rows. Blank questions are yielded as "" for the caller to count."""
@@ -199,7 +251,8 @@ def read_rows(path: str | Path, *, fmt: str | None = None, columns: Columns = Co
     with open_text(p) as fh:
         progress = Progress(p, fh)
         try:
-            for n, row in enumerate(readers[fmt](p, fh, fmt, columns, chosen), 1):
+            lines = _Lines(p, fh, limits)
+            for n, row in enumerate(readers[fmt](p, lines, fmt, columns, chosen), 1):
                 if on_progress is not None and n % 2000 == 0:
                     on_progress(progress.position(), progress.total)
                 yield row
@@ -225,14 +278,17 @@ def _time_or_fail(value: Any, where: str, column: str) -> str | None:
                          "epoch seconds/milliseconds)") from None
 
 
-def _table_rows(path: Path, fh: IO[str], fmt: str, columns: Columns,
+def _table_rows(path: Path, fh: _Lines, fmt: str, columns: Columns,
                 chosen: Callable[[Columns], None] | None) -> Iterator[Row]:
-    csv.field_size_limit(1 << 24)  # a long pasted question is a question, not an error
+    limits = fh.limits
+    # a long pasted question is a question, not an error, up to the per-field limit
+    csv.field_size_limit(limits.field)
     try:
         reader = csv.reader(fh, delimiter="\t" if fmt == "tsv" else ",")
         header = next(reader, None)
     except csv.Error as exc:
-        raise SweepError(f"{path}:1: {exc}") from None
+        raise SweepError(f"{path}:1: {_csv_reason(exc, limits)}") from None
+    fh.row_done()
     if header is None:
         raise SweepError(f"{path}: empty file (no header, no rows)")
     header = [h.strip() for h in header]
@@ -248,7 +304,8 @@ def _table_rows(path: Path, fh: IO[str], fmt: str, columns: Columns,
         except StopIteration:
             break
         except csv.Error as exc:
-            raise SweepError(f"{path}:{reader.line_num}: {exc}") from None
+            raise SweepError(f"{path}:{reader.line_num}: {_csv_reason(exc, limits)}") from None
+        fh.row_done()
         if not values:
             continue
         where = f"{path}:{reader.line_num}"
@@ -270,6 +327,13 @@ def _table_rows(path: Path, fh: IO[str], fmt: str, columns: Columns,
         raise SweepError(f"{path}: no rows under the header")
 
 
+def _csv_reason(exc: csv.Error, limits: Limits) -> str:
+    if "field larger than field limit" in str(exc):
+        return (f"a field is longer than {limits.field:,} characters (the per-field limit; "
+                "raise it with --max-field-chars if it is real); nothing was written")
+    return str(exc)
+
+
 def _dotted(obj: Mapping[str, Any], name: str) -> Any:
     """``obj[name]``, or a nested value for ``a.b`` when there is no key ``a.b``."""
     if name in obj:
@@ -282,11 +346,12 @@ def _dotted(obj: Mapping[str, Any], name: str) -> Any:
     return node
 
 
-def _jsonl_rows(path: Path, fh: IO[str], fmt: str, columns: Columns,
+def _jsonl_rows(path: Path, fh: _Lines, fmt: str, columns: Columns,
                 chosen: Callable[[Columns], None] | None) -> Iterator[Row]:
     cols: Columns | None = None
     seen = 0
     for lineno, line in enumerate(fh, 1):
+        fh.row_done()
         if not line.strip():
             continue
         try:
@@ -309,6 +374,8 @@ def _jsonl_rows(path: Path, fh: IO[str], fmt: str, columns: Columns,
                              f"{type(question).__name__}")
         fb = _dotted(obj, cols.feedback) if cols.feedback else None
         rid = _dotted(obj, cols.id) if cols.id else None
+        for name, value in ((cols.question, question), (cols.feedback, fb), (cols.id, rid)):
+            _field_limit(path, lineno, str(name), value, fh.limits)
         yield Row(question=question or "", source="log",
                   source_ref=_ref(path, lineno, None if rid is None else str(rid)),
                   time=_time_or_fail(_dotted(obj, cols.time), where, cols.time)
@@ -333,7 +400,7 @@ _STAMPED = re.compile(r"^(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
                       r"(?:Z|[+-]\d{2}:?\d{2})?)\s*(?:\||\t|\s)\s*(.*)$")
 
 
-def _text_rows(path: Path, fh: IO[str], fmt: str, columns: Columns,
+def _text_rows(path: Path, fh: _Lines, fmt: str, columns: Columns,
                chosen: Callable[[Columns], None] | None) -> Iterator[Row]:
     if any(v is not None for v in (columns.question, columns.id, columns.time,
                                    columns.feedback)):
@@ -341,9 +408,11 @@ def _text_rows(path: Path, fh: IO[str], fmt: str, columns: Columns,
                          "--*-column applies to CSV, TSV and JSONL")
     seen = 0
     for lineno, line in enumerate(fh, 1):
+        fh.row_done()
         text = line.strip()
         if not text:
             continue
+        _field_limit(path, lineno, "question", text, fh.limits)
         seen += 1
         stamp = None
         m = _STAMPED.match(text)
@@ -434,14 +503,27 @@ def documents_of(outputs: Any, limit: int = 10) -> list[dict[str, str | None]]:
     return out
 
 
-def _otel_rows(path: Path, fh: IO[str], fmt: str, columns: Columns,
+def _otel_rows(path: Path, fh: _Lines, fmt: str, columns: Columns,
                chosen: Callable[[Columns], None] | None) -> Iterator[Row]:
     """OTLP JSON (the OpenTelemetry collector's file exporter: one ExportTraceServiceRequest
     a line, or one document) with OpenInference attributes, as Phoenix and Langfuse record
     them: the root span's ``input.value`` is the question, a ``RETRIEVER`` span's
     ``retrieval.documents.N.document.*`` its documents, a ``feedback``/``user_feedback``
     attribute or span annotation its feedback. Spans are grouped by trace in memory."""
-    text = fh.read()
+    # Spans are grouped by trace, so the file is held whole: bounded by the document limit
+    # (and each line by the row limit, as in every log).
+    parts: list[str] = []
+    size = 0
+    for line in fh:
+        fh.row_done()
+        size += len(line)
+        if size > fh.limits.document:
+            raise SweepError(f"{path}:{fh.lineno}: the export is longer than "
+                             f"{fh.limits.document:,} characters (the per-file limit of an "
+                             "OpenTelemetry export); nothing was written",
+                             hint="split the export (one ExportTraceServiceRequest a line)")
+        parts.append(line)
+    text = "".join(parts)
     try:
         docs = [json.loads(text)]
     except json.JSONDecodeError:
