@@ -88,6 +88,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if hasattr(signal, "SIGPIPE"):  # `sweep validate | head` should not end in a traceback
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from sweep.common.secret import install_log_scrubber
+
+    install_log_scrubber()
     if argv and argv[0] in ("help", "--usage"):
         print(USAGE)
         return

@@ -22,6 +22,7 @@ from typing import Any
 
 from sweep.common.errors import SweepError
 from sweep.common.progress import show_progress
+from sweep.common.secret import scrub_urls
 
 
 def _say(message: str) -> None:
@@ -439,7 +440,7 @@ def _log_rows(args: argparse.Namespace, sources: list[dict[str, Any]]) -> Iterat
         def chosen(cols: Columns, e: dict[str, Any] = entry) -> None:
             e["columns"] = {k: v for k, v in vars(cols).items()}
 
-        tick, close = _progress_bar(p.name)
+        tick, close = _progress_bar(_private(p.name, not args.no_redact))
         try:
             for row in read_rows(p, fmt=fmt, columns=given, on_progress=tick, chosen=chosen,
                                  limits=limits):
@@ -497,7 +498,7 @@ def run_generate(args: argparse.Namespace) -> int:
                          "about")
     cache = (JudgeCache(Path(cfg.cache.dir) / "questions.sqlite") if cfg.cache.enabled
              else None)
-    _say(f"asking {g.model} at {g.base_url} for {per} questions about each of "
+    _say(f"asking {g.model} at {scrub_urls(g.base_url)} for {per} questions about each of "
          f"{len(chosen)} passages")
     rows, info = generate_rows(chosen, corpus.docs, client, spec, cache)
     sources = [{"path": f"{g.base_url} model {g.model}", "format": "synthetic",

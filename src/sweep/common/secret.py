@@ -123,6 +123,30 @@ def scrub_tree(node: Any) -> Any:
     return node
 
 
+def install_log_scrubber() -> None:
+    """Every log record made in this process (ours and the libraries': MLflow, psycopg,
+    httpx) has its message formatted and passed through `scrub_urls` when it is made, before
+    any handler writes it to the terminal or a Hydra job's log file. Idempotent."""
+    import logging
+
+    current = logging.getLogRecordFactory()
+    if getattr(current, "_sweep_scrubs", False):
+        return
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = current(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string is logging's own to report
+            return record
+        if "://" in message:
+            record.msg, record.args = scrub_urls(message), None
+        return record
+
+    factory._sweep_scrubs = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(factory)
+
+
 def find_secrets(node: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
     """(dotted key, reason) for every secret-looking key or URL-with-credentials value in a
     plain config tree. The reason never contains the value."""

@@ -28,6 +28,7 @@ from sweep.common.csvcells import read_csv
 from sweep.common.errors import SweepError
 from sweep.common.files import atomic_write
 from sweep.common.paths import PROJECT_ROOT
+from sweep.common.secret import scrub_tree
 from sweep.config.identity import INPUT_SECTIONS, RESULT_SECTIONS, inapplicable_keys
 from sweep.decide import multiple
 from sweep.decide.multiple import DEFAULT_CORRECTION
@@ -435,7 +436,9 @@ def winner_sections(config: Mapping[str, Any], defaults: Mapping[str, Any] | Non
 
 def winner_yaml(sections: Mapping[str, Any], header: Sequence[str]) -> str:
     lines = ["# @package _global_", *(f"# {h}" if h else "#" for h in header)]
-    return "\n".join(lines) + "\n" + yaml.safe_dump(dict(sections), sort_keys=False)
+    # a run of an older chunk-sweep may hold a URL with its password: the file never does
+    return "\n".join(lines) + "\n" + yaml.safe_dump(scrub_tree(dict(sections)),
+                                                   sort_keys=False)
 
 
 def flip_rows(a: Any, b: Any, metric: str) -> list[dict[str, Any]]:

@@ -281,13 +281,14 @@ def _time_or_fail(value: Any, where: str, column: str) -> str | None:
 def _table_rows(path: Path, fh: _Lines, fmt: str, columns: Columns,
                 chosen: Callable[[Columns], None] | None) -> Iterator[Row]:
     limits = fh.limits
-    # a long pasted question is a question, not an error, up to the per-field limit
-    csv.field_size_limit(limits.field)
+    # The csv module's own limit is process-wide: it is only ever raised (to the row limit,
+    # which bounds a field's memory); the per-field limit is checked on each value, by name.
+    csv.field_size_limit(max(csv.field_size_limit(), limits.row))
     try:
         reader = csv.reader(fh, delimiter="\t" if fmt == "tsv" else ",")
         header = next(reader, None)
     except csv.Error as exc:
-        raise SweepError(f"{path}:1: {_csv_reason(exc, limits)}") from None
+        raise SweepError(f"{path}:1: {exc}") from None
     fh.row_done()
     if header is None:
         raise SweepError(f"{path}: empty file (no header, no rows)")
@@ -304,7 +305,7 @@ def _table_rows(path: Path, fh: _Lines, fmt: str, columns: Columns,
         except StopIteration:
             break
         except csv.Error as exc:
-            raise SweepError(f"{path}:{reader.line_num}: {_csv_reason(exc, limits)}") from None
+            raise SweepError(f"{path}:{reader.line_num}: {exc}") from None
         fh.row_done()
         if not values:
             continue
@@ -313,6 +314,8 @@ def _table_rows(path: Path, fh: _Lines, fmt: str, columns: Columns,
         if len(values) != len(header):
             raise SweepError(f"{where}: {len(values)} fields, the header has {len(header)}",
                              hint="a quote left open or a stray delimiter")
+        for name, value in zip(header, values, strict=True):
+            _field_limit(path, reader.line_num, name, value, limits)
 
         def get(col: str | None, vals: list[str] = values) -> str | None:
             return vals[index[col]] if col is not None else None
@@ -325,13 +328,6 @@ def _table_rows(path: Path, fh: _Lines, fmt: str, columns: Columns,
                   feedback=[fb] if fb not in (None, "") else [], row_id=rid)
     if rows_seen == 0:
         raise SweepError(f"{path}: no rows under the header")
-
-
-def _csv_reason(exc: csv.Error, limits: Limits) -> str:
-    if "field larger than field limit" in str(exc):
-        return (f"a field is longer than {limits.field:,} characters (the per-field limit; "
-                "raise it with --max-field-chars if it is real); nothing was written")
-    return str(exc)
 
 
 def _dotted(obj: Mapping[str, Any], name: str) -> Any:

@@ -79,3 +79,38 @@ def test_cache_url_with_a_query_password_is_refused_without_echoing_it() -> None
         check_url("postgresql://bob@db/app?password=hunter2x")
     assert "hunter2x" not in str(err.value) and "?password=" in str(err.value)
     check_url("postgresql://bob@db/app?sslmode=require")  # no password: fine
+
+
+def test_log_records_are_scrubbed_before_any_handler(tmp_path: Path) -> None:
+    import logging
+
+    from sweep.common.secret import install_log_scrubber
+
+    before = logging.getLogRecordFactory()
+    try:
+        install_log_scrubber()
+        install_log_scrubber()  # idempotent: one layer
+        log_file = tmp_path / "job.log"
+        handler = logging.FileHandler(log_file)
+        logger = logging.getLogger("sweep.test_scrubber")
+        logger.addHandler(handler)
+        logger.propagate = False
+        logger.warning("store %s failed: %s", "https://u:hunter2x@mlflow/", "ok")
+        logger.warning("psycopg: %s", "postgresql://h/db?password=hunter2x")
+        logger.warning("plain %d%%", 5)
+        handler.close()
+        text = log_file.read_text()
+        assert "hunter2x" not in text
+        assert "store https://***@mlflow/ failed: ok" in text and "plain 5%" in text
+    finally:
+        logging.setLogRecordFactory(before)
+
+
+def test_queue_report_and_exported_winner_are_scrubbed(tmp_path: Path) -> None:
+    from sweep.decide.table import winner_yaml
+    from sweep.questions.queue import write_report as write_queue_report
+
+    url = "https://u:hunter2x@mlflow.example/?token=hunter2x"
+    path = write_queue_report(tmp_path / "q.jsonl", {"sources": [{"path": f"{url} exp"}]})
+    assert "hunter2x" not in path.read_text()
+    assert "hunter2x" not in winner_yaml({"generation": {"base_url": url}}, ["winner"])

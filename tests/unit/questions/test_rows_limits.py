@@ -95,7 +95,8 @@ def test_a_csv_row_over_several_lines_counts_as_one_row(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("name", "body", "where"), [
-    ("f.csv", "question,id\n" + "q" * 120 + ",1\n", "f.csv:2: a field is longer than 80"),
+    ("f.csv", "question,id\n" + "q" * 120 + ",1\n",
+     "f.csv:2: question: 120 characters, more than the per-field limit of 80"),
     ("f.jsonl", json.dumps({"question": "ok", "id": "i" * 120}) + "\n",
      "f.jsonl:1: id: 120 characters, more than the per-field limit of 80"),
     ("f.txt", "t" * 120 + "\n", "f.txt:1: question: 120 characters"),
