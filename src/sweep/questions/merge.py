@@ -27,6 +27,7 @@ MAX_VARIANTS = 5  # other phrasings kept on a candidate
 _FORMS_KEPT = 32  # distinct raw phrasings counted per candidate while reading
 _SEEN_MAX = 100_000  # distinct raw questions whose redaction and cid are remembered
 MAX_RETRIEVED_CHARS = 500  # of each retrieved document's text kept in the queue
+_CUT_MARGIN = 200  # read past the cut before redacting (a private-key line is 64 characters)
 # The order in which a merged candidate takes its source: a real question beats a
 # synthetic one that happens to read the same.
 SOURCE_RANK = {"log": 0, "trace": 1, "synthetic": 2}
@@ -293,8 +294,11 @@ class Merger:
 
     def _doc(self, doc: Mapping[str, str | None]) -> dict[str, str | None]:
         text = doc.get("text")
+        # redacted with a margin, then cut: a key or a number across the cut is still seen
+        # whole by the patterns, and no half of it is kept
         return {"doc_id": doc.get("doc_id"),
-                "text": None if text is None else self._clean(text[:MAX_RETRIEVED_CHARS])}
+                "text": None if text is None else
+                self._clean(text[:MAX_RETRIEVED_CHARS + _CUT_MARGIN])[:MAX_RETRIEVED_CHARS]}
 
 
 def settle(cands: Iterable[Candidate], negative_below: float) -> None:

@@ -120,3 +120,16 @@ def test_feedback_numbers_are_read_as_typed(value: str, kind: tuple) -> None:
     from sweep.questions.merge import feedback_kind
 
     assert feedback_kind(value) == kind
+
+
+def test_a_retrieved_text_is_redacted_before_it_is_cut() -> None:
+    from sweep.questions.merge import MAX_RETRIEVED_CHARS
+
+    text = "x " * ((MAX_RETRIEVED_CHARS - 8) // 2) + "mail jane.doe@example.com now"
+    m = Merger()
+    m.add(Row(question="q?", source="trace", source_ref="t1",
+              retrieved=[{"doc_id": "d", "text": text}]))
+    (cand,) = m.by_cid.values()
+    kept = cand.retrieved[0]["text"]
+    assert kept is not None and len(kept) <= MAX_RETRIEVED_CHARS
+    assert "jan" not in kept  # cut first, "mail jan" would have been kept
