@@ -27,6 +27,7 @@ from omegaconf.errors import OmegaConfBaseException
 from sweep.cli.prewarm import prewarm_sweep
 from sweep.common.errors import SweepError
 from sweep.common.paths import PROJECT_ROOT
+from sweep.common.secret import install_log_scrubber
 from sweep.config.checks import check_config
 from sweep.config.compose import config_error_line, to_container
 from sweep.config.identity import config_hash
@@ -87,6 +88,7 @@ def job(cfg: DictConfig) -> float:
     """One configuration. Returns the headline metric (NaN when the job failed)."""
     hc = HydraConfig.get()
     _third_party_at_warning(hc.verbose)
+    install_log_scrubber()  # a launcher's worker process did not run hydra_main
     multirun = hc.mode == RunMode.MULTIRUN
     job_dir = Path(hc.runtime.output_dir)
     _CHOICES.clear()

@@ -114,6 +114,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if hasattr(signal, "SIGPIPE"):  # `sweep validate | head` should not end in a traceback
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from sweep.common.secret import install_log_scrubber
+
+    install_log_scrubber()
     if argv and argv[0] in ("help", "--usage", "--help", "-h"):
         if argv[0] != "help" or len(argv) < 2 or argv[1] not in COMMANDS:
             print(usage())

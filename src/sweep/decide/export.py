@@ -15,9 +15,11 @@ from typing import Any
 
 import yaml
 
+from sweep.common.csvcells import read_csv
 from sweep.common.errors import SweepError
 from sweep.common.files import atomic_write
 from sweep.common.paths import PROJECT_ROOT
+from sweep.common.secret import scrub_tree
 from sweep.config.identity import RESULT_SECTIONS
 from sweep.config.naming import config_name
 from sweep.decide.multiple import DEFAULT_CORRECTION
@@ -87,7 +89,9 @@ def winner_sections(config: Mapping[str, Any], defaults: Mapping[str, Any] | Non
 
 def winner_yaml(sections: Mapping[str, Any], header: Sequence[str]) -> str:
     lines = ["# @package _global_", *(f"# {h}" if h else "#" for h in header)]
-    return "\n".join(lines) + "\n" + yaml.safe_dump(dict(sections), sort_keys=False)
+    # a run of an older chunk-sweep may hold a URL with its password: the file never does
+    return "\n".join(lines) + "\n" + yaml.safe_dump(scrub_tree(dict(sections)),
+                                                   sort_keys=False)
 
 
 def default_sections() -> dict[str, Any] | None:
@@ -194,13 +198,11 @@ def _column(df: Any, name: str) -> dict[str, Any]:
 
 def per_question_for(ref: str, uri: str, tmp: Path) -> tuple[Any, str]:
     """A per_question table from a job folder, a CSV file, or an MLflow run id."""
-    import pandas as pd
-
     p = Path(ref)
     if p.is_dir() and (p / "per_question.csv").is_file():
         p = p / "per_question.csv"
     if p.is_file():
-        return pd.read_csv(p, dtype={"qid": str}), str(p)
+        return read_csv(p, dtype={"qid": str}), str(p)
     info = tracking.run_info(uri, ref)
     df = read_per_question(uri, info["run_id"], tmp)
     if df is None:

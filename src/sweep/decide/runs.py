@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sweep.common.csvcells import read_csv
 from sweep.common.errors import SweepError
 from sweep.config.identity import INPUT_SECTIONS, inapplicable_keys
 from sweep.decide.multiple import DEFAULT_CORRECTION
@@ -53,12 +54,10 @@ def default_uri() -> str:
 
 
 def read_per_question(uri: str, run_id: str, tmp: Path) -> Any:
-    import pandas as pd
-
     path = tracking.download_artifact(uri, run_id, "per_question.csv", tmp / run_id)
     if path is None:
         return None
-    return pd.read_csv(path, dtype={"qid": str}, keep_default_na=True)
+    return read_csv(path, dtype={"qid": str}, keep_default_na=True)
 
 
 def _headline_of(uri: str, run_ids: Sequence[str], tmp: Path) -> str | None:

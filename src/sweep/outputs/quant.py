@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sweep.common.csvcells import restore_row
 from sweep.common.mapping import flatten
 from sweep.config.identity import (
     GENERATION_SECTIONS,
@@ -137,7 +138,10 @@ def read_retrieved(path: Path) -> dict[str, list[str]] | None:
     """`retrieved_ids` of a job's per_question.csv; None when it cannot be read."""
     try:
         with path.open(encoding="utf-8", newline="") as fh:
-            return retrieved_ids(csv.DictReader(fh))
+            reader = csv.reader(fh)
+            header = restore_row(next(reader, []))
+            return retrieved_ids(dict(zip(header, restore_row(r), strict=False))
+                                 for r in reader)
     except (OSError, csv.Error, UnicodeDecodeError):
         return None
 
