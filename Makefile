@@ -14,23 +14,115 @@ export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
 .PHONY: help install wheel demo test test-unit test-slow test-all lint docs docs-serve ui clean compare gate mlflow-server bench bench-backends bench-big bench-index browser repro-chroma chroma-venv chroma-start chroma-stop \
-	infinity-venv model-server model-server-stop postgres postgres-stop ray-venv ray-start ray-stop
+	infinity-venv model-server model-server-stop postgres postgres-stop ray-venv ray-start ray-stop \
+	lock lock-refresh lock-check latest
 
 help: ## show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
-	@test -x $(PY) || { echo ">> creating $(VENV) (about 2.3 GB once installed; torch alone is ~750 MB)"; $(PYTHON) -m venv $(VENV); }
+# --- installs from the lock (issue 41) ------------------------------------------------------
+# Every venv is installed from locks/*.txt: the exact versions (with their sha256 hashes) the
+# suites passed on, resolved by uv from pyproject.toml's ranges (`make lock`). pip installs them
+# with --require-hashes --no-deps, then the project itself with --no-deps --no-build-isolation
+# (setuptools comes from the lock too), then `pip check` proves the set is consistent. Nothing
+# is resolved on the day of the install, so a new release cannot change what a clone runs.
+#
+# PyTorch comes first and on its own: TORCH=cpu (locks/torch-cpu.txt, torch==2.13.0+cpu, which
+# pip finds in a local wheel folder or on PyTorch's CPU index) or TORCH=cuda (PyPI's CUDA build
+# and its nvidia-* wheels, several GB). TORCH=auto, the default, picks cuda where `nvidia-smi -L`
+# lists a GPU and cpu elsewhere.
+TORCH ?= auto
+TORCH_BUILD := $(if $(filter auto,$(TORCH)),$(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu),$(TORCH))
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+LOCK_INSTALL = --progress-bar on --require-hashes --no-deps
+
+# $(call install_torch,VENV): the locked torch build into VENV, then one line saying which.
+# pip looks for +cpu wheels in its configured find-links first (a second index would be asked
+# for every package, and cost a timeout where it cannot be reached); PyTorch's CPU index is the
+# fallback.
+define install_torch
+	@test "$(TORCH_BUILD)" = cpu -o "$(TORCH_BUILD)" = cuda || { echo "error: TORCH=$(TORCH): use cpu, cuda or auto" >&2; exit 2; }
+	@echo ">> PyTorch: the $(TORCH_BUILD) build (locks/torch-$(TORCH_BUILD).txt; TORCH=cpu|cuda to choose)"
+	$(1)/bin/python -m pip install $(LOCK_INSTALL) -r locks/torch-$(TORCH_BUILD).txt || { \
+		test "$(TORCH_BUILD)" = cpu && echo ">> retrying with PyTorch's CPU index $(TORCH_CPU_INDEX)" && \
+		$(1)/bin/python -m pip install $(LOCK_INSTALL) --extra-index-url $(TORCH_CPU_INDEX) -r locks/torch-cpu.txt; }
+	@$(1)/bin/python -c 'import torch; print(">> installed torch", torch.__version__, "(CUDA " + torch.version.cuda + ")" if torch.version.cuda else "(CPU only)")'
+endef
+
+$(STAMP): pyproject.toml locks/venv.txt locks/torch-$(TORCH_BUILD).txt
+	@test -x $(PY) || { echo ">> creating $(VENV) (about 3.0 GB with the CPU build of torch, ~750 MB of it torch)"; $(PYTHON) -m venv $(VENV); }
 	@$(PY) -c 'import sys; assert sys.version_info >= (3, 11), "chunk-sweep needs Python >= 3.11"'
-	$(PY) -m pip install --upgrade --progress-bar on pip
-	@# The CPU build of torch must be in place before sentence-transformers asks for torch,
-	@# otherwise pip resolves a multi-GB CUDA build.
-	$(PY) -m pip install --progress-bar on torch==2.13.0
-	$(PY) -m pip install --progress-bar on -e '.[test]'
+	$(call install_torch,$(VENV))
+	$(PY) -m pip install $(LOCK_INSTALL) -r locks/venv.txt
+	$(PY) -m pip install --progress-bar on --no-deps --no-build-isolation -e .
+	$(PY) -m pip check
+	@echo ">> $(VENV): $$(du -sh $(VENV) | cut -f1) installed from locks/venv.txt"
 	@touch $(STAMP)
 
-install: $(STAMP) ## create .venv and install torch (CPU) + chunk-sweep with test extras; quick when done
+install: $(STAMP) ## create .venv from the lock: torch (CPU unless a GPU is found; TORCH=cpu|cuda) + chunk-sweep with every extra the suites use
 	@echo ">> $(VENV) is ready"
+
+# uv (itself locked) resolves pyproject.toml's ranges into locks/*.txt; it lives in .venv-lock,
+# apart from what it resolves.
+LOCK_VENV := .venv-lock
+UV := $(LOCK_VENV)/bin/uv
+# One platform and Python for every lock: Linux x86_64 (manylinux_2_28), CPython 3.11.7.
+UV_COMPILE = $(UV) pip compile -q --generate-hashes --python-version 3.11.7 \
+	--python-platform x86_64-manylinux_2_28 --custom-compile-command 'make lock' $(UPGRADE)
+# The CPU torch wheel is found where pip finds it: the configured find-links folder, else the
+# PyTorch CPU index. Every lock is resolved against torch-cpu.in, so the CPU and CUDA builds
+# share every other version.
+TORCH_SOURCE = $(if $(wildcard /opt/wheels/torch-*),--find-links /opt/wheels,--extra-index-url $(TORCH_CPU_INDEX))
+# The extras each lock holds (.venv: every extra the suites use; .venv-ray: Ray's launcher).
+VENV_EXTRAS := test slurm openvino postgres chroma
+RAY_EXTRAS := test ray
+comma := ,
+empty :=
+space := $(empty) $(empty)
+LOCKCHECK = $(PY) -m sweep.dev.lockcheck --lock locks/venv.txt:$(subst $(space),$(comma),$(VENV_EXTRAS)) \
+	--lock locks/ray.txt:$(subst $(space),$(comma),$(RAY_EXTRAS))
+
+$(UV): locks/uv.txt
+	@test -x $(LOCK_VENV)/bin/python || $(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install -q $(LOCK_INSTALL) -r locks/uv.txt
+	@touch $@
+
+# An existing lock is uv's preference: `make lock` keeps every pin it can and changes only what
+# pyproject.toml's ranges now require; UPGRADE=--upgrade takes the newest allowed versions.
+lock: $(UV) ## re-resolve locks/*.txt from pyproject.toml and locks/*.in, keeping today's pins where allowed
+	$(UV_COMPILE) pyproject.toml locks/tools.in $(addprefix --extra ,$(VENV_EXTRAS)) $(TORCH_SOURCE) -c locks/torch-cpu.in --no-emit-package torch -o locks/venv.txt
+	$(UV_COMPILE) locks/torch-cpu.in $(TORCH_SOURCE) -c locks/venv.txt -o locks/torch-cpu.txt
+	$(UV_COMPILE) locks/torch-cuda.in -c locks/venv.txt -o locks/torch-cuda.txt
+	$(UV_COMPILE) pyproject.toml locks/tools.in $(addprefix --extra ,$(RAY_EXTRAS)) $(TORCH_SOURCE) -c locks/torch-cpu.in --no-emit-package torch -o locks/ray.txt
+	$(UV_COMPILE) locks/chroma-server.in locks/tools.in -o locks/chroma-server.txt
+	$(UV_COMPILE) locks/infinity-server.in locks/tools.in $(TORCH_SOURCE) -c locks/torch-cpu.in --no-emit-package torch -o locks/infinity-server.txt
+	$(UV_COMPILE) locks/uv.in -o locks/uv.txt
+	$(LOCKCHECK)
+	@echo ">> locks/ re-resolved: review \`git diff --stat locks/\`, then make install test-all"
+
+# The whole refresh: newest allowed versions, every venv rebuilt from them, both suites run. A
+# failure leaves the new locks in the work tree for inspection (`git checkout locks/` undoes).
+lock-refresh: ## newest allowed versions into locks/, rebuild the venvs from them, run both suites
+	$(MAKE) lock UPGRADE=--upgrade
+	rm -rf $(VENV) $(RAY_VENV) $(CHROMA_VENV) $(INFINITY_VENV)
+	$(MAKE) install test-all
+
+lock-check: install ## the locks pin every dependency pyproject.toml names, inside its range, with hashes
+	$(LOCKCHECK)
+
+# The periodic "latest" check: what a user who installs today without the lock would get. A
+# scratch venv (LATEST_VENV, outside the repository) takes the newest versions pyproject.toml
+# allows, says what differs from the lock, and runs the fast suite, so that a release that
+# breaks us is found here, on purpose.
+LATEST_VENV ?= /tmp/chunk-sweep-latest
+latest: ## newest allowed versions (no lock) in a scratch venv ($(LATEST_VENV)): what moved, then the fast suite
+	rm -rf $(LATEST_VENV)
+	$(PYTHON) -m venv $(LATEST_VENV)
+	$(call install_torch,$(LATEST_VENV))
+	$(LATEST_VENV)/bin/python -m pip install --progress-bar on --upgrade pip setuptools
+	$(LATEST_VENV)/bin/python -m pip install --progress-bar on --upgrade --upgrade-strategy eager -e '.[$(subst $(space),$(comma),$(VENV_EXTRAS))]'
+	@$(PY) -m sweep.dev.lockcheck --drift $(LATEST_VENV)/bin/python
+	cd $(CURDIR) && $(LATEST_VENV)/bin/python -m pytest -m "not slow" -q -p no:cacheprovider
 
 # setuptools follows src/sweep/conf and src/sweep/demo (links to conf/, data/demo) into the
 # wheel; no build isolation, so nothing is downloaded (setuptools is in .venv).
@@ -69,9 +161,10 @@ test-all: test test-slow ## both suites
 
 # The Chroma server (`chroma run`) for index=chroma, in its own venv: the full chromadb package
 # and the project's chromadb-client both provide the `chromadb` module.
-chroma-venv: ## the venv holding the Chroma server (chromadb 1.5.9, ~520 MB)
+chroma-venv: ## the venv holding the Chroma server (chromadb 1.5.9 from locks/chroma-server.txt, ~520 MB)
 	@test -x $(CHROMA_VENV)/bin/chroma || { $(PYTHON) -m venv $(CHROMA_VENV) && \
-		$(CHROMA_VENV)/bin/pip install --progress-bar on chromadb==1.5.9; }
+		$(CHROMA_VENV)/bin/pip install $(LOCK_INSTALL) -r locks/chroma-server.txt && \
+		$(CHROMA_VENV)/bin/pip check; }
 
 chroma-start: chroma-venv ## a Chroma server on 127.0.0.1:$(CHROMA_PORT), data in .cache/chroma (CHROMA_STATE=... moves it); waits for its heartbeat (WAIT_S=120), never starts a second
 	@PORT=$(CHROMA_PORT) VENV=$(abspath $(CHROMA_VENV)) STATE=$(abspath $(CHROMA_STATE)) servers/chroma.sh start
@@ -103,9 +196,10 @@ bench-index: install ## exact vs FAISS HNSW/IVF-PQ/IVF-Flat, 384-d (SIZES=10000,
 	$(PY) benchmarks/bench_index.py --sizes $(or $(SIZES),10000,100000) --data $(or $(DATA),uniform) \
 		--kinds $(or $(KINDS),exact,ivf_pq,ivf_flat,hnsw) --threads $(or $(THREADS),1)
 
-lint: install ## ruff, then the import contracts (pyproject.toml [tool.importlinter])
+lint: install ## ruff, the import contracts (pyproject.toml [tool.importlinter]), the locks against pyproject.toml
 	$(PY) -m ruff check src tests
 	$(VENV)/bin/lint-imports
+	$(LOCKCHECK)
 
 # The reference pages (configuration keys, commands, metrics) are generated from the code by
 # docs/hooks.py at build time; --strict turns a broken link or anchor into a failure.
@@ -129,8 +223,8 @@ clean: ## remove run outputs (keeps .venv and the model cache)
 	rm -rf outputs multirun mlflow.db mlartifacts
 
 # --- a real embedding + rerank server (issue 16) ------------------------------------------
-# infinity-emb in its own venv: its pins (numpy<2, click<8.2, sentence-transformers<4) clash
-# with the project's. It serves the bundled MiniLM from its local folder (/v1/embeddings) and
+# infinity-emb in its own venv (locks/infinity-server.txt): its pins (numpy<2, click<8.2,
+# sentence-transformers<4) clash with the project's. It serves the bundled MiniLM from its local folder (/v1/embeddings) and
 # an untrained local test cross-encoder (/v1/rerank) on 127.0.0.1:7997; see servers/. The slow
 # test (tests/e2e/test_served_models.py) starts its own from .venv-infinity on a free port.
 INFINITY_VENV := .venv-infinity
@@ -139,12 +233,11 @@ MODEL_SERVER_DIR ?= .cache/model-server
 MODEL_SERVER_PORT ?= 7997
 TEST_RERANKER = $(abspath $(MODEL_SERVER_DIR))/test-cross-encoder
 
-$(INFINITY_STAMP): servers/infinity-requirements.txt
+$(INFINITY_STAMP): locks/infinity-server.txt locks/torch-$(TORCH_BUILD).txt
 	@test -x $(INFINITY_VENV)/bin/python || { echo ">> creating $(INFINITY_VENV) (about 1.5 GB once installed; torch alone ~750 MB)"; $(PYTHON) -m venv $(INFINITY_VENV); }
-	$(INFINITY_VENV)/bin/python -m pip install --upgrade --progress-bar on pip
-	@# the CPU build of torch first, as for .venv (else pip resolves a multi-GB CUDA build)
-	$(INFINITY_VENV)/bin/python -m pip install --progress-bar on torch==2.13.0
-	$(INFINITY_VENV)/bin/python -m pip install --progress-bar on -r servers/infinity-requirements.txt
+	$(call install_torch,$(INFINITY_VENV))
+	$(INFINITY_VENV)/bin/python -m pip install $(LOCK_INSTALL) -r locks/infinity-server.txt
+	$(INFINITY_VENV)/bin/python -m pip check
 	@touch $@
 
 infinity-venv: $(INFINITY_STAMP) ## the venv holding the infinity-emb model server (~1.5 GB)
@@ -178,19 +271,20 @@ postgres-stop: ## stop the server `make postgres` started and remove its data
 
 # --- a local Ray cluster (issue 34) --------------------------------------------------------
 # hydra-ray-launcher pins cloudpickle<3 and pulls joblib back under the joblib launcher the main
-# venv runs, so Ray and the project live in their own venv: torch (CPU) first as for .venv,
-# then the project editable with the test and ray extras. The slow test
+# venv runs, so Ray and the project live in their own venv (locks/ray.txt): torch first as for
+# .venv, then the locked test and ray extras, then the project editable. The slow test
 # (tests/e2e/test_ray_cluster.py) uses it and starts its own cluster with servers/ray.sh.
 RAY_VENV := .venv-ray
 RAY_STAMP := $(RAY_VENV)/.installed-stamp
 RAY_DIR ?= .cache/ray
 RAY_PORT ?= 6390
 
-$(RAY_STAMP): pyproject.toml
+$(RAY_STAMP): pyproject.toml locks/ray.txt locks/torch-$(TORCH_BUILD).txt
 	@test -x $(RAY_VENV)/bin/python || { echo ">> creating $(RAY_VENV) (about 3.1 GB once installed; torch ~750 MB, ray ~250 MB)"; $(PYTHON) -m venv $(RAY_VENV); }
-	$(RAY_VENV)/bin/python -m pip install --upgrade --progress-bar on pip
-	$(RAY_VENV)/bin/python -m pip install --progress-bar on torch==2.13.0
-	$(RAY_VENV)/bin/python -m pip install --progress-bar on -e '.[test,ray]'
+	$(call install_torch,$(RAY_VENV))
+	$(RAY_VENV)/bin/python -m pip install $(LOCK_INSTALL) -r locks/ray.txt
+	$(RAY_VENV)/bin/python -m pip install --progress-bar on --no-deps --no-build-isolation -e .
+	$(RAY_VENV)/bin/python -m pip check
 	@touch $@
 
 ray-venv: $(RAY_STAMP) ## the venv holding Ray + hydra-ray-launcher + chunk-sweep (its pins clash with .venv's)

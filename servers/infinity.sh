@@ -9,7 +9,7 @@
 #
 # Env: VENV (.venv-infinity) HOST (127.0.0.1) PORT (7997) RERANK_MODEL (a cross-encoder folder;
 # empty = none) STATE (.cache/model-server: pid file and log) WAIT_S (180)
-# The venv is made by `make model-server` from servers/infinity-requirements.txt.
+# The venv is made by `make model-server` from locks/infinity-server.txt.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="${VENV:-$ROOT/.venv-infinity}"

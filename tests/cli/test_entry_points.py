@@ -101,3 +101,46 @@ def test_a_sweep_that_left_no_report_fails_instead_of_finishing_empty(tmp_path, 
     assert exc.value.code == 1
     err = capsys.readouterr().err
     assert f"error: no job report under {tmp_path / 'multirun'}" in err
+
+
+def test_sweep_help_lists_every_command_in_one_line_each(tmp_path: Path) -> None:
+    from sweep.cli.main import COMMANDS
+
+    for flag in ("--help", "help", "-h"):
+        res = run_cli("-m", "sweep.cli", flag, cwd=tmp_path)
+        assert res.returncode == 0, res.stderr
+        lines = res.stdout.splitlines()
+        start = lines.index("commands:") + 1
+        listed = [ln.split()[0] for ln in lines[start: lines.index("", start)]]
+        assert listed == list(COMMANDS)  # every command once, in order, one line each
+        assert all(len(ln) <= 82 for ln in lines)
+        assert len(lines) < 40  # not Hydra's 222-line help
+        assert "--hydra-help" in res.stdout and "--cfg job" in res.stdout
+    # The line of a command is the first sentence of its module's docstring.
+    assert "  show       why questions were missed, in the terminal\n" in res.stdout
+    # `sweep help COMMAND`: that command's own options; Hydra's help is still one flag away.
+    res = run_cli("-m", "sweep.cli", "help", "flips", cwd=tmp_path)
+    assert res.returncode == 0 and res.stdout.startswith("usage: sweep flips")
+    res = run_cli("-m", "sweep.cli", "--hydra-help", cwd=tmp_path)
+    assert res.returncode == 0 and "Hydra" in res.stdout
+
+
+def test_the_command_list_imports_no_command() -> None:
+    code = ("import sys; from sweep.cli.main import usage; usage(); "
+            "print(sorted(m for m in sys.modules if m.startswith(('sweep.cli.', 'sweep.label', "
+            "'pandas', 'mlflow'))))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+                         check=True)
+    assert res.stdout.strip() == "['sweep.cli.main']"
+
+
+def test_a_summary_is_the_first_sentence_shortened_at_a_clause() -> None:
+    from sweep.cli.main import summary_of
+
+    assert summary_of("``sweep x A B``: does one thing. Then more.\n\nDetails.") == \
+        "does one thing"
+    assert summary_of("`sweep y`: reads the store, e.g. a sweep (see below), and prints it, "
+                      "with a very long tail of words that goes on", 40) == \
+        "reads the store, e.g. a sweep"
+    assert summary_of("``sweep z``: " + "word " * 20, 30) == "word word word word word..."

@@ -9,7 +9,7 @@ import pytest
 
 from helpers import run_cli
 from sweep.config.compose import compose
-from sweep.decide.table import default_uri
+from sweep.decide.runs import default_uri
 
 
 def test_default_uri_prefers_the_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

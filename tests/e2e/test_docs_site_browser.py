@@ -37,7 +37,7 @@ def test_the_built_site_opens_with_its_reference(tmp_path: Path, browser: object
     assert driver.find_element(By.TAG_NAME, "h1").text == "chunk-sweep"
     nav = {a.get_attribute("textContent").strip()
            for a in driver.find_elements(By.CSS_SELECTOR, "nav a.md-nav__link")}
-    assert {"Getting started", "Configuration keys", "Commands", "Metric functions"} <= nav
+    assert {"Getting started", "Configuration keys", "Commands", "Metric registry"} <= nav
     shot = tmp_path / "home.png"
     driver.save_screenshot(str(shot))
     assert shot.stat().st_size > 20_000  # a drawn page, not a blank one

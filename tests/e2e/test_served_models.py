@@ -72,7 +72,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         return
     if not INFINITY.is_file():
         pytest.fail(f"no infinity server at {INFINITY}: run `make infinity-venv` (builds "
-                    ".venv-infinity from servers/infinity-requirements.txt) or set "
+                    ".venv-infinity from locks/infinity-server.txt) or set "
                     "CHUNK_SWEEP_TEST_SERVER", pytrace=False)
     from sweep.dev.fixtures import make_untrained_cross_encoder
 

@@ -57,7 +57,7 @@ def power_from_args(report: dict[str, Any], args: argparse.Namespace) -> dict[st
     """What the audited set can decide, from the selected sweep's best and runner-up among
     the configurations that scored this set (`decision.sweep_power`)."""
     from sweep.decide.decision import sweep_power
-    from sweep.decide.table import default_uri
+    from sweep.decide.runs import default_uri
 
     fingerprint = (report.get("inputs") or {}).get("golden_fingerprint")
     with tempfile.TemporaryDirectory(prefix="sweep-audit-") as tmp:

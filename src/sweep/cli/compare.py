@@ -19,14 +19,8 @@ from pathlib import Path
 from sweep.cli.args import correction_arg, detect_arg, selection_args
 from sweep.common.errors import SweepError
 from sweep.decide.decision import decide_table, plot_data
-from sweep.decide.table import (
-    default_uri,
-    load_table,
-    plot_table,
-    print_table,
-    sweep_folder,
-    table_json,
-)
+from sweep.decide.present import plot_table, print_table, sweep_folder, table_json
+from sweep.decide.runs import default_uri, load_table
 from sweep.outputs import tracking
 from sweep.outputs.report import plot_axes
 

@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sweep.cli.args import correction_arg, selection_args
-from sweep.decide.table import WINNERS_DIR, default_uri, export_winner, winner_name
+from sweep.config.naming import config_name
+from sweep.decide.export import WINNERS_DIR, export_winner
+from sweep.decide.runs import default_uri
 from sweep.outputs.report import format_value
 
 
@@ -37,7 +39,7 @@ def cmd_export(argv: Sequence[str]) -> int:
                       top=args.top, correction=args.correction)
     t, winner = e.table, e.winner
     best = t.rows[0]
-    print(f"winner: {winner_name(e.config)} (run {winner['run_id']}, "
+    print(f"winner: {config_name(e.config, t.swept)} (run {winner['run_id']}, "
           f"{t.metric}={format_value(winner.get(t.metric))}, "
           f"{t.cost}={format_value(winner.get(t.cost))}, "
           f"{t.latency}={format_value(winner.get(t.latency))})")

@@ -11,7 +11,8 @@ import argparse
 import json
 from collections.abc import Sequence
 
-from sweep.decide.table import DEFAULT_METRIC, default_uri, flips
+from sweep.decide.export import flips
+from sweep.decide.runs import DEFAULT_METRIC, default_uri
 from sweep.outputs.report import format_value
 
 

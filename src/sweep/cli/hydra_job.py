@@ -28,9 +28,11 @@ from sweep.cli.prewarm import prewarm_sweep
 from sweep.common.errors import SweepError
 from sweep.common.files import read_text_regular
 from sweep.common.paths import PROJECT_ROOT, resolve_user_path
+from sweep.common.secret import install_log_scrubber
 from sweep.config.checks import check_config
 from sweep.config.compose import config_error_line, to_container
 from sweep.config.identity import config_hash
+from sweep.config.naming import command_line_keys, config_name
 from sweep.config.schema import Config
 from sweep.config.specs import JobSpec, build_job_spec
 from sweep.decide.decision import audit_power, finished_sweep, plot_data
@@ -47,16 +49,13 @@ log = logging.getLogger("sweep")
 
 
 def run_name(plain: dict[str, Any]) -> str:
-    c, e = plain.get("chunk", {}), plain.get("embedding", {})
-    parts = [str(c.get("boundary")), str(c.get("size")), f"ov{c.get('overlap')}",
-             str(c.get("header")), str(e.get("name"))]
-    pair = (str(e.get("backend", "torch")), str(e.get("precision", "fp32")))
-    if pair != ("torch", "fp32"):  # two precisions of one configuration: two names
-        parts.extend(pair)
-    method = plain.get("retrieval", {}).get("method")
-    if method and method != "dense":
-        parts.append(str(method))
-    return "-".join(parts)
+    """The MLflow run's name: `config_name`, naming the settings this job's command line set
+    (a sweep's axes among them)."""
+    try:
+        overrides = list(HydraConfig.get().overrides.task)
+    except ValueError:  # no Hydra run in progress (a report read back after the sweep)
+        overrides = []
+    return config_name(plain, command_line_keys(overrides))
 
 
 def _error_line(exc: BaseException) -> str:
@@ -90,6 +89,7 @@ def job(cfg: DictConfig) -> float:
     """One configuration. Returns the headline metric (NaN when the job failed)."""
     hc = HydraConfig.get()
     _third_party_at_warning(hc.verbose)
+    install_log_scrubber()  # a launcher's worker process did not run hydra_main
     multirun = hc.mode == RunMode.MULTIRUN
     job_dir = Path(hc.runtime.output_dir)
     _CHOICES.clear()

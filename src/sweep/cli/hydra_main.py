@@ -96,6 +96,9 @@ def main() -> None:
     # A log handler that cannot write (a full disk) drops the line instead of printing a
     # traceback per record (the standard library's switch for production use).
     logging.raiseExceptions = False
+    from sweep.common.secret import install_log_scrubber
+
+    install_log_scrubber()  # before Hydra's job log file gets its first line
     register()
     try:
         config_path = str(conf_dir())

@@ -1,5 +1,6 @@
 """The ``sweep`` command: subcommands, or a Hydra run/sweep when the first word is not one.
 
+    sweep help | --help                # the commands, one line each (`usage`)
     sweep validate [--strict] [--json] [overrides...]
     sweep [-m] [overrides...]          # same as python -m sweep
 """
@@ -7,80 +8,105 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
 import os
+import re
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 from sweep.common.errors import SweepError
 
-USAGE = """usage: sweep COMMAND [options] [key=value ...]
-
-commands:
-  init            [--corpus DIR] [--name NAME]: a starter project in the current folder (conf/,
-                  an empty golden set, experiments/grid.yaml, evals/, CI files); never overwrites
-  validate        check the golden set against the corpus (orphans, bad ids, quotes)
-  audit           [--json] [--html FILE] [--no-embedding]: the golden set's synthetic smell,
-                  near-duplicates, ambiguous evidence, split answers and coverage
-  cache           info | clear: the on-disk embedding cache
-  import          FORMAT SRC --out DIR: squad | beir | chroma data -> corpus/ + golden.jsonl
-  compare         [--experiment NAME] [--sweep latest|RUN_ID] [--metric M] [--json] [--plot DIR]:
-                  a sweep's configurations from MLflow, best first, each tested against the best
-  export          [--metric M] [--top] [--name NAME] [--out-dir DIR]: the winner -> experiments/winners/
-  flips           RUN_A RUN_B [--metric M]: questions one configuration gets right, the other not
-  baseline        check [--tolerance T] [overrides...] | update [--allow-regression]: the CI gate
-  rerun           --top N [--sweep latest|RUN_ID] [--metric M] [overrides...]: the best N of a
-                  sweep again as a new sweep (generation on the best few; static -> transformer)
-  show            RUN [--qid QID] [--vs RUN]: why questions were missed (a job folder or an
-                  MLflow run id): miss causes, evidence inside its chunk boundaries, the top k
-  ui              [--port 5000] [--experiment NAME]: the MLflow UI on the store, and the link
-                  to the latest sweep's runs table
-  label           [--corpus DIR] [--golden FILE] [--port 8765] [--no-dense]: a local page
-                  (127.0.0.1) to label golden questions: search, select evidence, save
-  golden          rebase --golden G --old OLD --new NEW --out G2: carry labels across document
-                  edits (folders or git revisions); fingerprint: record a set's corpus
-  questions       import LOG|--mlflow-experiment NAME --out QUEUE.jsonl | generate --out
-                  QUEUE.jsonl: real (and synthetic) questions into a prioritised labelling
-                  queue (redacted, duplicates merged, ranked by feedback and frequency)
-  estimate        [key=a,b ...]: texts, tokens, requests and dollars a sweep would send to
-                  served models after the embedding cache (nothing is sent)
-  (none)          run one configuration; `sweep -m key=a,b ...` sweeps (Hydra multirun)
-
-Every command takes Hydra-style overrides, e.g. corpus.path=DIR golden.path=FILE.
-`python -m sweep --help` shows the config groups and Hydra's own options.
-"""
-
-
-def _lazy(module: str, name: str) -> Callable[[Sequence[str]], int]:
-    """A subcommand imported when used: they pull in pandas, MLflow and matplotlib."""
-
-    def run(argv: Sequence[str]) -> int:
-        return getattr(importlib.import_module(module), name)(argv)
-
-    return run
-
-
 # One module per command under sweep/cli/ (argparse and printing; the work is done by
 # data/, decide/ and pipeline/); the labelling page keeps its server and options together.
-COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
-    "init": _lazy("sweep.cli.init", "cmd_init"),
-    "validate": _lazy("sweep.cli.validate", "cmd_validate"),
-    "audit": _lazy("sweep.cli.audit", "cmd_audit"),
-    "cache": _lazy("sweep.cli.cache", "cmd_cache"),
-    "import": _lazy("sweep.cli.import_cmd", "cmd_import"),
-    "compare": _lazy("sweep.cli.compare", "cmd_compare"),
-    "export": _lazy("sweep.cli.export", "cmd_export"),
-    "flips": _lazy("sweep.cli.flips", "cmd_flips"),
-    "baseline": _lazy("sweep.cli.baseline", "cmd_baseline"),
-    "rerun": _lazy("sweep.cli.rerun", "cmd_rerun"),
-    "show": _lazy("sweep.cli.show", "cmd_show"),
-    "estimate": _lazy("sweep.cli.estimate", "cmd_estimate"),
-    "label": _lazy("sweep.label", "cmd_label"),
-    "golden": _lazy("sweep.cli.golden", "cmd_golden"),
-    "questions": _lazy("sweep.cli.questions", "cmd_questions"),
-    "ui": _lazy("sweep.cli.ui", "cmd_ui"),
+# `sweep help` lists them with the first sentence of each module's docstring: a new command
+# is its module and one line here.
+_MODULES: dict[str, tuple[str, str]] = {
+    "init": ("sweep.cli.init", "cmd_init"),
+    "validate": ("sweep.cli.validate", "cmd_validate"),
+    "audit": ("sweep.cli.audit", "cmd_audit"),
+    "cache": ("sweep.cli.cache", "cmd_cache"),
+    "import": ("sweep.cli.import_cmd", "cmd_import"),
+    "compare": ("sweep.cli.compare", "cmd_compare"),
+    "export": ("sweep.cli.export", "cmd_export"),
+    "flips": ("sweep.cli.flips", "cmd_flips"),
+    "baseline": ("sweep.cli.baseline", "cmd_baseline"),
+    "rerun": ("sweep.cli.rerun", "cmd_rerun"),
+    "show": ("sweep.cli.show", "cmd_show"),
+    "estimate": ("sweep.cli.estimate", "cmd_estimate"),
+    "label": ("sweep.label", "cmd_label"),
+    "golden": ("sweep.cli.golden", "cmd_golden"),
+    "questions": ("sweep.cli.questions", "cmd_questions"),
+    "ui": ("sweep.cli.ui", "cmd_ui"),
 }
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand, imported when used: they pull in pandas, MLflow and matplotlib."""
+
+    module: str
+    function: str
+
+    def __call__(self, argv: Sequence[str]) -> int:
+        return getattr(importlib.import_module(self.module), self.function)(argv)
+
+    def summary(self, width: int = 68) -> str:
+        """What it does in one line (`summary_of` its module's docstring, read from the
+        source file: `sweep help` imports no command)."""
+        return summary_of(_docstring(self.module), width)
+
+
+COMMANDS: dict[str, Command] = {name: Command(*where) for name, where in _MODULES.items()}
+
+
+def _docstring(module: str) -> str:
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return ""
+    text = Path(spec.origin).read_text(encoding="utf-8")
+    found = re.match(r'\s*[rRuU]?("""|\'\'\')(.*?)\1', text, re.S)
+    return found.group(2) if found else ""
+
+
+def summary_of(doc: str, width: int = 68) -> str:
+    """The first sentence of a command's docstring without its ``sweep NAME ...`` synopsis
+    (```sweep show RUN``: why questions were missed, in the terminal.` -> `why questions were
+    missed, in the terminal`), shortened past ``width`` characters as click's command lists
+    do."""
+    paragraph = " ".join(doc.strip().split("\n\n", 1)[0].split())
+    paragraph = re.sub(r"^`+sweep [^`]*`+:\s*", "", paragraph)
+    # a sentence ends at a full stop, not at the one of "e.g." or "i.e."
+    sentence = re.split(r"(?<=[a-z0-9)`'])(?<!e\.g)(?<!i\.e)\.(?:\s|$)", paragraph,
+                        maxsplit=1)[0].rstrip(".")
+    if len(sentence) <= width:
+        return sentence
+    # Past the width: up to the last aside or clause that fits, else a word and "...".
+    head = sentence[: width + 1]
+    cut = max(head.rfind(" ("), head.rfind(", "), head.rfind("; "))
+    if cut > width // 3:
+        return sentence[:cut]
+    return sentence[: width - 3].rsplit(" ", 1)[0].rstrip(",;:( ") + "..."
+
+
+def usage() -> str:
+    """What ``sweep help`` and ``sweep --help`` print: the commands, one line each, then where
+    a command's options and Hydra's configuration help are."""
+    lines = ["usage: sweep COMMAND [options] [key=value ...]",
+             "       sweep [-m] [key=value ...]    one configuration; with -m, a sweep",
+             "", "commands:"]
+    lines += [f"  {name:<10} {command.summary()}" for name, command in COMMANDS.items()]
+    lines += ["",
+              "A command's options: sweep help COMMAND (or sweep COMMAND --help). Every command",
+              "takes Hydra-style overrides, e.g. corpus.path=DIR golden.path=FILE.",
+              "",
+              "Configuration (Hydra): python -m sweep --help lists the config groups and the",
+              "defaults; sweep --cfg job [--resolve] [key=value ...] prints the composed",
+              "configuration; sweep --info what Hydra loaded; sweep --hydra-help Hydra's flags."]
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -88,9 +114,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     if hasattr(signal, "SIGPIPE"):  # `sweep validate | head` should not end in a traceback
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    if argv and argv[0] in ("help", "--usage"):
-        print(USAGE)
-        return
+    from sweep.common.secret import install_log_scrubber
+
+    install_log_scrubber()
+    if argv and argv[0] in ("help", "--usage", "--help", "-h"):
+        if argv[0] != "help" or len(argv) < 2 or argv[1] not in COMMANDS:
+            print(usage())
+            return
+        argv = [argv[1], "--help"]  # `sweep help compare`: that command's options
     if argv and argv[0] in COMMANDS:
         debug = "--debug" in argv or os.environ.get("CHUNK_SWEEP_DEBUG") == "1"
         argv = [a for a in argv if a != "--debug"]

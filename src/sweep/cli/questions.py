@@ -22,6 +22,8 @@ from typing import Any
 
 from sweep.common.errors import SweepError
 from sweep.common.progress import show_progress
+from sweep.common.secret import scrub_urls
+from sweep.questions.rows import FORMATS as LOG_FORMATS
 
 
 def _say(message: str) -> None:
@@ -54,6 +56,24 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "the scale: 1 on a 1-5 scale, 0 on a 0-1 scale)")
 
 
+def _private(text: str, redact: bool) -> str:
+    """A line the import prints or writes about the log (a header, a value in an error, a
+    file name): redacted like the questions unless --no-redact."""
+    from sweep.common.secret import redact_text
+
+    return redact_text(text) if redact else text
+
+
+def _private_tree(node: Any, redact: bool) -> Any:
+    if isinstance(node, str):
+        return _private(node, redact)
+    if isinstance(node, dict):
+        return {k: _private_tree(v, redact) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_private_tree(v, redact) for v in node]
+    return node
+
+
 def cmd_questions(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="sweep questions",
@@ -65,7 +85,7 @@ def cmd_questions(argv: Sequence[str]) -> int:
                      help="CSV, TSV, JSONL, text log or OpenTelemetry JSON (gzip too); "
                           "words with '=' are config overrides, e.g. "
                           "questions.near_threshold=0.85")
-    imp.add_argument("--format", choices=("csv", "tsv", "jsonl", "text", "otel"),
+    imp.add_argument("--format", choices=LOG_FORMATS,
                      help="the files' format (default: from the name)")
     for role in ("question", "id", "time", "feedback"):
         imp.add_argument(f"--{role}-column", metavar="NAME", default=None,
@@ -76,6 +96,12 @@ def cmd_questions(argv: Sequence[str]) -> int:
                      help="MLflow store (default: $MLFLOW_TRACKING_URI, else ./mlflow.db)")
     imp.add_argument("--max-traces", type=int, default=0, metavar="N",
                      help="read at most N traces (default: all)")
+    imp.add_argument("--max-row-chars", type=int, default=None, metavar="N",
+                     help="refuse a log whose row (line) is longer than N characters "
+                          "(default: 16 MiB)")
+    imp.add_argument("--max-field-chars", type=int, default=None, metavar="N",
+                     help="refuse a log whose question, id or feedback field is longer than "
+                          "N characters (default: 4 MiB)")
     _common(imp)
     gen = sub.add_parser("generate", help="synthetic questions about sampled passages")
     gen.add_argument("--passages", type=int, default=None, help="= questions.passages")
@@ -88,7 +114,14 @@ def cmd_questions(argv: Sequence[str]) -> int:
     if args.action == "import":
         args.overrides = [s for s in args.sources if "=" in s]
         args.sources = [s for s in args.sources if "=" not in s]
-    return run_import(args) if args.action == "import" else run_generate(args)
+    try:
+        return run_import(args) if args.action == "import" else run_generate(args)
+    except SweepError as exc:
+        # an error may quote the log (a bad time value, a header that was a data row)
+        if args.no_redact:
+            raise
+        raise SweepError(_private(exc.message, True),
+                         hint=None if exc.hint is None else _private(exc.hint, True)) from None
 
 
 # --------------------------------------------------------------------------- shared steps
@@ -252,7 +285,7 @@ def sweep_locate(args: argparse.Namespace, cfg: Any, base: Callable[[list[Any]],
     import tempfile
 
     from sweep.decide.rerun import run_configs
-    from sweep.decide.table import default_uri, ranked_table
+    from sweep.decide.runs import default_uri, ranked_table
     from sweep.questions.locate import with_sweep_disagreement
 
     uri = args.sweep_tracking_uri or default_uri()
@@ -344,7 +377,8 @@ def _finish(args: argparse.Namespace, cfg: Any, out: Path, rows: Iterable[Any],
     built = build_queue(rows, existing, decisions, redact=not args.no_redact,
                         negative_below=args.negative_below, embed=embed,
                         near_threshold=cfg.questions.near_threshold, locate=locate)
-    report = {"queue": str(out), "sources": sources, **built.report}
+    redact = not args.no_redact
+    report = {"queue": str(out), "sources": _private_tree(sources, redact), **built.report}
     report["near_duplicates"].update(near)
     report["priority"]["steps"] = steps
     report["priority"]["order"] = ["negative feedback", "frequency", "disagreement",
@@ -360,8 +394,8 @@ def _finish(args: argparse.Namespace, cfg: Any, out: Path, rows: Iterable[Any],
     write_queue(out, built.queue)
     path = write_report(out, report)
     for line in summary(report):
-        print(line)
-    print(f"wrote {out} and {path.name}")
+        print(_private(line, redact))
+    print(_private(f"wrote {out} and {path.name}", redact))
     return 0
 
 
@@ -387,10 +421,14 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def _log_rows(args: argparse.Namespace, sources: list[dict[str, Any]]) -> Iterator[Any]:
-    from sweep.questions.rows import Columns, detect_format, read_rows
+    from sweep.questions.rows import DEFAULT_LIMITS, Columns, Limits, detect_format, read_rows
 
     given = Columns(args.question_column, args.id_column, args.time_column,
                     args.feedback_column)
+    limits = Limits(row=args.max_row_chars or DEFAULT_LIMITS.row,
+                    field=args.max_field_chars or DEFAULT_LIMITS.field)
+    if limits.row < 1 or limits.field < 1:
+        raise SweepError("--max-row-chars and --max-field-chars must be at least 1")
     paths = [Path(s) for s in args.sources]
     for p in paths:  # every file is checked before the first is read
         if not p.is_file():
@@ -403,9 +441,10 @@ def _log_rows(args: argparse.Namespace, sources: list[dict[str, Any]]) -> Iterat
         def chosen(cols: Columns, e: dict[str, Any] = entry) -> None:
             e["columns"] = {k: v for k, v in vars(cols).items()}
 
-        tick, close = _progress_bar(p.name)
+        tick, close = _progress_bar(_private(p.name, not args.no_redact))
         try:
-            for row in read_rows(p, fmt=fmt, columns=given, on_progress=tick, chosen=chosen):
+            for row in read_rows(p, fmt=fmt, columns=given, on_progress=tick, chosen=chosen,
+                                 limits=limits):
                 entry["rows"] += 1
                 yield row
         finally:
@@ -413,7 +452,7 @@ def _log_rows(args: argparse.Namespace, sources: list[dict[str, Any]]) -> Iterat
 
 
 def _trace_rows(args: argparse.Namespace, sources: list[dict[str, Any]]) -> Iterator[Any]:
-    from sweep.decide.table import default_uri
+    from sweep.decide.runs import default_uri
     from sweep.outputs import tracking
     from sweep.questions.traces import row_of_trace
 
@@ -460,7 +499,7 @@ def run_generate(args: argparse.Namespace) -> int:
                          "about")
     cache = (JudgeCache(Path(cfg.cache.dir) / "questions.sqlite") if cfg.cache.enabled
              else None)
-    _say(f"asking {g.model} at {g.base_url} for {per} questions about each of "
+    _say(f"asking {g.model} at {scrub_urls(g.base_url)} for {per} questions about each of "
          f"{len(chosen)} passages")
     rows, info = generate_rows(chosen, corpus.docs, client, spec, cache)
     sources = [{"path": f"{g.base_url} model {g.model}", "format": "synthetic",

@@ -16,6 +16,7 @@ from typing import Any
 
 from sweep.cli.args import selection_args
 from sweep.common.errors import SweepError
+from sweep.decide.export import default_sections
 from sweep.decide.rerun import (
     agreement,
     axes_key,
@@ -24,7 +25,8 @@ from sweep.decide.rerun import (
     rerun_command,
     run_configs,
 )
-from sweep.decide.table import default_sections, default_uri, load_table, lower_is_better
+from sweep.decide.runs import default_uri, load_table
+from sweep.evaluation.catalog import lower_is_better
 from sweep.outputs.quant import pair
 from sweep.outputs.report import format_value
 
@@ -52,7 +54,7 @@ def cmd_rerun(argv: Sequence[str]) -> int:
         chosen = t.rows[: args.top]
         configs = run_configs(uri, chosen, tmp / "cfg")
         files = experiment_files(configs, args.overrides, default_sections(),
-                                 f"sweep rerun of {t.parent['run_id']} by {t.metric}")
+                                 f"sweep rerun of {t.parent['run_id']} by {t.metric}", t.swept)
         cmd = rerun_command(files, tmp / "conf", uri, args.overrides)
         print(f"re-running the top {len(files)} of sweep {t.parent['run_id']} by {t.metric}:")
         for row in chosen:

@@ -27,7 +27,8 @@ from collections.abc import Sequence
 from types import FrameType
 
 from sweep.common.errors import SweepError
-from sweep.decide.table import default_uri
+from sweep.common.secret import scrub_urls
+from sweep.decide.runs import default_uri
 from sweep.outputs import tracking
 
 # A reminder while the server starts, so a slow first start does not look like a hang.
@@ -58,7 +59,7 @@ def cmd_ui(argv: Sequence[str]) -> int:
         print(f"error: port {args.port} on 127.0.0.1 is in use (another `sweep ui` or "
               "`mlflow ui`?); stop it or pass --port", file=sys.stderr)
         return 1
-    print(f"starting the MLflow UI on {base} for {uri} (the first start can take a minute; "
+    print(f"starting the MLflow UI on {base} for {scrub_urls(uri)} (the first start can take a minute; "
           "the link follows once it answers; Ctrl-C stops it)", flush=True)
     command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri,
                "--host", "127.0.0.1", "--port", str(args.port)]

@@ -24,8 +24,12 @@ class SweepError(Exception):
     """
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
-        message = one_line(message)
-        hint = one_line(hint) if hint is not None else None
+        from sweep.common.secret import scrub_urls
+
+        # A message may name a URL a user gave (a connection error, a bad setting): its
+        # password, in the userinfo or the query string, is never printed.
+        message = scrub_urls(one_line(message))
+        hint = scrub_urls(one_line(hint)) if hint is not None else None
         self.message = message
         self.hint = hint
         super().__init__(message if not hint else f"{message} ({hint})")

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from sweep.common.errors import SweepError
 from sweep.common.paths import resolve_user_path
-from sweep.common.secret import scrub
+from sweep.common.secret import scrub, scrub_urls, url_has_secret_query
 from sweep.common.sqlite import BUSY_TIMEOUT_S, cache_error
 
 log = logging.getLogger(__name__)
@@ -197,9 +197,10 @@ def check_url(url: str) -> None:
                          "cache.url=postgresql://USER@HOST:PORT/DB")
     if not re.match(r"^postgres(?:ql)?://", url):
         raise SweepError("cache.url: not a postgresql:// URL (postgresql://USER@HOST:PORT/DB)")
-    if "@" in url and _USER_ONLY.match(url) is None:
-        raise SweepError("cache.url: holds a password (user:password@); put the password in "
-                         "an environment variable and name it with cache.password_env")
+    if ("@" in url and _USER_ONLY.match(url) is None) or url_has_secret_query(url):
+        raise SweepError("cache.url: holds a password (user:password@ or ?password=); put the "
+                         "password in an environment variable and name it with "
+                         "cache.password_env")
 
 
 def _conn_error(exc: BaseException, location: str, password: str | None) -> str:
@@ -220,7 +221,7 @@ class PostgresStore:
     def __init__(self, url: str, password_env: str, tables: Sequence[Table], what: str) -> None:
         check_url(url)
         self.url = url
-        self.location = url
+        self.location = scrub_urls(url)
         self.what = what
         self.password_env = password_env
         self._tables = tables

@@ -16,11 +16,14 @@ from sweep.common.secret import (
     find_secrets,
     is_secret_key,
     secret_error,
+    url_has_secret_query,
     url_has_userinfo,
 )
 
 # `scheme://user[:password]@` anywhere in an override's text (also inside a sweep list).
 _URL_CREDENTIALS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s,\]\[]+@")
+# Any URL in an override's text, up to a sweep list's separator.
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s,\]\[]+")
 
 
 def to_container(cfg: Any) -> dict[str, Any]:
@@ -288,6 +291,9 @@ def refuse_secrets(overrides: Sequence[str]) -> None:
             raise SweepError(secret_error(key.lstrip("+~"),
                                           "holds a URL with credentials (user:password@)"),
                              hint=HINT)
+        if any(url_has_secret_query(m.group(0)) for m in _URL.finditer(value)):
+            raise SweepError(secret_error(key.lstrip("+~"), "holds a URL with a password-like "
+                                          "query parameter (?password=)"), hint=HINT)
 
 
 def preflight_secrets(overrides: Sequence[str], config_name: str = "config") -> None:

@@ -25,6 +25,7 @@ import yaml
 
 from sweep.common.errors import SweepError
 from sweep.common.files import read_regular, read_text_regular
+from sweep.common.textcheck import control_char
 from sweep.data.abstentions import load_abstentions
 
 KNOWN_FIELDS = {
@@ -206,6 +207,9 @@ def _source(obj: dict[str, Any], add: Any) -> tuple[str | None, str | None]:
     if ref is not None and (not isinstance(ref, str) or not ref.strip()):
         add("source_ref", f"must be a non-empty string, got {ref!r}")
         ref = None
+    elif ref is not None and (bad := control_char(ref)) is not None:
+        add("source_ref", f"holds a control character or line break ({bad})")
+        ref = None
     cid = obj.get("cid")
     if cid is not None and (not isinstance(cid, str) or not cid.strip()):
         add("cid", f"must be a non-empty string (the queue candidate's id), got {cid!r}")
@@ -242,6 +246,10 @@ def parse_golden_lines(text: str, file: str) -> tuple[list[GoldenItem], list[Pro
         if not isinstance(qid, str | int) or isinstance(qid, bool) or not str(qid).strip():
             add("qid", f"missing or not a non-empty string: {qid!r}")
             qid = None
+        elif (bad := control_char(str(qid))) is not None:
+            add("qid", f"holds a control character or line break ({bad}); a qid is one "
+                "printable line")
+            qid = None
         else:
             qid = str(qid)
             if qid in qid_lines:
@@ -251,6 +259,10 @@ def parse_golden_lines(text: str, file: str) -> tuple[list[GoldenItem], list[Pro
         question = obj.get("question")
         if not isinstance(question, str) or not question.strip():
             add("question", f"missing or not a non-empty string: {question!r}")
+            question = None
+        elif (bad := control_char(question, whitespace_ok=True)) is not None:
+            add("question", f"holds a control character ({bad}); remove it (sweep label and "
+                "sweep questions import drop such characters)")
             question = None
         else:
             norm = " ".join(question.lower().split())

@@ -30,16 +30,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sweep.decide import multiple
-from sweep.decide.table import (
+from sweep.decide.multiple import DEFAULT_CORRECTION
+from sweep.decide.stats import (
     ALPHA,
-    DEFAULT_CORRECTION,
     N_RESAMPLES,
     SEED,
     Resamples,
-    format_value,
     paired_bootstrap,
     paired_or_resampled,
 )
+from sweep.outputs.report import format_value
 
 Scores = Mapping[str, float]
 

@@ -9,23 +9,23 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sweep.common.csvcells import read_csv
 from sweep.common.errors import SweepError
 from sweep.decide import axes as ax
 from sweep.decide import multiple, power
-from sweep.decide.table import (
-    DEFAULT_CORRECTION,
+from sweep.decide.multiple import DEFAULT_CORRECTION
+from sweep.decide.runs import ranked_table, read_per_question
+from sweep.decide.stats import (
     N_RESAMPLES,
     SEED,
     Resamples,
     Verdict,
     correction_line,
     format_p,
-    lower_is_better,
     question_scores,
-    ranked_table,
-    read_per_question,
     table_verdicts,
 )
+from sweep.evaluation.catalog import lower_is_better
 from sweep.outputs.report import PER_QUESTION
 
 LATENCY = "latency_end_to_end_p95_ms"
@@ -182,17 +182,15 @@ def decide_table(t: Any, detect: float | None = power.DEFAULT_DETECT) -> dict[st
 def read_scores(folder: Path, metric: str) -> dict[str, float] | None:
     """``{qid: score}`` from a job folder's per_question.csv, or None when it has none (or not
     the metric: a job of an older chunk-sweep)."""
-    import pandas as pd
-
     path = folder / PER_QUESTION
     if not path.is_file():
         return None
     try:
-        head = pd.read_csv(path, nrows=0).columns
+        head = read_csv(path, nrows=0).columns
         if metric not in head:
             return None
         cols = [c for c in ("qid", "status", metric) if c in head]
-        return question_scores(pd.read_csv(path, usecols=cols, dtype={"qid": str}), metric)
+        return question_scores(read_csv(path, usecols=cols, dtype={"qid": str}), metric)
     except (OSError, ValueError, SweepError):
         return None
 

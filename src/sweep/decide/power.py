@@ -4,7 +4,7 @@ Pure functions over the paired per-question differences a sweep measured (config
 minus configuration B, one value per question scored in both). No textbook variance: the
 spread is the one the two configurations showed on these questions.
 
-The sweep decides with a paired bootstrap of the mean difference (`sweep.decide.table`), which
+The sweep decides with a paired bootstrap of the mean difference (`sweep.decide.stats`), which
 for the sizes of golden sets (tens to thousands of questions) behaves as the two-sided Wald test
 of the mean: reject "no difference" when ``|mean(d)| > z_{1-alpha/2} * sd(d) / sqrt(n)``. The
 formulas below are that test's power, in the normal approximation:

@@ -28,7 +28,8 @@ import yaml
 from sweep.common.errors import SweepError
 from sweep.common.files import read_text_regular
 from sweep.config.identity import INPUT_SECTIONS
-from sweep.decide.table import winner_name, winner_sections, winner_yaml
+from sweep.config.naming import config_name
+from sweep.decide.export import winner_sections, winner_yaml
 from sweep.outputs import tracking
 
 
@@ -43,15 +44,17 @@ def group_overrides(overrides: Sequence[str]) -> set[str]:
 
 
 def experiment_files(configs: Sequence[Mapping[str, Any]], overrides: Sequence[str],
-                     defaults: Mapping[str, Any] | None, header: str) -> dict[str, str]:
+                     defaults: Mapping[str, Any] | None, header: str,
+                     swept: Sequence[str] = ()) -> dict[str, str]:
     """File name -> YAML of one experiment per configuration, minus the sections the
-    overrides replace. Names are unique and keep the original rank order."""
+    overrides replace. Names are unique and keep the original rank order; they name the
+    settings ``swept`` (`config_name`)."""
     dropped = group_overrides(overrides)
     files: dict[str, str] = {}
     for rank, config in enumerate(configs, start=1):
         sections = {k: v for k, v in winner_sections(config, defaults).items()
                     if k not in dropped}
-        name = f"r{rank:02d}-{winner_name(config)}"
+        name = f"r{rank:02d}-{config_name(config, swept)}"
         files[name] = winner_yaml(sections, [f"{header}, rank {rank}"])
     return files
 

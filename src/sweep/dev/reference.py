@@ -179,11 +179,12 @@ def _help_of(name: str) -> str:
 
 
 def cli_page() -> str:
-    from sweep.cli.main import COMMANDS, USAGE
+    from sweep.cli.main import COMMANDS, usage
 
     out = ["# Commands", "",
-           "Generated from the command line itself: `sweep help`, then `sweep COMMAND --help` "
-           "for each command.", "", "```text", USAGE.rstrip(), "```", ""]
+           "Generated from the command line itself: `sweep help` (the list is read off the "
+           "command modules' docstrings), then `sweep COMMAND --help` for each command.", "",
+           "```text", usage().rstrip(), "```", ""]
     for name in COMMANDS:
         out += [f"## `sweep {name}`", "", "```text", _help_of(name), "```", ""]
     return "\n".join(out)
@@ -203,14 +204,37 @@ def metric_functions() -> list[tuple[str, str]]:
     return [(name, doc) for _, name, doc in sorted(found)]
 
 
+def metric_rows() -> Iterator[dict[str, str]]:
+    """One row per entry of the metric registry: name, kind, direction, what it is."""
+    from sweep.evaluation.catalog import METRICS
+
+    kinds = {"chunk": "per question (answered by a chunk)",
+             "doc": "per question (names a document)", "run": "per run"}
+    for entry in METRICS:
+        yield {"name": entry.pattern, "kind": kinds[entry.level],
+               "per_k": "yes" if entry.per_k else "",
+               "direction": "lower" if entry.lower_is_better else "higher",
+               "doc": entry.doc.replace("|", "\\|")}
+
+
 def metrics_page() -> str:
-    out = ["# Metric functions", "",
-           "Generated from `sweep.evaluation.metrics`: each function and its docstring, the "
-           "definition the code computes. What the report names them (`recall_at_5`, "
-           "`evidence_recall_at_budget`, ...) is described in [Metrics](../concepts/metrics.md).",
-           ""]
+    out = ["# Metric registry", "",
+           "Generated from the metric registry (`sweep.evaluation.catalog.METRICS`): every "
+           "metric a run reports, the direction the tables sort and judge it in, and, below, "
+           "the functions of `sweep.evaluation.metrics` that compute them. A per-question "
+           "metric is averaged over the questions it applies to (never an orphan scored as "
+           "0) and can be the headline (`eval.headline`); `{k}` is each of `eval.k` and "
+           "`eval.prompt_k`; a metric derived from one (`recall_at_5_needs_2`, "
+           "`ann_tax_recall_at_5` has its own entry) keeps its direction; a name not listed "
+           "ranks highest first. What they mean: [Metrics](../concepts/metrics.md); adding "
+           "one: [Development](../development.md#add-a-metric-in-one-file).", "",
+           "| metric | kind | per k | better | what |", "|---|---|---|---|---|"]
+    for row in metric_rows():
+        out.append(f"| `{row['name']}` | {row['kind']} | {row['per_k']} | {row['direction']} "
+                   f"| {row['doc']} |")
+    out += ["", "## Metric functions", ""]
     for name, doc in metric_functions():
-        out += [f"## `{name}`", "", doc or "*(no docstring)*", ""]
+        out += [f"### `{name}`", "", doc or "*(no docstring)*", ""]
     return "\n".join(out)
 
 

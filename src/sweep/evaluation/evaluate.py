@@ -10,6 +10,7 @@ import numpy as np
 
 from sweep.chunking.chunkers import Chunk
 from sweep.evaluation import metrics as m
+from sweep.evaluation.catalog import METRICS, Documents, Question, compute
 from sweep.evaluation.placement import placed_spans
 from sweep.evaluation.relevance import ChunkLocator, ResolvedItem, relevant_chunks
 from sweep.retrieval.ranking import Ranking
@@ -32,14 +33,9 @@ MIN_MODE_CAP = 20
 
 
 def metric_names(k: Sequence[int], prompt_k: int) -> list[str]:
-    """Every per-question metric `evaluate` averages, for a headline check before any work."""
-    ks = sorted(set(k) | {prompt_k})
-    names = ["mrr", "doc_mrr", "evidence_recall_at_budget", "precision_omega",
-             "evidence_recall_at_min", "span_precision_at_min", "span_iou_at_min"]
-    for prefix in ("recall", "hit", "full_recall", "passages_found", "ndcg", "evidence_recall", "span_precision", "span_iou",
-                   "context_tokens", "doc_recall"):
-        names += [f"{prefix}_at_{n}" for n in ks]
-    return names
+    """Every per-question metric `evaluate` averages (`catalog.METRICS`), for a headline
+    check before any work."""
+    return METRICS.question_names(k, prompt_k)
 
 
 class _Placed:
@@ -74,22 +70,17 @@ class _Scores:
     def __init__(self) -> None:
         self.values: dict[str, list[float]] = {}
 
-    def put(self, row: dict[str, Any], name: str, value: float) -> None:
-        row[name] = value
-        self.values.setdefault(name, []).append(value)
-
     def put_all(self, row: dict[str, Any], values: dict[str, float]) -> None:
-        """`put` of each of ``values``, in their order."""
+        """Each of ``values`` into ``row`` and into its metric's values, in their order."""
         row.update(values)
         for name, value in values.items():
             self.values.setdefault(name, []).append(value)
 
 
-def _score_passages(row: dict[str, Any], scores: _Scores, ranked_ids: list[str],
-                    item: ResolvedItem, locator: ChunkLocator, ks: Sequence[int],
-                    spec: EvalSpec) -> None:
-    """`metrics.full_recall_at_k` and `metrics.passages_found_at_k` of a scored question,
-    with each passage's relevant chunks found the way the item's are (`relevant_chunks`)."""
+def _passage_sets(row: dict[str, Any], item: ResolvedItem, locator: ChunkLocator,
+                  spec: EvalSpec) -> list[set[str]]:
+    """Each evidence passage's relevant chunks, found the way the item's are
+    (`relevant_chunks`), for the metrics that ask whether the whole answer was found."""
     passages = [set(relevant_chunks(p, locator, spec.min_overlap))
                 for p in item.passage_spans()]
     row["n_passages"] = len(passages)
@@ -98,48 +89,29 @@ def _score_passages(row: dict[str, Any], scores: _Scores, ranked_ids: list[str],
     unheld = sum(1 for p in passages if not p)
     if unheld:  # never found, in any k: this chunking cannot hand over the whole answer
         row["n_passages_without_chunk"] = unheld
-    values: dict[str, float] = {}
-    for k in ks:
-        values[f"full_recall_at_{k}"] = m.full_recall_at_k(ranked_ids, passages, k, item.needs)
-        values[f"passages_found_at_{k}"] = float(
-            m.passages_found_at_k(ranked_ids, passages, k, item.needs))
-    scores.put_all(row, values)
+    return passages
 
 
-def _score_chunks(row: dict[str, Any], scores: _Scores, ranked_ids: list[str],
-                  tokens: list[int], top: m.TopKSpans, rel: set[str], ks: Sequence[int],
-                  spec: EvalSpec) -> None:
-    """The chunk-level metrics of a question some chunk of this configuration answers;
-    ``top`` holds the span metrics of its ranked chunks for every k. The metrics of every k
-    come from one pass (`metrics.TopKRanks`, `metrics.TopKSpans`), equal to the per-metric
-    functions (tests/unit/evaluation/test_topk.py)."""
-    row["status"] = "scored"
-    row["first_relevant_rank"] = m.first_relevant_rank(ranked_ids, rel)
-    ranks = m.TopKRanks(ranked_ids, rel, ks[-1])
-    values = {"mrr": m.reciprocal_rank(ranked_ids, rel)}
-    for k in ks:
-        values[f"recall_at_{k}"] = ranks.recall(k)
-        values[f"hit_at_{k}"] = ranks.hit(k)
-        values[f"ndcg_at_{k}"] = ranks.ndcg(k)
-        values[f"evidence_recall_at_{k}"] = top.evidence_recall(k)
-        values[f"span_precision_at_{k}"] = top.span_precision(k)
-        values[f"span_iou_at_{k}"] = top.span_iou(k)
-        values[f"context_tokens_at_{k}"] = m.context_tokens_at_k(tokens, k)
-    values["evidence_recall_at_budget"] = top.evidence_recall_at_budget(tokens, spec.token_budget)
-    scores.put_all(row, values)
-    row["evidence_coverage_at_prompt_k"] = row[f"evidence_recall_at_{spec.prompt_k}"]
-
-
-def _score_touching(row: dict[str, Any], scores: _Scores, item: ResolvedItem,
-                    near: list[tuple[str, int, int]], k_min: int, top: m.TopKSpans,
-                    closed: bool) -> None:
-    """Precision_Ω (every chunk that touches the evidence, ``near``, retrieved) and the "Min"
-    k (``k_min``)."""
-    scores.put(row, "precision_omega", m.precision_omega(near, item.spans, closed))
+def _question(row: dict[str, Any], item: ResolvedItem, ranked_ids: list[str],
+              indices: Sequence[int], rel: set[str], placed: _Placed, chunk_tokens: list[int],
+              locator: ChunkLocator, spec: EvalSpec, ks: Sequence[int]) -> Question:
+    """What the chunk-level metrics of a question some chunk answers read: the ranks and the
+    span metrics of its ranking for every k, from one pass each (`metrics.TopKRanks`,
+    `metrics.TopKSpans`, equal to the per-metric functions: tests/unit/evaluation/
+    test_topk.py), every chunk that touches the evidence (Precision_Ω) and the "Min" k."""
+    near = placed.touching(item.spans)
+    k_min = min(max(len(near), 1), MIN_MODE_CAP)
+    tokens = [chunk_tokens[i] for i in indices]
+    # Deep enough for every k read: the ks, the "Min" k and the chunks in the budget;
+    # one span more tells TopKSpans whether the ranking goes on below that depth.
+    depth = max(ks[-1], k_min, m.take_within_budget(tokens, spec.token_budget))
+    top = m.TopKSpans([placed.spans[i] for i in indices[: depth + 1]], item.spans, depth)
     row["n_touching"] = len(near)
-    scores.put(row, "evidence_recall_at_min", top.evidence_recall(k_min))
-    scores.put(row, "span_precision_at_min", top.span_precision(k_min))
-    scores.put(row, "span_iou_at_min", top.span_iou(k_min))
+    return Question(ranked_ids=ranked_ids, relevant=rel, tokens=tokens,
+                    ranks=m.TopKRanks(ranked_ids, rel, ks[-1]), spans=top,
+                    passages=_passage_sets(row, item, locator, spec), needs=item.needs,
+                    evidence=item.spans, touching=near, closed=placed.closed, k_min=k_min,
+                    token_budget=spec.token_budget)
 
 
 def _found_by(row: dict[str, Any], rel_positions: set[int],
@@ -218,17 +190,12 @@ def evaluate(
         }
         if relevant:
             rel = set(relevant)
-            near = placed.touching(item.spans)
-            k_min = min(max(len(near), 1), MIN_MODE_CAP)
-            tokens = [chunk_tokens[i] for i in ranking.indices]
-            # Deep enough for every k read: the ks, the "Min" k and the chunks in the budget;
-            # one span more tells TopKSpans whether the ranking goes on below that depth.
-            depth = max(ks[-1], k_min, m.take_within_budget(tokens, spec.token_budget))
-            top = m.TopKSpans([placed.spans[i] for i in ranking.indices[: depth + 1]],
-                              item.spans, depth)
-            _score_chunks(row, scores, ranked_ids, tokens, top, rel, ks, spec)
-            _score_passages(row, scores, ranked_ids, item, locator, ks, spec)
-            _score_touching(row, scores, item, near, k_min, top, placed.closed)
+            row["status"] = "scored"
+            row["first_relevant_rank"] = m.first_relevant_rank(ranked_ids, rel)
+            question = _question(row, item, ranked_ids, ranking.indices, rel, placed,
+                                 chunk_tokens, locator, spec, ks)
+            scores.put_all(row, compute(METRICS.at("chunk"), question, ks))
+            row["evidence_coverage_at_prompt_k"] = row[f"evidence_recall_at_{spec.prompt_k}"]
             found = _found_by(row, {position[c] for c in rel if c in position},
                               {name: lists[n] for name, lists in diagnostics.items()},
                               spec.prompt_k)
@@ -239,9 +206,8 @@ def evaluate(
             _unscored_status(row, item)
         if item.doc_ids:
             docs = m.collapse_to_docs([chunk_docs[i] for i in ranking.indices])
-            doc_ranks = m.TopKRanks(docs, item.doc_ids, ks[-1])
-            scores.put_all(row, {"doc_mrr": m.reciprocal_rank(docs, item.doc_ids),
-                                 **{f"doc_recall_at_{k}": doc_ranks.recall(k) for k in ks}})
+            documents = Documents(docs, item.doc_ids, m.TopKRanks(docs, item.doc_ids, ks[-1]))
+            scores.put_all(row, compute(METRICS.at("doc"), documents, ks))
         rows.append(row)
 
     summary = {name: m.mean(vals) for name, vals in sorted(scores.values.items())}

@@ -24,6 +24,7 @@ from sweep.chunking.chunkers import Chunk, ChunkSpec
 from sweep.chunking.reference import load_golden, load_reference
 from sweep.common.errors import SweepError
 from sweep.common.paths import resolve_user_path
+from sweep.common.textcheck import clean_text, control_char
 from sweep.data import drift
 from sweep.data.corpus import DEFAULT_MAX_FILE_MB, Document, corpus_fingerprint, load_corpus
 from sweep.data.golden import NEEDS, reference_path
@@ -134,7 +135,7 @@ def load_sweep_ranks(settings: LabelSettings, golden_path: Path) -> SweepRanks:
     if db is not None and not db.is_file():
         return SweepRanks(False, f"no tracking store at {db}: run a sweep first "
                           "(python -m sweep -m ...) from this folder, or set tracking.uri")
-    from sweep.decide import table as decide
+    from sweep.decide import runs as decide
 
     try:
         with tempfile.TemporaryDirectory(prefix="sweep-label-") as tmp:
@@ -310,6 +311,9 @@ class LabelApp:
         if not isinstance(qid, str) or not qid.strip():
             # An edited item keeps its id; a new one gets the next free one.
             qid = str(base["qid"]) if base and "qid" in base else self.store.next_qid()
+        if (bad := control_char(qid)) is not None:
+            raise SweepError(f"qid: holds a control character or line break ({bad}); a qid "
+                             "is one printable line")
         spans = self.spans_from(payload.get("evidence", []))
         if not spans:
             raise SweepError("add at least one evidence passage (select text, then "
@@ -325,7 +329,8 @@ class LabelApp:
         obj = {k: v for k, v in (base or {}).items()
                if k not in ("qid", "question", "relevant_chunk_ids", "answer_must_mention",
                             "evidence", "notes", "needs")}
-        obj = {"qid": qid.strip()[:200], "question": " ".join(question.split())[:MAX_TEXT],
+        # a NUL or an escape pasted with the question is dropped, as the import drops it
+        obj = {"qid": qid.strip()[:200], "question": clean_text(question)[:MAX_TEXT],
                **({"relevant_chunk_ids": self.chunk_ids_for(spans)}
                   if self.reference_from else {}),
                **({"answer_must_mention": mentions} if mentions else {}),

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sweep.common.csvcells import restore_row
 from sweep.common.files import open_regular
 from sweep.common.mapping import flatten
 from sweep.config.identity import (
@@ -139,8 +140,11 @@ def read_retrieved(path: Path) -> dict[str, list[str]] | None:
     """`retrieved_ids` of a job's per_question.csv; None when it cannot be read."""
     try:
         with open_regular(path) as raw:
-            return retrieved_ids(csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8",
-                                                                 newline="")))
+            fh = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+            reader = csv.reader(fh)
+            header = restore_row(next(reader, []))
+            return retrieved_ids(dict(zip(header, restore_row(r), strict=False))
+                                 for r in reader)
     except (OSError, csv.Error, UnicodeDecodeError):
         return None
 

@@ -5,7 +5,6 @@ Written to the Hydra job folder BEFORE MLflow is called, so a tracking failure l
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -14,9 +13,12 @@ from typing import Any
 
 import yaml
 
+from sweep.common.csvcells import write_csv
 from sweep.common.files import atomic_write, read_text_regular
 from sweep.common.mapping import flatten
+from sweep.common.secret import scrub_tree
 from sweep.config.identity import inapplicable_keys
+from sweep.evaluation.catalog import lower_is_better
 from sweep.evaluation.sources import summary_line
 
 REPORT = "report.json"
@@ -115,13 +117,15 @@ json_safe = _json_safe
 
 def write_report(folder: Path, report: dict[str, Any]) -> Path:
     path = folder / REPORT
-    atomic_write(path, json.dumps(_json_safe(report), indent=2, sort_keys=False) + "\n")
+    # a URL's password (userinfo or query string) never reaches a file: sweep.common.secret
+    atomic_write(path, json.dumps(scrub_tree(_json_safe(report)), indent=2, sort_keys=False)
+                 + "\n")
     return path
 
 
 def write_config(folder: Path, plain_config: dict[str, Any]) -> Path:
     path = folder / CONFIG
-    atomic_write(path, yaml.safe_dump(plain_config, sort_keys=False))
+    atomic_write(path, yaml.safe_dump(scrub_tree(plain_config), sort_keys=False))
     return path
 
 
@@ -129,17 +133,10 @@ def write_per_question(folder: Path, rows: Sequence[dict[str, Any]]) -> Path:
     """One row per question; the key columns first, then every metric computed for it."""
     extra = sorted({k for r in rows for k in r} - set(PER_QUESTION_COLUMNS))
     columns = PER_QUESTION_COLUMNS + extra
-    path = folder / PER_QUESTION
-    import io
-
-    buf = io.StringIO()
-    # A plain writer on value lists: what csv.DictWriter writes, without building a dict per
-    # row and reading it back (a third of the file's cost on 1,380 rows of 80 columns).
-    writer = csv.writer(buf)
-    writer.writerow(columns)
-    writer.writerows(["" if (v := row.get(k)) is None else v for k in columns] for row in rows)
-    atomic_write(path, buf.getvalue())
-    return path
+    # Value lists, not csv.DictWriter: no dict built per row and read back (a third of the
+    # file's cost on 1,380 rows of 80 columns). Text cells are neutralised (common.csvcells).
+    return write_csv(folder / PER_QUESTION, columns,
+                     ([row.get(k) for k in columns] for row in rows))
 
 
 def read_reports(sweep_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
@@ -166,19 +163,6 @@ def differing_keys(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     keys = sorted({k for r in rows for k in r})
     return [k for k in keys
             if len({json.dumps(r[k], sort_keys=True) for r in rows if k in r}) > 1]
-
-
-# Metrics where less is better; every other one ranks highest first.
-LOWER_IS_BETTER = ("context_tokens_", "latency_", "time_", "index_bytes_", "index_build_",
-                   "ann_tax_", "ann_lost_", "quant_tax_",
-                   "n_orphans", "truncated_fraction", "n_oversize", "retrieval_tax",
-                   "ungraded_count", "n_ungraded", "n_retrieval_bug", "n_generation_bug",
-                   "n_oracle_fail", "cost_estimate_usd", "gen_", "judge_", "n_requests",
-                   "served_cost_usd", "embedding_", "rerank_")
-
-
-def lower_is_better(metric: str) -> bool:
-    return metric.startswith(LOWER_IS_BETTER)
 
 
 def rank_number(value: Any) -> float:
@@ -349,15 +333,8 @@ def write_comparison(sweep_dir: Path, axes: Sequence[str], rows: Sequence[dict[s
     """``comparison.csv`` and ``comparison.md`` in the sweep folder (also logged to the parent)."""
     columns = [*axes, "status", "headline_metric", "headline", *_verdict(rows),
                *table_metrics(rows), "misses", "error"]
-    import io
-
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in columns})
-    csv_path = Path(sweep_dir) / "comparison.csv"
-    atomic_write(csv_path, buf.getvalue())
+    csv_path = write_csv(Path(sweep_dir) / "comparison.csv", columns,
+                         ([row.get(k) for k in columns] for row in rows))
     md_path = Path(sweep_dir) / "comparison.md"
     atomic_write(md_path, comparison_markdown(axes, rows))
     return [csv_path, md_path]

@@ -24,7 +24,7 @@ from sweep.common.errors import SweepError
 from sweep.common.mapping import flatten
 from sweep.common.net import connect_error
 from sweep.common.paths import PROJECT_ROOT
-from sweep.common.secret import is_secret_key, url_has_userinfo
+from sweep.common.secret import is_secret_key, scrub_urls, url_has_userinfo
 
 log = logging.getLogger(__name__)
 
@@ -294,9 +294,10 @@ def git_sha() -> str:
 def redact(params: Mapping[str, Any]) -> dict[str, Any]:
     """Values of secret-looking keys and URLs with credentials as ``***`` (the rule of
     `sweep.common.secret`: ``api_key_env`` names a variable and ``chunk.tokenizer`` is no
-    secret, so both are kept). The config check refuses these; this is the second line."""
+    secret, so both are kept); any other URL loses its password-like query parameters
+    (`scrub_urls`). The config check refuses these; this is the second line."""
     return {k: ("***" if v and (is_secret_key(k) or (isinstance(v, str) and url_has_userinfo(v)))
-                else v) for k, v in params.items()}
+                else scrub_urls(v) if isinstance(v, str) else v) for k, v in params.items()}
 
 
 def params_of(plain_config: Mapping[str, Any]) -> dict[str, str]:
@@ -313,10 +314,11 @@ def _log_batch(client: Any, run_id: str, *, params: Mapping[str, str] | None = N
     from mlflow.entities import Metric, Param, RunTag
 
     now = int(time.time() * 1000)
-    p = [Param(k, v) for k, v in (params or {}).items()]
+    # every param and tag the store receives passes the URL scrubber (sweep.common.secret)
+    p = [Param(k, scrub_urls(str(v))) for k, v in (params or {}).items()]
     m = [Metric(k, float(v), now, 0) for k, v in (metrics or {}).items()
          if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)]
-    t = [RunTag(k, str(v)) for k, v in (tags or {}).items()]
+    t = [RunTag(k, scrub_urls(str(v))) for k, v in (tags or {}).items()]
     for i in range(0, max(len(p), len(m), len(t)), 100):
         client.log_batch(run_id, metrics=m[i : i + 100], params=p[i : i + 100],
                          tags=t[i : i + 100])
@@ -665,7 +667,7 @@ def set_tags(uri: str, run_id: str, tags: Mapping[str, str]) -> None:
     client = client_for(uri)
     with _guard("tagging the run", uri):
         for key, value in tags.items():
-            client.set_tag(run_id, key, str(value))
+            client.set_tag(run_id, key, scrub_urls(str(value)))
 
 
 def find_finished(uri: str, experiment: str, config_hash: str) -> str | None:
@@ -689,7 +691,7 @@ def find_finished(uri: str, experiment: str, config_hash: str) -> str | None:
 def tag_run(uri: str, run_id: str, key: str, value: str) -> None:
     client = client_for(uri)
     with _guard("tagging a run", uri):
-        client.set_tag(run_id, key, value)
+        client.set_tag(run_id, key, scrub_urls(value))
 
 
 def download_report(uri: str, run_id: str, folder: Path) -> Path:

@@ -20,12 +20,14 @@ from typing import Any
 import numpy as np
 
 from sweep.common.secret import REDACTION_KINDS, redact_text
+from sweep.common.textcheck import clean_text
 from sweep.questions.rows import Row
 
 MAX_VARIANTS = 5  # other phrasings kept on a candidate
 _FORMS_KEPT = 32  # distinct raw phrasings counted per candidate while reading
 _SEEN_MAX = 100_000  # distinct raw questions whose redaction and cid are remembered
 MAX_RETRIEVED_CHARS = 500  # of each retrieved document's text kept in the queue
+_CUT_MARGIN = 200  # read past the cut before redacting (a private-key line is 64 characters)
 # The order in which a merged candidate takes its source: a real question beats a
 # synthetic one that happens to read the same.
 SOURCE_RANK = {"log": 0, "trace": 1, "synthetic": 2}
@@ -74,8 +76,14 @@ def feedback_kind(value: Any) -> tuple[str | None, float | None]:
         return "negative", None
     if text in POSITIVE_WORDS:
         return "positive", None
+    # The number is read from the value as typed: float() takes "_" as a digit separator, so
+    # the word form ("+49_1512_3456789", from "+49 1512 3456789") would read a phone number
+    # as a rating of 4.9e12 and print it in the report.
+    raw = str(value).strip()
     try:
-        number = float(text)
+        if "_" in raw:
+            raise ValueError(raw)
+        number = float(raw)
     except ValueError:
         return None, None
     return (None, number) if math.isfinite(number) else (None, None)
@@ -202,6 +210,11 @@ class Merger:
     def _clean(self, text: str) -> str:
         return redact_text(text, self.tally.redactions) if self.redact else text
 
+    def clean_field(self, text: str) -> str:
+        """Any other field the import writes or prints (a row's id in ``source_ref``, free
+        text in the feedback column): on one line, and redacted like the question."""
+        return self._clean(clean_text(text))
+
     def _cleaned(self, question: str) -> tuple[str, str]:
         """(redacted question, cid), remembered for the most recent distinct questions: a log
         asks the same things again and again, and the patterns cost ~20 us a row."""
@@ -224,7 +237,8 @@ class Merger:
     def add(self, row: Row) -> None:
         t = self.tally
         t.rows_read += 1
-        question = " ".join(row.question.split())
+        # NUL, escapes and line breaks never reach a question, a cid or a qid made from it
+        question = clean_text(row.question)
         if not question:
             t.rows_empty += 1
             return
@@ -233,17 +247,21 @@ class Merger:
             t.skipped_decided += 1
             return
         t.rows_kept += 1
+        # a log's id column may hold an e-mail or a phone number: source_ref reaches the
+        # golden file, so it is redacted like the question
+        source_ref = self.clean_field(row.source_ref) if row.source == "log" else \
+            clean_text(row.source_ref)
         cand = self.by_cid.get(cid)
         if cand is None:
             cand = Candidate(cid=cid, question=question, source=row.source,
-                             source_ref=row.source_ref, trace_id=row.trace_id,
+                             source_ref=source_ref, trace_id=row.trace_id,
                              retrieved=[self._doc(d) for d in row.retrieved],
                              passage=row.passage)
             self.by_cid[cid] = cand
         else:
             t.merged_exact += 1
             if SOURCE_RANK.get(row.source, 9) < SOURCE_RANK.get(cand.source, 9):
-                cand.source, cand.source_ref = row.source, row.source_ref
+                cand.source, cand.source_ref = row.source, source_ref
             if not cand.retrieved and row.retrieved:
                 cand.retrieved = [self._doc(d) for d in row.retrieved]
             cand.passage = cand.passage or row.passage
@@ -268,14 +286,19 @@ class Merger:
             else:
                 t.feedback_unrecognised += 1
                 if len(t.unrecognised_examples) < 5:
-                    t.unrecognised_examples.append(str(value)[:40])
+                    # free text typed as feedback: redacted whole, then cut (a cut first
+                    # could leave half a phone number that no pattern sees)
+                    t.unrecognised_examples.append(self.clean_field(str(value))[:40])
         if negative and row.trace_id and cand.negative_count == 1:
             cand.trace_id = row.trace_id  # the trace to look at is one that went wrong
 
     def _doc(self, doc: Mapping[str, str | None]) -> dict[str, str | None]:
         text = doc.get("text")
+        # redacted with a margin, then cut: a key or a number across the cut is still seen
+        # whole by the patterns, and no half of it is kept
         return {"doc_id": doc.get("doc_id"),
-                "text": None if text is None else self._clean(text[:MAX_RETRIEVED_CHARS])}
+                "text": None if text is None else
+                self._clean(text[:MAX_RETRIEVED_CHARS + _CUT_MARGIN])[:MAX_RETRIEVED_CHARS]}
 
 
 def settle(cands: Iterable[Candidate], negative_below: float) -> None:

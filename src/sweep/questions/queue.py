@@ -18,6 +18,7 @@ from typing import Any
 
 from sweep.common.errors import SweepError
 from sweep.common.files import atomic_write, read_text_regular
+from sweep.common.secret import scrub_tree
 from sweep.questions.merge import SOURCE_RANK, Candidate
 
 DECISIONS = ("labelled", "rejected", "skipped")
@@ -136,5 +137,6 @@ def read_decisions(queue: Path) -> dict[str, str]:
 
 def write_report(queue: Path, report: dict[str, Any]) -> Path:
     path = report_path(queue)
-    atomic_write(path, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    # a --tracking-uri with a password in it is named in the sources, redaction on or off
+    atomic_write(path, json.dumps(scrub_tree(report), indent=2, ensure_ascii=False) + "\n")
     return path

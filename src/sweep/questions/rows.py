@@ -21,9 +21,60 @@ from pathlib import Path
 from typing import IO, Any
 
 from sweep.common.errors import SweepError
+from sweep.common.files import open_regular
 
 SOURCES = ("log", "trace", "synthetic")
-FORMATS = ("csv", "tsv", "jsonl", "text", "otel")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much of a log is held at once, in characters: one row (a line; a CSV row over
+    several lines), one field of it, and an OpenTelemetry file that is one JSON document.
+    A log is read a bounded line at a time, so a 300 MB line in a 300 KB gzip costs
+    ``row`` characters of memory before it is refused, not 300 MB."""
+
+    row: int = 16 << 20
+    field: int = 4 << 20
+    document: int = 256 << 20
+
+
+DEFAULT_LIMITS = Limits()
+
+
+class _Lines:
+    """The lines of ``fh``, each read with a bound (``readline(limit)``); a line or a CSV
+    row longer than the row limit is one `SweepError` naming the file and the line."""
+
+    def __init__(self, path: Path, fh: IO[str], limits: Limits) -> None:
+        self.path, self.fh, self.limits = path, fh, limits
+        self.lineno = 0
+        self.row_chars = 0  # of the row being read (a CSV row may span lines)
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        line = self.fh.readline(self.limits.row + 1)
+        if not line:
+            raise StopIteration
+        self.lineno += 1
+        self.row_chars += len(line)
+        if self.row_chars > self.limits.row:
+            raise SweepError(f"{self.path}:{self.lineno}: the row is longer than "
+                             f"{self.limits.row:,} characters (the per-row limit); nothing "
+                             "was written", hint="a log holds one question a row; raise the "
+                             "limit with --max-row-chars if this row is real")
+        return line
+
+    def row_done(self) -> None:
+        self.row_chars = 0
+
+
+def _field_limit(path: Path, line: int, name: str, value: Any, limits: Limits) -> None:
+    if isinstance(value, str) and len(value) > limits.field:
+        raise SweepError(f"{path}:{line}: {name}: {len(value):,} characters, more than the "
+                         f"per-field limit of {limits.field:,}; nothing was written",
+                         hint="raise it with --max-field-chars if this field is real")
 
 
 @dataclass
@@ -132,28 +183,32 @@ def iso_time(value: Any) -> str | None:
 # --------------------------------------------------------------------------- files
 
 def detect_format(path: Path) -> str:
-    """From the name (``.gz`` looked through); a ``.json``/``.jsonl`` whose first record holds
-    ``resourceSpans`` is an OpenTelemetry export."""
+    """From the name (``.gz`` looked through), by `LOG_FORMATS`: of the formats that claim the
+    suffix, one whose ``sniff`` recognises the file's first 4 KiB (a ``.json``/``.jsonl``
+    whose first record holds ``resourceSpans`` is an OpenTelemetry export), else the one
+    without a ``sniff``."""
     name = path.name.lower().removesuffix(".gz")
     suffix = name.rsplit(".", 1)[-1] if "." in name else ""
-    if suffix in ("csv",):
-        return "csv"
-    if suffix in ("tsv", "tab"):
-        return "tsv"
-    if suffix in ("jsonl", "ndjson", "json"):
+    claiming = [f for f in LOG_FORMATS.values() if suffix in f.suffixes]
+    if any(f.sniff is not None for f in claiming):
         with open_text(path) as fh:
             head = fh.read(4096)
-        return "otel" if '"resourceSpans"' in head or '"resource_spans"' in head else "jsonl"
-    if suffix in ("txt", "log", "text", ""):
-        return "text"
+        for f in claiming:
+            if f.sniff is not None and f.sniff(head):
+                return f.name
+    for f in claiming:
+        if f.sniff is None:
+            return f.name
     raise SweepError(f"{path}: cannot tell the format from the name (.{suffix})",
-                     hint="use --format csv|tsv|jsonl|text|otel")
+                     hint=f"use --format {'|'.join(FORMATS)}")
 
 
 def open_text(path: Path) -> IO[str]:
     try:
         # the caller closes it: read_rows holds it in a with block
-        raw: IO[bytes] = gzip.open(path, "rb") if _is_gzip(path) else open(path, "rb")  # noqa: SIM115
+        # _is_gzip opens through open_regular first: a FIFO or a device as the log is
+        # refused there instead of blocking
+        raw: IO[bytes] = gzip.open(path, "rb") if _is_gzip(path) else open_regular(path)  # noqa: SIM115
     except OSError as exc:
         raise SweepError(f"{path}: cannot read ({exc.strerror or exc})") from None
     return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
@@ -161,7 +216,7 @@ def open_text(path: Path) -> IO[str]:
 
 def _is_gzip(path: Path) -> bool:
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             return fh.read(2) == b"\x1f\x8b"
     except OSError as exc:
         raise SweepError(f"{path}: cannot read ({exc.strerror or exc})") from None
@@ -184,7 +239,8 @@ class Progress:
 
 def read_rows(path: str | Path, *, fmt: str | None = None, columns: Columns = Columns(),
               on_progress: Callable[[int, int], None] | None = None,
-              chosen: Callable[[Columns], None] | None = None) -> Iterator[Row]:
+              chosen: Callable[[Columns], None] | None = None,
+              limits: Limits = DEFAULT_LIMITS) -> Iterator[Row]:
     """Every row of a log file, in file order. ``chosen`` is told which columns were picked
     (before the first row); ``on_progress(bytes_read, total)`` is called every few thousand
     rows. Blank questions are yielded as "" for the caller to count."""
@@ -192,14 +248,13 @@ def read_rows(path: str | Path, *, fmt: str | None = None, columns: Columns = Co
     if not p.is_file():
         raise SweepError(f"{p}: no such file")
     fmt = fmt or detect_format(p)
-    if fmt not in FORMATS:
+    if fmt not in LOG_FORMATS:
         raise SweepError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
-    readers = {"csv": _table_rows, "tsv": _table_rows, "jsonl": _jsonl_rows,
-               "text": _text_rows, "otel": _otel_rows}
     with open_text(p) as fh:
         progress = Progress(p, fh)
         try:
-            for n, row in enumerate(readers[fmt](p, fh, fmt, columns, chosen), 1):
+            lines = _Lines(p, fh, limits)
+            for n, row in enumerate(LOG_FORMATS[fmt].read(p, lines, fmt, columns, chosen), 1):
                 if on_progress is not None and n % 2000 == 0:
                     on_progress(progress.position(), progress.total)
                 yield row
@@ -225,14 +280,18 @@ def _time_or_fail(value: Any, where: str, column: str) -> str | None:
                          "epoch seconds/milliseconds)") from None
 
 
-def _table_rows(path: Path, fh: IO[str], fmt: str, columns: Columns,
+def _table_rows(path: Path, fh: _Lines, fmt: str, columns: Columns,
                 chosen: Callable[[Columns], None] | None) -> Iterator[Row]:
-    csv.field_size_limit(1 << 24)  # a long pasted question is a question, not an error
+    limits = fh.limits
+    # The csv module's own limit is process-wide: it is only ever raised (to the row limit,
+    # which bounds a field's memory); the per-field limit is checked on each value, by name.
+    csv.field_size_limit(max(csv.field_size_limit(), limits.row))
     try:
         reader = csv.reader(fh, delimiter="\t" if fmt == "tsv" else ",")
         header = next(reader, None)
     except csv.Error as exc:
         raise SweepError(f"{path}:1: {exc}") from None
+    fh.row_done()
     if header is None:
         raise SweepError(f"{path}: empty file (no header, no rows)")
     header = [h.strip() for h in header]
@@ -249,6 +308,7 @@ def _table_rows(path: Path, fh: IO[str], fmt: str, columns: Columns,
             break
         except csv.Error as exc:
             raise SweepError(f"{path}:{reader.line_num}: {exc}") from None
+        fh.row_done()
         if not values:
             continue
         where = f"{path}:{reader.line_num}"
@@ -256,6 +316,8 @@ def _table_rows(path: Path, fh: IO[str], fmt: str, columns: Columns,
         if len(values) != len(header):
             raise SweepError(f"{where}: {len(values)} fields, the header has {len(header)}",
                              hint="a quote left open or a stray delimiter")
+        for name, value in zip(header, values, strict=True):
+            _field_limit(path, reader.line_num, name, value, limits)
 
         def get(col: str | None, vals: list[str] = values) -> str | None:
             return vals[index[col]] if col is not None else None
@@ -282,11 +344,12 @@ def _dotted(obj: Mapping[str, Any], name: str) -> Any:
     return node
 
 
-def _jsonl_rows(path: Path, fh: IO[str], fmt: str, columns: Columns,
+def _jsonl_rows(path: Path, fh: _Lines, fmt: str, columns: Columns,
                 chosen: Callable[[Columns], None] | None) -> Iterator[Row]:
     cols: Columns | None = None
     seen = 0
     for lineno, line in enumerate(fh, 1):
+        fh.row_done()
         if not line.strip():
             continue
         try:
@@ -309,6 +372,8 @@ def _jsonl_rows(path: Path, fh: IO[str], fmt: str, columns: Columns,
                              f"{type(question).__name__}")
         fb = _dotted(obj, cols.feedback) if cols.feedback else None
         rid = _dotted(obj, cols.id) if cols.id else None
+        for name, value in ((cols.question, question), (cols.feedback, fb), (cols.id, rid)):
+            _field_limit(path, lineno, str(name), value, fh.limits)
         yield Row(question=question or "", source="log",
                   source_ref=_ref(path, lineno, None if rid is None else str(rid)),
                   time=_time_or_fail(_dotted(obj, cols.time), where, cols.time)
@@ -333,7 +398,7 @@ _STAMPED = re.compile(r"^(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
                       r"(?:Z|[+-]\d{2}:?\d{2})?)\s*(?:\||\t|\s)\s*(.*)$")
 
 
-def _text_rows(path: Path, fh: IO[str], fmt: str, columns: Columns,
+def _text_rows(path: Path, fh: _Lines, fmt: str, columns: Columns,
                chosen: Callable[[Columns], None] | None) -> Iterator[Row]:
     if any(v is not None for v in (columns.question, columns.id, columns.time,
                                    columns.feedback)):
@@ -341,9 +406,11 @@ def _text_rows(path: Path, fh: IO[str], fmt: str, columns: Columns,
                          "--*-column applies to CSV, TSV and JSONL")
     seen = 0
     for lineno, line in enumerate(fh, 1):
+        fh.row_done()
         text = line.strip()
         if not text:
             continue
+        _field_limit(path, lineno, "question", text, fh.limits)
         seen += 1
         stamp = None
         m = _STAMPED.match(text)
@@ -434,14 +501,27 @@ def documents_of(outputs: Any, limit: int = 10) -> list[dict[str, str | None]]:
     return out
 
 
-def _otel_rows(path: Path, fh: IO[str], fmt: str, columns: Columns,
+def _otel_rows(path: Path, fh: _Lines, fmt: str, columns: Columns,
                chosen: Callable[[Columns], None] | None) -> Iterator[Row]:
     """OTLP JSON (the OpenTelemetry collector's file exporter: one ExportTraceServiceRequest
     a line, or one document) with OpenInference attributes, as Phoenix and Langfuse record
     them: the root span's ``input.value`` is the question, a ``RETRIEVER`` span's
     ``retrieval.documents.N.document.*`` its documents, a ``feedback``/``user_feedback``
     attribute or span annotation its feedback. Spans are grouped by trace in memory."""
-    text = fh.read()
+    # Spans are grouped by trace, so the file is held whole: bounded by the document limit
+    # (and each line by the row limit, as in every log).
+    parts: list[str] = []
+    size = 0
+    for line in fh:
+        fh.row_done()
+        size += len(line)
+        if size > fh.limits.document:
+            raise SweepError(f"{path}:{fh.lineno}: the export is longer than "
+                             f"{fh.limits.document:,} characters (the per-file limit of an "
+                             "OpenTelemetry export); nothing was written",
+                             hint="split the export (one ExportTraceServiceRequest a line)")
+        parts.append(line)
+    text = "".join(parts)
     try:
         docs = [json.loads(text)]
     except json.JSONDecodeError:
@@ -489,3 +569,31 @@ def _otel_rows(path: Path, fh: IO[str], fmt: str, columns: Columns,
             stamp = _time_or_fail(int(start) / 1e6, f"{path}: trace {tid}", "startTimeUnixNano")
         yield Row(question=question, source="trace", source_ref=f"{path.name}:{tid}",
                   time=stamp, feedback=feedback, trace_id=tid, retrieved=retrieved)
+
+
+@dataclass(frozen=True)
+class LogFormat:
+    """One format of question logs: its name (``--format``), its reader, the file suffixes it
+    claims (`detect_format`) and, when it shares them, how it recognises its files."""
+
+    name: str
+    read: Callable[[Path, _Lines, str, Columns, Callable[[Columns], None] | None],
+                   Iterator[Row]]
+    suffixes: tuple[str, ...]
+    sniff: Callable[[str], bool] | None = None  # from the first 4 KiB of text
+
+
+def _otel_head(head: str) -> bool:
+    return '"resourceSpans"' in head or '"resource_spans"' in head
+
+
+# The formats `read_rows` reads, in the order --format lists them: a new one is its reader
+# and one entry here.
+LOG_FORMATS: Mapping[str, LogFormat] = {f.name: f for f in (
+    LogFormat("csv", _table_rows, ("csv",)),
+    LogFormat("tsv", _table_rows, ("tsv", "tab")),
+    LogFormat("jsonl", _jsonl_rows, ("jsonl", "ndjson", "json")),
+    LogFormat("text", _text_rows, ("txt", "log", "text", "")),
+    LogFormat("otel", _otel_rows, ("jsonl", "ndjson", "json"), _otel_head),
+)}
+FORMATS = tuple(LOG_FORMATS)

@@ -133,3 +133,11 @@ def test_decisions_file_that_is_a_fifo(tmp_path: Path) -> None:
     os.mkfifo(decisions_path(queue))
     with pytest.raises(SweepError, match="a FIFO"):
         read_decisions(queue)
+
+
+def test_a_question_log_that_is_a_fifo_is_refused(tmp_path: Path) -> None:
+    from sweep.questions.rows import open_text
+
+    os.mkfifo(tmp_path / "queries.csv")
+    with pytest.raises(SweepError, match=r"queries\.csv: a FIFO"):
+        open_text(tmp_path / "queries.csv")

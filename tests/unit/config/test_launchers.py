@@ -1,6 +1,6 @@
 """Launcher configs for sweeps that outgrow one machine (conf/hydra/launcher/*.yaml, fast).
 
-The plugins are optional extras. CI (`.ci/run`) installs `.[slurm]` (two small packages), so
+The plugins are optional extras. CI installs `.[slurm]` from locks/venv.txt (two small packages), so
 the Slurm configs compose through Hydra there. `.[ray]` stays out of .venv: hydra-ray-launcher
 pins cloudpickle<3 and pulls joblib back to 1.5, under the joblib launcher everyone else uses,
 and adds ~250 MB; it lives in .venv-ray (`make ray-venv`), where tests/e2e/test_ray_cluster.py

@@ -117,7 +117,7 @@ def test_pareto_steps_are_tested():
 
 
 def test_shared_resamples_give_what_each_bootstrap_gives_alone():
-    from sweep.decide.table import Resamples
+    from sweep.decide.stats import Resamples
 
     rng = np.random.default_rng(8)
     per_q = {k: (rng.random(90) < p).astype(float)

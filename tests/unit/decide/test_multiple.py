@@ -7,8 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sweep.decide import multiple
-from sweep.decide import table as decide
+from sweep.decide import multiple, stats
 
 # Five tests and an untested row (None). Sorted: 0.005, 0.01, 0.03, 0.04, 0.20 (m = 5).
 P = [0.01, 0.04, 0.03, 0.005, None, 0.20]
@@ -56,21 +55,21 @@ def test_one_comparison_is_the_pairs_own_bootstrap():
     rng = np.random.default_rng(2)
     best = (rng.random(80) < 0.7).astype(float)
     other = np.where(rng.random(80) < 0.25, 1 - best, best)
-    [v] = decide.table_verdicts([_scores(best), _scores(other)], "recall_at_5", "none", n=2000)
-    alone = decide.verdict_against_best(best, other, "recall_at_5", n=2000)
+    [v] = stats.table_verdicts([_scores(best), _scores(other)], "recall_at_5", "none", n=2000)
+    alone = stats.verdict_against_best(best, other, "recall_at_5", n=2000)
     assert (v.diff, v.lo, v.hi, v.p, v.tied) == pytest.approx(
         (alone.diff, alone.lo, alone.hi, alone.p, alone.tied))
     # With one pair, Holm changes nothing.
-    [h] = decide.table_verdicts([_scores(best), _scores(other)], "recall_at_5", "holm", n=2000)
+    [h] = stats.table_verdicts([_scores(best), _scores(other)], "recall_at_5", "holm", n=2000)
     assert h.p_adj == pytest.approx(v.p) and h.tied == v.tied
 
 
 def test_resampled_means_are_the_paired_bootstraps_draws():
     rng = np.random.default_rng(4)
     s = rng.random((57, 3))
-    means = decide.resampled_means(s, n=1500, seed=3)
+    means = stats.resampled_means(s, n=1500, seed=3)
     boots = np.round(means[:, 2] - means[:, 1], 12)
-    _, lo, hi, p = decide.paired_bootstrap(s[:, 2], s[:, 1], n=1500, seed=3)
+    _, lo, hi, p = stats.paired_bootstrap(s[:, 2], s[:, 1], n=1500, seed=3)
     assert np.percentile(boots, [2.5, 97.5]) == pytest.approx([lo, hi])
     assert min(1, 2 * min((boots <= 0).mean(), (boots >= 0).mean())) == pytest.approx(p)
 
@@ -90,7 +89,7 @@ def _noise_sweep(seed, n_configs=40, n_questions=120, n_ties=30):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_forty_noise_only_configurations_none_worse_when_corrected(seed):
     rows = _noise_sweep(seed)
-    worse = {c: sum(not v.tied for v in decide.table_verdicts(rows, "recall_at_5", c, n=2000))
+    worse = {c: sum(not v.tied for v in stats.table_verdicts(rows, "recall_at_5", c, n=2000))
              for c in ("none", "holm", "bh")}
     assert worse["none"] >= 3  # uncorrected: the luckiest run makes others look worse
     assert worse["holm"] == 0 and worse["bh"] == 0
@@ -101,27 +100,27 @@ def test_a_real_difference_survives_the_correction():
     rng = np.random.default_rng(9)
     bad = np.array(list(rows[-1].values()))
     bad[rng.choice(bad.size, 40, replace=False)] = 0.0  # loses a third of the questions
-    verdicts = decide.table_verdicts([*rows, _scores(bad)], "recall_at_5", "holm", n=2000)
+    verdicts = stats.table_verdicts([*rows, _scores(bad)], "recall_at_5", "holm", n=2000)
     assert not verdicts[-1].tied and verdicts[-1].text.startswith("worse, p_holm")
     assert all(v.tied for v in verdicts[:-1])
     assert verdicts[-1].p_adj >= verdicts[-1].p
 
 
 def test_verdict_text_names_the_correction():
-    v = decide.decide_verdict(40, -0.1, -0.2, -0.01, 0.01, "recall_at_5", p_adj=0.2,
+    v = stats.decide_verdict(40, -0.1, -0.2, -0.01, 0.01, "recall_at_5", p_adj=0.2,
                               correction="holm")
     assert v.tied and v.text == ("tied with best, p_holm=0.200 (p=0.010; diff -0.100, 95% CI "
                                  "[-0.200, -0.010])")
-    v = decide.decide_verdict(40, -0.1, -0.2, -0.01, 0.01, "recall_at_5", p_adj=0.03,
+    v = stats.decide_verdict(40, -0.1, -0.2, -0.01, 0.01, "recall_at_5", p_adj=0.03,
                               correction="bh")
     assert not v.tied and v.text.startswith("worse, p_bh=0.030 (p=0.010;")
-    v = decide.decide_verdict(40, -0.1, -0.2, -0.01, 0.01, "recall_at_5")
+    v = stats.decide_verdict(40, -0.1, -0.2, -0.01, 0.01, "recall_at_5")
     assert not v.tied and v.text == "worse, p=0.010 (diff -0.100, 95% CI [-0.200, -0.010])"
 
 
 def test_missing_scores_and_disjoint_questions():
     best = _scores([1, 0, 1, 1])
-    out = decide.table_verdicts([best, None, {"zz": 1.0}], "recall_at_5", "holm", n=200)
+    out = stats.table_verdicts([best, None, {"zz": 1.0}], "recall_at_5", "holm", n=200)
     assert out[0] is None
     assert out[1].text == "n/a (no question scored in both)"
-    assert decide.table_verdicts([None, best], "recall_at_5") == [None]
+    assert stats.table_verdicts([None, best], "recall_at_5") == [None]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from sweep.decide import power as pw
-from sweep.decide.table import paired_bootstrap
+from sweep.decide.stats import paired_bootstrap
 
 Z975, Z80 = 1.959963985, 0.841621234  # scipy.stats.norm.ppf(0.975), ppf(0.8)
 K = Z975 + Z80

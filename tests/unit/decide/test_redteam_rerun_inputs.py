@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from sweep.cli.rerun import _report_agreement
-from sweep.decide import table as decide
+from sweep.decide import runs
 from sweep.decide.rerun import input_change
 from sweep.outputs import tracking
 
@@ -80,8 +80,8 @@ def test_rerun_report_warns_when_the_corpus_changed(store: dict[str, str], tmp_p
     """The comparison `sweep rerun` prints after its sweep, read from the logged runs."""
     uri, coarse_id = store["uri"], store["coarse"]
     fine_id = store["edited" if edited else "same"]
-    coarse = decide.load_table(uri, "rerun-inputs", coarse_id, None, tmp_path / "c", n=200)
-    fine = decide.load_table(uri, "rerun-inputs", fine_id, None, tmp_path / "f", n=200)
+    coarse = runs.load_table(uri, "rerun-inputs", coarse_id, None, tmp_path / "c", n=200)
+    fine = runs.load_table(uri, "rerun-inputs", fine_id, None, tmp_path / "f", n=200)
     assert {r["inputs"]["corpus"] for r in fine.rows} == {CORPUS_B if edited else CORPUS_A}
     _report_agreement(coarse, coarse.rows[:2], fine)
     out, err = capsys.readouterr()

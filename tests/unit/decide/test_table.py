@@ -17,7 +17,8 @@ from sweep.cli.export import cmd_export
 from sweep.cli.flips import cmd_flips
 from sweep.common.errors import SweepError
 from sweep.config.identity import RESULT_SECTIONS
-from sweep.decide import table as decide
+from sweep.config.naming import command_line_keys, config_name
+from sweep.decide import export, present, runs, stats
 from sweep.outputs import tracking
 
 # --- paired bootstrap -----------------------------------------------------------------------
@@ -25,14 +26,14 @@ from sweep.outputs import tracking
 
 def test_bootstrap_identical_scores_are_tied():
     a = [1, 0, 1, 1, 0, 1]
-    diff, lo, hi, p = decide.paired_bootstrap(a, a)
+    diff, lo, hi, p = stats.paired_bootstrap(a, a)
     assert (diff, lo, hi, p) == (0.0, 0.0, 0.0, 1.0)
 
 
 def test_bootstrap_clear_difference_is_distinguishable():
     a = [1.0] * 40
     b = [1.0] * 10 + [0.0] * 30
-    diff, lo, hi, p = decide.paired_bootstrap(a, b)
+    diff, lo, hi, p = stats.paired_bootstrap(a, b)
     assert diff == pytest.approx(0.75)
     assert 0 < lo <= diff <= hi <= 1
     assert p < 1e-3
@@ -43,7 +44,7 @@ def test_bootstrap_small_difference_is_not_distinguishable():
     a = [1.0] * 15 + [0.0] * 15
     b = list(a)
     b[0] = 0.0
-    diff, lo, hi, p = decide.paired_bootstrap(a, b)
+    diff, lo, hi, p = stats.paired_bootstrap(a, b)
     assert diff == pytest.approx(1 / 30)
     assert lo <= 0 <= hi
     assert p > 0.05
@@ -52,11 +53,11 @@ def test_bootstrap_small_difference_is_not_distinguishable():
 def test_bootstrap_is_deterministic_and_seeded():
     a = [0.2, 0.9, 0.4, 1.0, 0.0, 0.7, 0.3]
     b = [0.1, 0.8, 0.6, 0.5, 0.0, 0.9, 0.1]
-    assert decide.paired_bootstrap(a, b) == decide.paired_bootstrap(a, b)
-    assert decide.paired_bootstrap(a, b, seed=1) != decide.paired_bootstrap(a, b, seed=0)
+    assert stats.paired_bootstrap(a, b) == stats.paired_bootstrap(a, b)
+    assert stats.paired_bootstrap(a, b, seed=1) != stats.paired_bootstrap(a, b, seed=0)
     # Antisymmetric: swapping the sides flips the difference and the interval.
-    d1, lo1, hi1, p1 = decide.paired_bootstrap(a, b)
-    d2, lo2, hi2, p2 = decide.paired_bootstrap(b, a)
+    d1, lo1, hi1, p1 = stats.paired_bootstrap(a, b)
+    d2, lo2, hi2, p2 = stats.paired_bootstrap(b, a)
     assert d2 == pytest.approx(-d1) and p2 == pytest.approx(p1)
     assert lo2 == pytest.approx(-hi1) and hi2 == pytest.approx(-lo1)
 
@@ -69,26 +70,26 @@ def test_bootstrap_p_matches_interval():
     for _ in range(20):
         a = rng.integers(0, 2, 40).astype(float)
         b = np.where(rng.random(40) < 0.2, 1 - a, a)
-        _, lo, hi, p = decide.paired_bootstrap(a, b, n=2000)
+        _, lo, hi, p = stats.paired_bootstrap(a, b, n=2000)
         assert (p < 0.05) == (lo > 0 or hi < 0)
 
 
 def test_bootstrap_rejects_unpaired_input():
     with pytest.raises(ValueError):
-        decide.paired_bootstrap([1, 0], [1])
+        stats.paired_bootstrap([1, 0], [1])
     with pytest.raises(ValueError):
-        decide.paired_bootstrap([], [])
+        stats.paired_bootstrap([], [])
 
 
 def test_verdict_text():
     best = [1.0] * 40
     worse = [1.0] * 10 + [0.0] * 30
-    v = decide.verdict_against_best(best, worse, "recall_at_5")
+    v = stats.verdict_against_best(best, worse, "recall_at_5")
     assert not v.tied and v.text.startswith("worse, p") and "95% CI" in v.text
-    v = decide.verdict_against_best(best, best, "recall_at_5")
+    v = stats.verdict_against_best(best, best, "recall_at_5")
     assert v.tied and v.text.startswith("tied with best")
     # Lower is better for prompt cost: more tokens than the best is worse.
-    v = decide.verdict_against_best([100.0] * 20, [300.0] * 20, "context_tokens_at_5")
+    v = stats.verdict_against_best([100.0] * 20, [300.0] * 20, "context_tokens_at_5")
     assert not v.tied
 
 
@@ -97,7 +98,7 @@ def test_pairing_on_qid_keeps_questions_scored_in_both():
                       "recall_at_5": [1, 0, 1, None]})
     b = pd.DataFrame({"qid": ["q4", "q3", "q2", "q5"], "status": ["scored"] * 4,
                       "recall_at_5": [1, 0, 1, 1]})
-    qids, va, vb = decide.paired_scores(a, b, "recall_at_5")
+    qids, va, vb = stats.paired_scores(a, b, "recall_at_5")
     assert qids == ["q2", "q3"]
     assert va == [0.0, 1.0] and vb == [1.0, 0.0]
 
@@ -115,36 +116,36 @@ ARGS = ("recall_at_5", "context_tokens_at_5", "latency_end_to_end_p95_ms")
 
 def test_winner_alone_when_nothing_is_tied():
     rows = [_row("a", 0.9, 900, 5), _row("b", 0.6, 100, 1, tied=False)]
-    winner, rule = decide.choose_winner(rows, *ARGS)
+    winner, rule = export.choose_winner(rows, *ARGS)
     assert winner["run_id"] == "a" and "no tie" in rule
 
 
 def test_winner_fewest_tokens_among_tied():
     rows = [_row("a", 0.9, 900, 5), _row("b", 0.88, 400, 9), _row("c", 0.5, 100, 1, tied=False)]
-    winner, rule = decide.choose_winner(rows, *ARGS)
+    winner, rule = export.choose_winner(rows, *ARGS)
     assert winner["run_id"] == "b"
     assert rule.startswith("fewest context_tokens_at_5")
 
 
 def test_winner_latency_breaks_a_token_tie():
     rows = [_row("a", 0.9, 400, 5), _row("b", 0.88, 400, 3), _row("c", 0.87, 500, 1)]
-    winner, rule = decide.choose_winner(rows, *ARGS)
+    winner, rule = export.choose_winner(rows, *ARGS)
     assert winner["run_id"] == "b"
     assert rule.startswith("lowest latency_end_to_end_p95_ms")
 
 
 def test_winner_all_equal_keeps_the_first():
     rows = [_row("a", 0.9, 400, 5), _row("b", 0.9, 400, 5)]
-    winner, rule = decide.choose_winner(rows, *ARGS)
+    winner, rule = export.choose_winner(rows, *ARGS)
     assert winner["run_id"] == "a" and "kept the one ranked first" in rule
 
 
 def test_rank_rows_orders_by_metric_then_cost():
     rows = [_row("a", 0.5, 100, 1), _row("b", 0.9, 900, 1), _row("c", 0.9, 300, 1),
             _row("d", None, 1, 1)]
-    ranked = decide.rank_rows(rows, *ARGS)
+    ranked = runs.rank_rows(rows, *ARGS)
     assert [r["run_id"] for r in ranked] == ["c", "b", "a", "d"]
-    ranked = decide.rank_rows(rows, "context_tokens_at_5", "context_tokens_at_5",
+    ranked = runs.rank_rows(rows, "context_tokens_at_5", "context_tokens_at_5",
                               "latency_end_to_end_p95_ms")
     assert ranked[0]["run_id"] == "d"
 
@@ -152,7 +153,7 @@ def test_rank_rows_orders_by_metric_then_cost():
 def test_swept_params_ignores_tracking():
     rows = [{"chunk.size": "128", "chunk.boundary": "fixed", "tracking.uri": "x"},
             {"chunk.size": "256", "chunk.boundary": "fixed", "tracking.uri": "y"}]
-    assert decide.swept_params(rows) == ["chunk.size"]
+    assert runs.swept_params(rows) == ["chunk.size"]
 
 
 CONFIG = {
@@ -169,28 +170,42 @@ CONFIG = {
 }
 
 
-def test_winner_name():
-    assert decide.winner_name(CONFIG) == "heading-256-ov0-path-minilm"
+def test_config_name():
+    assert config_name(CONFIG) == "heading-256-ov0-path-minilm"
     other = {**CONFIG, "embedding": {"name": "sentence-transformers/all-mpnet-base-v2"},
              "retrieval": {"method": "hybrid"}, "rerank": {"method": "cross_encoder"}}
-    assert decide.winner_name(other) == "heading-256-ov0-path-all-mpnet-base-v2-hybrid-rerank"
+    assert config_name(other) == "heading-256-ov0-path-all-mpnet-base-v2-hybrid-rerank"
     approx = {**CONFIG, "index": {"kind": "ivf_pq"}}
-    assert decide.winner_name(approx) == "heading-256-ov0-path-minilm-ivf-pq"
+    assert config_name(approx) == "heading-256-ov0-path-minilm-ivf-pq"
     int8 = {**CONFIG, "embedding": {"name": "minilm", "backend": "onnx", "precision": "int8"}}
-    assert decide.winner_name(int8) == "heading-256-ov0-path-minilm-onnx-int8"
+    assert config_name(int8) == "heading-256-ov0-path-minilm-onnx-int8"
     reference = {**CONFIG, "embedding": {"name": "minilm", "backend": "torch",
                                          "precision": "fp32"}}
-    assert decide.winner_name(reference) == "heading-256-ov0-path-minilm"
+    assert config_name(reference) == "heading-256-ov0-path-minilm"
+    # A swept setting the fixed parts leave out is named when it applies to the configuration
+    hnsw = {**CONFIG, "index": {"kind": "hnsw", "ef_search": 64, "m": 16}}
+    assert config_name(hnsw, ["chunk.size", "index.ef_search"]) == \
+        "heading-256-ov0-path-minilm-hnsw-ef_search-64"
+    # ... and not when it does not (ef_search with exact search), nor when it changes no
+    # result (retrieval.diagnose) or is no setting of the configuration (tracking.uri).
+    assert config_name(CONFIG, ["index.ef_search", "retrieval.diagnose", "tracking.uri"]) == \
+        "heading-256-ov0-path-minilm"
+
+
+def test_command_line_keys_are_the_settings_a_job_sets_one_by_one():
+    overrides = ["chunk.size=128", "retrieval=bm25", "+index.ef_search=64", "hydra.verbose=true",
+                 "embedding/extra=x", "~eval.k"]
+    assert command_line_keys(overrides) == ["chunk.size", "index.ef_search"]
 
 
 def test_winner_sections_drop_default_paths_and_tracking():
     defaults = {"corpus": CONFIG["corpus"], "golden": CONFIG["golden"]}
-    sections = decide.winner_sections(CONFIG, defaults)
+    sections = export.winner_sections(CONFIG, defaults)
     assert list(sections) == ["chunk", "embedding", "retrieval", "rerank", "index", "eval"]
     moved = {**CONFIG, "golden": {"name": "mine", "path": "/x/golden.jsonl"}}
-    assert "golden" in decide.winner_sections(moved, defaults)
-    assert "corpus" not in decide.winner_sections(moved, defaults)
-    text = decide.winner_yaml(sections, ["a header", "", "metrics: x"])
+    assert "golden" in export.winner_sections(moved, defaults)
+    assert "corpus" not in export.winner_sections(moved, defaults)
+    text = export.winner_yaml(sections, ["a header", "", "metrics: x"])
     assert text.splitlines()[0] == "# @package _global_"
     assert yaml.safe_load(text) == sections
     assert "hydra" not in text and "tracking" not in text
@@ -203,7 +218,7 @@ def test_flip_rows_binary_and_graded():
     b = pd.DataFrame({"qid": ["q1", "q2", "q3", "q4"], "status": ["scored"] * 4,
                       "recall_at_5": [0, 1, 1, 1.0], "first_relevant_rank": [12, 3, 1, 1],
                       "question": ["one", "two", "three", "four"]})
-    flips = {r["qid"]: r for r in decide.flip_rows(a, b, "recall_at_5")}
+    flips = {r["qid"]: r for r in export.flip_rows(a, b, "recall_at_5")}
     assert set(flips) == {"q1", "q2", "q4"}
     assert flips["q1"]["better"] == "a" and (flips["q1"]["rank_a"], flips["q1"]["rank_b"]) == (2, 12)
     assert flips["q2"]["better"] == "b"
@@ -261,7 +276,7 @@ def fake_store(tmp_path_factory):
 
 
 def test_compare_table_from_mlflow(fake_store, tmp_path):
-    t = decide.load_table(fake_store["uri"], None, "latest", None, tmp_path, n=2000)
+    t = runs.load_table(fake_store["uri"], None, "latest", None, tmp_path, n=2000)
     assert t.parent["run_id"] == fake_store["parent"]
     assert t.metric == "recall_at_5"  # the headline in report.json
     assert t.swept == ["chunk.boundary", "chunk.size"]
@@ -270,19 +285,19 @@ def test_compare_table_from_mlflow(fake_store, tmp_path):
     assert t.rows[1]["tied"] and t.rows[1]["verdict"].startswith("tied with best")
     assert not t.rows[2]["tied"] and t.rows[2]["verdict"].startswith("worse, p")
     assert t.rows[2]["n_pairs"] == 40
-    plots = decide.plot_table(t, tmp_path / "plots")
+    plots = present.plot_table(t, tmp_path / "plots")
     assert all(p.is_file() and p.stat().st_size > 1000 for p in plots)
 
 
 def test_compare_errors(fake_store, tmp_path):
     with pytest.raises(SweepError, match=r"unknown metric 'recal_at_5' \(available: .*mrr"):
-        decide.load_table(fake_store["uri"], None, "latest", "recal_at_5", tmp_path)
+        runs.load_table(fake_store["uri"], None, "latest", "recal_at_5", tmp_path)
     with pytest.raises(SweepError, match="no run with id"):
-        decide.load_table(fake_store["uri"], None, "0" * 32, None, tmp_path)
+        runs.load_table(fake_store["uri"], None, "0" * 32, None, tmp_path)
     with pytest.raises(SweepError, match="no experiment named"):
-        decide.load_table(fake_store["uri"], "nope", "latest", None, tmp_path)
+        runs.load_table(fake_store["uri"], "nope", "latest", None, tmp_path)
     with pytest.raises(SweepError, match="no MLflow store"):
-        decide.load_table(f"sqlite:///{tmp_path / 'none.db'}", None, "latest", None, tmp_path)
+        runs.load_table(f"sqlite:///{tmp_path / 'none.db'}", None, "latest", None, tmp_path)
 
 
 def test_export_and_flips_commands(fake_store, tmp_path, capsys):
@@ -320,12 +335,12 @@ def test_winners_folder_is_on_the_search_path(tmp_path: Path) -> None:
     from sweep.config.compose import compose
     from sweep.config.schema import conf_dir
 
-    assert (conf_dir() / "experiment" / "winners").resolve() == decide.WINNERS_DIR.resolve()
+    assert (conf_dir() / "experiment" / "winners").resolve() == export.WINNERS_DIR.resolve()
     # An exported winner composes as an experiment. It is written to a folder of its own on
     # the search path, not into the repository's experiments/winners/.
     folder = tmp_path / "search" / "experiment" / "winners"
     folder.mkdir(parents=True)
-    (folder / "w.yaml").write_text(decide.winner_yaml(
+    (folder / "w.yaml").write_text(export.winner_yaml(
         {"chunk": {"size": 192, "boundary": "heading"}}, ["test"]))
     cfg = compose(["experiment=winners/w", f"hydra.searchpath=[file://{tmp_path / 'search'}]"])
     assert cfg.chunk.size == 192 and cfg.chunk.boundary.value == "heading"
@@ -354,7 +369,7 @@ def test_compare_shows_a_resumed_configuration_once_with_unread_settings_na(tmp_
             parent_run_id=parent)
     tracking.tag_run(uri, parent, "resumed.hash-exact", ids["exact"])
     tracking.finish_parent(uri, parent, status="FINISHED", metrics={}, tags={}, artifacts=[])
-    t = decide.load_table(uri, None, "latest", None, tmp_path / "t", n=500)
+    t = runs.load_table(uri, None, "latest", None, tmp_path / "t", n=500)
     assert sorted(r["run_id"] for r in t.rows) == sorted(ids.values())
     assert t.swept == ["index.ef_search", "index.kind"]
     by_id = {r["run_id"]: r for r in t.rows}
@@ -401,7 +416,7 @@ def test_the_end_of_sweep_table_and_compare_break_ties_the_same_way(tmp_path):
     # by hand: tokens 700 before 900; among the 700s the hash (64's sorts first); among the
     # 900s latency 9 (ef 16) before 12 (ef 8)
     assert [r["index.ef_search"] for r in rows] == [64, 32, 16, 8]
-    t = decide.load_table(uri, None, "latest", None, tmp_path / "t", n=200)
+    t = runs.load_table(uri, None, "latest", None, tmp_path / "t", n=200)
     assert [r["run_id"] for r in t.rows] == [ids[64], ids[32], ids[16], ids[8]]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from sweep.decide.table import SweepTable, add_quant_tax
+from sweep.decide.runs import SweepTable, add_quant_tax
 
 
 def _rec(run_id: str, backend: str, precision: str, recall: float, mrr: float) -> dict:

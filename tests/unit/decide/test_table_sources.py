@@ -8,7 +8,7 @@ import json
 import pytest
 from test_table import _job
 
-from sweep.decide import table as decide
+from sweep.decide import present, runs
 from sweep.outputs import tracking
 
 
@@ -41,18 +41,18 @@ def store(tmp_path):
 
 def test_compare_adds_a_column_per_source(store, tmp_path, capsys) -> None:
     uri, ids = store
-    t = decide.load_table(uri, None, "latest", None, tmp_path, n=500)
+    t = runs.load_table(uri, None, "latest", None, tmp_path, n=500)
     assert [r["run_id"] for r in t.rows] == [ids["a"], ids["b"]]  # 28/40 before 26/40
     assert [c for c in t.shown if c.startswith("by_source/")] == [
         "by_source/log/recall_at_5", "by_source/synthetic/recall_at_5"]  # the ranking metric only
     assert t.rows[0]["by_source/log/recall_at_5"] == pytest.approx(0.6)
     assert t.rows[1]["by_source/log/recall_at_5"] == pytest.approx(0.7)  # b is better on logs
-    assert decide.source_shares(t.rows[0]) == [("log", 30, 0.75), ("synthetic", 10, 0.25)]
-    decide.print_table(t)
+    assert present.source_shares(t.rows[0]) == [("log", 30, 0.75), ("synthetic", 10, 0.25)]
+    present.print_table(t)
     out = capsys.readouterr().out
     assert "by_source/synthetic/recall_at_5" in out
     assert "the questions of one source only (log n=30 (75%), synthetic n=10 (25%))" in out
-    data = decide.table_json(t)
+    data = present.table_json(t)
     assert data["sources"] == [{"source": "log", "n": 30, "share": 0.75},
                                {"source": "synthetic", "n": 10, "share": 0.25}]
     assert data["rows"][1]["by_source/synthetic/recall_at_5"] == pytest.approx(0.5)

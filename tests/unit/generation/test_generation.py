@@ -326,7 +326,7 @@ def test_first_failure_stops_the_batch_quickly() -> None:
 
 
 def test_compare_ranks_generation_metrics_the_right_way_round() -> None:
-    from sweep.decide.table import lower_is_better
+    from sweep.evaluation.catalog import lower_is_better
 
     assert lower_is_better("retrieval_tax") and lower_is_better("n_retrieval_bug")
     assert lower_is_better("cost_estimate_usd") and lower_is_better("ungraded_count")

@@ -421,8 +421,8 @@ def test_list_view_ranks_from_the_last_sweep(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     import pandas as pd
 
-    from sweep.decide import table as decide
-    from sweep.decide.table import SweepTable
+    from sweep.decide import runs as decide
+    from sweep.decide.runs import SweepTable
 
     app = make_app(tmp_path)
     app.settings.tracking_enabled = True

@@ -144,3 +144,28 @@ def test_reading_memory_does_not_grow_with_the_file(tmp_path: Path) -> None:
     large, size = _peak_reading(tmp_path / "large.csv", 6_000)
     assert large < small * 1.5 + 16_384, (small, large)
     assert large < size / 10, (large, size)
+
+
+def test_a_log_format_is_one_entry(tmp_path, monkeypatch) -> None:
+    """A format registered in LOG_FORMATS alone is detected from its suffix and read."""
+    from sweep.questions import rows as r
+
+    def pipe_rows(path, fh, fmt, columns, chosen):
+        for n, line in enumerate(fh, 1):
+            question, _, when = line.rstrip("\n").partition("|")
+            yield r.Row(question=question, source="log", source_ref=f"{path.name}:{n}",
+                        time=r.iso_time(when) if when else None)
+
+    monkeypatch.setitem(r.LOG_FORMATS, "pipe", r.LogFormat("pipe", pipe_rows, ("pipe",)))
+    log = tmp_path / "asked.pipe"
+    log.write_text("how do I reset?|2026-01-02T03:04:05Z\nwhere is the manual?|\n")
+    assert r.detect_format(log) == "pipe"
+    got = [(row.question, row.source_ref, row.time) for row in r.read_rows(log)]
+    assert got == [("how do I reset?", "asked.pipe:1", "2026-01-02T03:04:05Z"),
+                   ("where is the manual?", "asked.pipe:2", None)]
+    # the shared suffixes: an OpenTelemetry export is told from a plain JSONL by its content
+    otel = tmp_path / "spans.json"
+    otel.write_text('{"resourceSpans": []}\n')
+    plain = tmp_path / "rows.json"
+    plain.write_text('{"question": "a"}\n')
+    assert (r.detect_format(otel), r.detect_format(plain)) == ("otel", "jsonl")

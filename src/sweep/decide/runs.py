@@ -1,0 +1,241 @@
+"""Reading a sweep back from MLflow: its finished configurations, ranked, with their verdicts.
+
+The runs come from MLflow (``tracking`` holds every MLflow call); per-question scores come from
+the ``per_question.csv`` artifacts; the statistics are `sweep.decide.stats`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sweep.common.csvcells import read_csv
+from sweep.common.errors import SweepError
+from sweep.common.files import read_text_regular
+from sweep.config.identity import INPUT_SECTIONS, inapplicable_keys
+from sweep.decide.multiple import DEFAULT_CORRECTION
+from sweep.decide.stats import N_RESAMPLES, SEED, Resamples, question_scores, table_verdicts
+from sweep.evaluation.sources import parse_metric
+from sweep.outputs import quant, tracking
+from sweep.outputs.report import NOT_APPLICABLE, differing_keys, rank_key
+
+DEFAULT_METRIC = "recall_at_5"
+# Params that never make a configuration different.
+_IGNORED_PARAM_PREFIXES = ("tracking.",)
+
+
+@dataclass
+class SweepTable:
+    parent: dict[str, Any]
+    metric: str
+    swept: list[str]
+    shown: list[str]
+    rows: list[dict[str, Any]]  # best first; params, metrics, run_id, verdict
+    per_question: dict[str, Any] = field(repr=False, default_factory=dict)  # run_id -> frame
+    cost: str = "context_tokens_at_5"
+    latency: str = "latency_end_to_end_p95_ms"
+    n_failed: int = 0
+    correction: str = DEFAULT_CORRECTION
+    n_tests: int = 0  # configurations in the corrected family (with per-question scores)
+    # per row: {qid: score} on the metric (None: no per_question.csv), and its verdict
+    scores: list[Any] = field(repr=False, default_factory=list)
+    verdicts: list[Any] = field(repr=False, default_factory=list)
+    resamples: Any = field(repr=False, default=None)  # the table's `Resamples`, reused
+
+
+def default_uri() -> str:
+    """The store when no --tracking-uri is given: $MLFLOW_TRACKING_URI (MLflow's own
+    convention), else ./mlflow.db; the same rule as `tracking.uri` in conf/tracking/local.yaml."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path.cwd().resolve() / 'mlflow.db'}"
+
+
+def read_per_question(uri: str, run_id: str, tmp: Path) -> Any:
+    path = tracking.download_artifact(uri, run_id, "per_question.csv", tmp / run_id)
+    if path is None:
+        return None
+    return read_csv(path, dtype={"qid": str}, keep_default_na=True)
+
+
+def _headline_of(uri: str, run_ids: Sequence[str], tmp: Path) -> str | None:
+    for run_id in run_ids[:3]:
+        path = tracking.download_artifact(uri, run_id, "report.json", tmp / f"report-{run_id}")
+        if path is None:
+            continue
+        try:
+            metric = (json.loads(read_text_regular(path)).get("headline") or {}
+                      ).get("metric")
+        except (OSError, json.JSONDecodeError):
+            continue
+        if metric:
+            return str(metric)
+    return None
+
+
+def finished_records(uri: str, parent: Mapping[str, Any]) -> tuple[list[dict[str, Any]],
+                                                                  list[str], int]:
+    """The sweep's finished runs as ``{run_id, params, <metric>: value}`` records, the metric
+    names any of them has, and how many runs did not finish."""
+    df = tracking.sweep_runs(uri, parent)
+    if df is None or len(df) == 0:
+        raise SweepError(f"sweep {parent['run_id']} has no configuration runs")
+    finished = df[df["status"] == "FINISHED"]
+    n_failed = len(df) - len(finished)
+    if len(finished) == 0:
+        raise SweepError(f"sweep {parent['run_id']} has no finished configuration "
+                         f"({n_failed} failed)")
+    metric_cols = sorted(c[len("metrics."):] for c in finished.columns
+                         if c.startswith("metrics.") and finished[c].notna().any())
+    param_cols = [c for c in finished.columns if c.startswith("params.")]
+    records = []
+    seen: set[str] = set()
+    for _, r in finished.iterrows():
+        # One row per configuration: a run the sweep resumed is both its child and named in a
+        # `resumed.` tag, and runs with one config_hash differ only in settings they do not read.
+        chash = r.get("tags.config_hash")
+        key = chash if isinstance(chash, str) and chash else r["run_id"]
+        if key in seen or r["run_id"] in seen:
+            continue
+        seen.update({key, r["run_id"]})
+        rec: dict[str, Any] = {"run_id": r["run_id"],
+                               "config_hash": chash if isinstance(chash, str) else None,
+                               "params": {c[len("params."):]: r[c] for c in param_cols
+                                          if isinstance(r[c], str)}}
+        # The content fingerprints of the corpus and golden set the run scored (its tags).
+        rec["inputs"] = {name: fp for name in INPUT_SECTIONS
+                         if isinstance(fp := r.get(f"tags.{name}_fingerprint"), str) and fp}
+        for m in metric_cols:
+            v = r[f"metrics.{m}"]
+            rec[m] = None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+        records.append(rec)
+    return records, metric_cols, n_failed
+
+
+def swept_params(param_rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Param keys whose value differs between configurations (tracking.* excluded)."""
+    return [k for k in differing_keys(param_rows) if not k.startswith(_IGNORED_PARAM_PREFIXES)]
+
+
+def rank_rows(rows: list[dict[str, Any]], metric: str, cost: str, latency: str
+              ) -> list[dict[str, Any]]:
+    """Best first on ``metric``; equal values ordered by cost, then latency, then the
+    configuration's hash (`rank_key`, the end-of-sweep table's order too)."""
+    return sorted(rows, key=lambda r: rank_key(metric, r.get(metric), r.get(cost),
+                                               r.get(latency),
+                                               str(r.get("config_hash") or r.get("run_id"))))
+
+
+def _typed(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            continue
+    return value
+
+
+def ranked_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
+                 tmp: Path) -> SweepTable:
+    """The sweep's finished configurations, best first, without the per-question scores or
+    the verdicts (what the labelling page needs: the best run and the swept parameters)."""
+    parent = tracking.find_sweep(uri, experiment, sweep)
+    records, metric_cols, n_failed = finished_records(uri, parent)
+    if metric is None:
+        metric = _headline_of(uri, [rec["run_id"] for rec in records], tmp) or DEFAULT_METRIC
+    if metric not in metric_cols:
+        shown = ", ".join(m for m in metric_cols if not m.startswith(("time_", "n_")))
+        raise SweepError(f"unknown metric {metric!r} (available: {shown})")
+    swept = swept_params([rec["params"] for rec in records])
+    for rec in records:
+        unused = inapplicable_keys(rec["params"])
+        for p in swept:
+            rec[p] = NOT_APPLICABLE if p in unused else _typed(rec["params"].get(p))
+    prompt_k = _typed(records[0]["params"].get("eval.prompt_k", "5"))
+    cost = f"context_tokens_at_{prompt_k}"
+    latency = "latency_end_to_end_p95_ms"
+    rows = rank_rows(records, metric, cost, latency)
+    for i, rec in enumerate(rows):
+        rec["rank"] = i + 1
+    shown = [metric]
+    # With the parser as an axis (or evidence lost), how much evidence each configuration kept
+    # comes first: "pypdf loses 5% of your evidence" before any retrieval figure.
+    parser_swept = any(p.startswith("corpus.") and p.endswith("_parser") for p in swept)
+    lost = any((rec.get("evidence_found_fraction") or 1.0) < 1.0 for rec in rows)
+    evidence = ("evidence_found_fraction", "n_orphans") if parser_swept or lost else ()
+    # The ANN tax columns appear when the sweep has an approximate index, the requests and
+    # dollars when it has a served model.
+    for name in (*evidence, f"recall_at_{prompt_k}", "mrr", f"evidence_recall_at_{prompt_k}",
+                 "evidence_recall_at_budget", cost, latency, "n_requests", "served_cost_usd",
+                 "ann_overlap_at_10", f"ann_tax_{metric}", "ann_tax_mrr", "index_bytes_ann"):
+        if name not in shown and name in metric_cols:
+            shown.append(name)
+    # A golden set mixing sources: the ranking metric of each source, as a column group.
+    shown += [name for name in metric_cols if (ps := parse_metric(name)) and ps[1] == metric]
+    return SweepTable(parent, metric, swept, shown, rows, {}, cost, latency, n_failed)
+
+
+def add_verdicts(t: SweepTable, uri: str, tmp: Path, *, n: int = N_RESAMPLES,
+                 seed: int = SEED, correction: str = DEFAULT_CORRECTION) -> None:
+    """Read every run's per_question.csv into ``t.per_question`` and test each configuration
+    against the best (paired bootstrap, p-values adjusted over the table by ``correction``),
+    in place."""
+    t.per_question = {rec["run_id"]: read_per_question(uri, rec["run_id"], tmp) for rec in t.rows}
+    t.correction = correction
+    metric = t.metric
+    best_q = t.per_question.get(t.rows[0]["run_id"])
+    scores: list[dict[str, float] | None] = []
+    for rec in t.rows:
+        mine = t.per_question.get(rec["run_id"])
+        if best_q is None or mine is None or metric not in best_q.columns \
+                or metric not in mine.columns:
+            scores.append(None)
+            continue
+        scores.append(question_scores(mine, metric))
+    t.resamples = Resamples(scores, n=n, seed=seed)
+    verdicts = table_verdicts(scores, metric, correction, n=n, seed=seed, resamples=t.resamples)
+    t.scores, t.verdicts = scores, verdicts
+    t.n_tests = sum(1 for sc in scores if sc is not None) if scores[0] is not None else 0
+    t.rows[0].update(tied=True, verdict="best", n_pairs=None, diff=None, lo=None, hi=None,
+                     p=None, p_adj=None)
+    for rec, v in zip(t.rows[1:], verdicts, strict=True):
+        if v is None:
+            rec.update(tied=True, verdict="n/a (no per-question scores)", n_pairs=None,
+                       diff=None, lo=None, hi=None, p=None, p_adj=None)
+        else:
+            rec.update(tied=v.tied, verdict=v.text, n_pairs=v.n_pairs, diff=v.diff, lo=v.lo,
+                       hi=v.hi, p=v.p, p_adj=v.p_adj)
+
+
+def load_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
+               tmp: Path, *, n: int = N_RESAMPLES, seed: int = SEED,
+               correction: str = DEFAULT_CORRECTION) -> SweepTable:
+    """The sweep's finished configurations, best first, each with its verdict vs the best
+    (corrected for the table's comparisons: ``correction``)."""
+    t = ranked_table(uri, experiment, sweep, metric, tmp)
+    add_verdicts(t, uri, tmp, n=n, seed=seed, correction=correction)
+    add_quant_tax(t)
+    return t
+
+
+def add_quant_tax(t: SweepTable) -> None:
+    """The quantisation tax of each configuration run off torch fp32 whose reference is in
+    the sweep (`sweep.outputs.quant`), from the per-question tables `add_verdicts` read; its
+    columns join the table when any row has them."""
+    runs = []
+    for rec in t.rows:
+        frame = t.per_question.get(rec["run_id"])
+        retrieved = (quant.retrieved_ids(frame[["qid", "retrieved_ids"]].to_dict("records"))
+                     if frame is not None and "retrieved_ids" in frame.columns else None)
+        runs.append(quant.Run(rec["params"], rec, rec.get("inputs") or {}, retrieved))
+    found = quant.taxes(runs, [t.metric, "recall_at_5", "mrr"])
+    for i, values in found.items():
+        t.rows[i].update(values)
+    for name in ("quant_overlap_at_10", f"quant_tax_{t.metric}", "quant_tax_mrr"):
+        if name not in t.shown and any(name in v for v in found.values()):
+            t.shown.append(name)
