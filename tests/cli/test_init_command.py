@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from helpers import DEMO, run_cli
+from sweep.common.errors import SweepError
 
 FILES = ["conf/project/default.yaml", "conf/corpus/handbook.yaml", "conf/golden/handbook.yaml",
          "golden/handbook.jsonl", "golden/handbook.reference.yaml", "experiments/grid.yaml",
@@ -90,3 +92,89 @@ def test_the_clone_layers_nothing_and_refuses_init(tmp_path: Path) -> None:
     assert paths.project_root(tmp_path) == tmp_path.resolve()
     proc = run_cli("-m", "sweep.cli", "init", cwd=paths.CLONE_ROOT)
     assert proc.returncode == 1 and "chunk-sweep's own clone" in proc.stderr
+
+
+# --------------------------------------------------------------------------- issue 44
+
+
+@pytest.mark.parametrize("folder", ["docs #2024", "a: b"])
+def test_init_writes_values_through_a_yaml_emitter(tmp_path: Path, folder: str) -> None:
+    # Before: `path: ${project_root:}/docs #2024` read back as `.../docs`; `a: b` did not parse
+    (tmp_path / folder).mkdir()
+    (tmp_path / folder / "a.md").write_text("# Returns\n\nThirty days to send it back.\n")
+    proc = run_cli("-m", "sweep.cli", "init", "--corpus", folder, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    name = "docs_2024" if folder.startswith("docs") else "a_b"
+    corpus = yaml.safe_load((tmp_path / "conf" / "corpus" / f"{name}.yaml").read_text())
+    assert corpus["path"] == "${project_root:}/" + folder
+    gh = yaml.safe_load((tmp_path / ".github/workflows/retrieval-gate.yml").read_text())
+    assert f"{folder}/**" in gh[True]["pull_request"]["paths"]
+    gl = yaml.safe_load((tmp_path / ".gitlab-ci.yml").read_text())["retrieval-gate"]
+    assert f"{folder}/**" in gl["rules"][0]["changes"]
+
+
+def test_init_corpus_path_with_a_hash_composes_whole(tmp_path: Path) -> None:
+    (tmp_path / "docs #2024").mkdir()
+    (tmp_path / "docs #2024" / "a.md").write_text("# Returns\n\nThirty days.\n")
+    assert run_cli("-m", "sweep.cli", "init", "--corpus", "docs #2024",
+                   cwd=tmp_path).returncode == 0
+    cfg = run_cli("-m", "sweep", "--cfg", "job", "--resolve", "tracking=off", cwd=tmp_path)
+    assert cfg.returncode == 0, cfg.stderr
+    assert yaml.safe_load(cfg.stdout)["corpus"]["path"] == str(tmp_path / "docs #2024")
+
+
+def test_init_yaml_scalar_round_trips() -> None:
+    from sweep.cli.init import yaml_scalar
+
+    for value in ["docs #2024", "a: b", "plain", "- dash", "{x}", "'quote\"", "yes", "null",
+                  "${project_root:}/x", "naïve/ü", "tab\there", "#lead", "trailing "]:
+        assert yaml.safe_load(f"k: {yaml_scalar(value)}\n") == {"k": value}, value
+
+
+@pytest.mark.parametrize("link", ["conf", ".github"])
+def test_init_refuses_a_folder_that_links_outside(tmp_path: Path, link: str) -> None:
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / link).symlink_to(elsewhere, target_is_directory=True)
+    proc = run_cli("-m", "sweep.cli", "init", cwd=project)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [
+        f"error: sweep init writes nothing: {link} leads outside the project (to {elsewhere}) "
+        "(move them away, or run sweep init in another folder)"]
+    assert list(elsewhere.iterdir()) == []
+    assert [p.name for p in project.iterdir()] == [link]
+
+
+def test_init_allows_a_link_that_stays_inside(tmp_path: Path) -> None:
+    (tmp_path / "real-conf").mkdir()
+    (tmp_path / "conf").symlink_to(tmp_path / "real-conf", target_is_directory=True)
+    proc = run_cli("-m", "sweep.cli", "init", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "real-conf" / "project" / "default.yaml").is_file()
+
+
+@pytest.mark.parametrize("plain_file", [".github", "golden", "experiments", "corpus"])
+def test_init_checks_every_target_before_writing_any(tmp_path: Path, plain_file: str) -> None:
+    # Before: conf/ and golden/ were written, then a traceback at .github/ (a file)
+    (tmp_path / plain_file).write_text("not a folder\n")
+    proc = run_cli("-m", "sweep.cli", "init", cwd=tmp_path)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert f"{plain_file} is a file where a folder must be" in lines[0]
+    assert [p.name for p in tmp_path.iterdir()] == [plain_file]
+
+
+def test_init_removes_what_it_wrote_when_a_write_fails(tmp_path: Path, monkeypatch) -> None:
+    from sweep.cli import init
+
+    def refuse(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "symlink_to", refuse)  # after every file has been written
+    with pytest.raises(SweepError) as info:
+        init.write_project(tmp_path, init.project_files("docs", "docs"))
+    assert str(info.value) == ("sweep init: cannot write conf/experiment (Permission denied); "
+                               "nothing was left behind")
+    assert list(tmp_path.iterdir()) == []

@@ -60,7 +60,7 @@ def test_every_passage_gone_from_the_new_text_is_flagged(rebased) -> None:
     for r in results:
         if any(c.old.text not in everything for c in r.passages):
             assert r.pending, f"{r.qid} changed but was scored"
-            assert r.obj["rebase"]["status"] in ("edited", "removed")
+            assert r.obj["rebase"]["status"] in ("edited", "removed", "unplaced")
 
 
 def test_known_real_edits(rebased) -> None:
@@ -68,9 +68,10 @@ def test_known_real_edits(rebased) -> None:
     by_qid = {r.qid: r for r in results}
     # FAQ: the cleanup sentence is untouched while text above it changed.
     assert by_qid["hbo01"].status == "moved"
-    # Installation: the macOS requirement went from Ventura (13) to Sonoma (14).
+    # Installation: the macOS requirement went from Ventura (13) to Sonoma (14): the proposal
+    # lacks the item's mention, so it is no edit (issue 44) but waits for a human.
     r = by_qid["hbo16"]
-    assert r.status == "edited" and r.mentions_missing == ["Ventura"]
+    assert r.status == "unplaced" and r.mentions_missing == ["Ventura"]
     assert r.passages[0].new.text == ("macOS Sonoma (14) (or higher) installed on officially "
                                       "supported hardware")
     # License-Guidelines.md was renamed Licence-Guidelines.md and reworded: a rename, with a

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from sweep.common.errors import SweepError
-from sweep.common.files import atomic_write
+from sweep.common.files import atomic_write, read_bytes_regular
+from sweep.common.paths import resolve_user_path
 from sweep.data.corpus import Document, load_corpus
 
 
@@ -37,7 +38,7 @@ def _load(folder: Path, cfg: Any) -> list[Document]:
 def _originals(path: Path) -> dict[int, dict[str, Any]]:
     """Line number -> the object on it (the golden set parsed cleanly before this is called)."""
     out = {}
-    text = path.read_bytes().decode("utf-8-sig").replace("\r\n", "\n")
+    text = read_bytes_regular(path).decode("utf-8-sig").replace("\r\n", "\n")
     for lineno, line in enumerate(text.split("\n"), start=1):
         if line.strip():
             out[lineno] = json.loads(line)
@@ -47,9 +48,11 @@ def _originals(path: Path) -> dict[int, dict[str, Any]]:
 def review_line(result: Any, out: Path, corpus: str | None) -> dict[str, Any]:
     """One line of ``<out stem>.review.jsonl``: what the review page shows for an item."""
     return {"qid": result.qid, "question": result.obj.get("question"),
-            "status": result.status, "reason": result.reason, "golden": str(out.resolve()),
+            "status": result.status, "reason": result.reason,
+            "golden": str(resolve_user_path(out, "--out")),
             "corpus": corpus, "mentions_missing": result.mentions_missing,
-            "passages": [c.as_dict() for c in result.passages]}
+            "passages": [c.as_dict() for c in result.passages],
+            "candidates": (result.obj.get("rebase") or {}).get("candidates") or []}
 
 
 def print_table(report: dict[str, Any], say: Callable[[str], None]) -> None:
@@ -59,7 +62,7 @@ def print_table(report: dict[str, Any], say: Callable[[str], None]) -> None:
     say("items:    " + "  ".join(f"{s} {counts[s]}" for s in STATUSES)
         + f"   (needs a human: {report['summary']['needs_review']})")
     passages = report["summary"]["passages"]
-    say("passages: " + "  ".join(f"{s} {passages[s]}" for s in STATUSES[:4]))
+    say("passages: " + "  ".join(f"{s} {passages[s]}" for s in STATUSES))
     docs = report["summary"]["documents"]
     say(f"documents: {docs['old']} old, {docs['new']} new; {docs['unchanged']} unchanged, "
         f"{len(docs['renamed'])} renamed, {len(docs['gone'])} gone, {len(docs['added'])} added")
@@ -68,7 +71,7 @@ def print_table(report: dict[str, Any], say: Callable[[str], None]) -> None:
     per_doc = report["summary"]["per_document"]
     if per_doc:
         width = max(len("document"), *(len(p) for p in per_doc))
-        cols = STATUSES[:4]
+        cols = STATUSES
         say(f"{'document':<{width}}  " + "  ".join(f"{c:>9}" for c in cols))
         for path, c in per_doc.items():
             say(f"{path:<{width}}  " + "  ".join(f"{c[s]:>9}" for s in cols))
@@ -81,13 +84,19 @@ def rebase(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, An
     from sweep.data import drift
     from sweep.data.golden import reference_path, require_valid
     from sweep.data.revisions import corpus_at
-    from sweep.evaluation.rebase import Rebaser, check_landing, rebase_items, summary
+    from sweep.evaluation.rebase import (
+        DiffLimits,
+        Rebaser,
+        check_landing,
+        rebase_items,
+        summary,
+    )
     from sweep.label.store import dump_line
 
     cfg = compose(list(args.overrides))
     check_config(cfg)
     golden_path, out = Path(args.golden), Path(args.out)
-    if out.resolve() == golden_path.resolve():
+    if resolve_user_path(out, "--out") == resolve_user_path(golden_path, "--golden"):
         raise SweepError(f"--out {out}: is the golden file itself; write the rebased set to a "
                          "new file (nothing is overwritten)")
     review = out.with_name(out.stem + ".review.jsonl")
@@ -130,7 +139,10 @@ def rebase(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, An
         spec, tokenizer = reference_spec(golden)  # type: ignore[misc]
         reference_chunks = {c.chunk_id: c for c in
                             chunk_corpus(old_docs, spec, load_chunk_tokenizer(tokenizer))}
-    rebaser = Rebaser(old_docs, new_docs)
+    limits = DiffLimits()
+    limits = DiffLimits(args.diff_deadline or limits.deadline_s,
+                        args.diff_max_tokens or limits.max_tokens)
+    rebaser = Rebaser(old_docs, new_docs, limits)
     stamp = {"at": drift.now_iso(), "from": old_src.label, "to": new_src.label}
     results = rebase_items(golden.items, _originals(golden_path), rebaser, reference_chunks,
                            stamp, str(golden_path))
@@ -141,8 +153,9 @@ def rebase(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, An
     atomic_write(out, "\n".join(lines) + "\n")
     drift.write_record(out, new_docs, new_src.label, "sweep golden rebase")
     if golden.reference is not None:
-        atomic_write(reference_path(out), reference_path(golden_path).read_bytes())
-    corpus_for_review = str(Path(new_src.folder).resolve()) if not new_src.revision else None
+        atomic_write(reference_path(out), read_bytes_regular(reference_path(golden_path)))
+    corpus_for_review = (str(resolve_user_path(new_src.folder, "--new"))
+                         if not new_src.revision else None)
     pending = [r for r in results if r.pending]
     atomic_write(review, "".join(json.dumps(review_line(r, out, corpus_for_review),
                                             ensure_ascii=False) + "\n" for r in pending))
@@ -185,6 +198,22 @@ def fingerprint(args: argparse.Namespace, say: Callable[[str], None]) -> None:
     say(f"wrote {path}: {len(docs)} documents of {corpus}")
 
 
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: a positive number of seconds")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a positive whole number")
+    return int(text)
+
+
 def cmd_golden(argv: Sequence[str], *, say: Callable[[str], None] | None = None) -> int:
     say = say or (lambda m: print(m, file=sys.stderr, flush=True))
     parser = argparse.ArgumentParser(prog="sweep golden",
@@ -203,6 +232,13 @@ def cmd_golden(argv: Sequence[str], *, say: Callable[[str], None] | None = None)
     rb.add_argument("--report", metavar="FILE",
                     help="default: rebase_report.json beside --out")
     rb.add_argument("--force", action="store_true", help="replace --out and its review queue")
+    rb.add_argument("--diff-deadline", type=_positive, metavar="S",
+                    help="seconds the diff of one document may take; past them its passages "
+                         "are looked for by their text only (default: 60)")
+    rb.add_argument("--diff-max-tokens", type=_positive_int, metavar="N",
+                    help="word tokens (both sides) of a changed block the diff resolves word "
+                         "by word; a larger block's passages are looked for by their text "
+                         "only (default: 60000)")
     rb.add_argument("overrides", nargs="*", help="config overrides, e.g. corpus.pdf_parser=...")
     fp = sub.add_parser("fingerprint",
                         help="record the corpus a golden set was labelled against")

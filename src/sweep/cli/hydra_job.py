@@ -26,7 +26,8 @@ from omegaconf.errors import OmegaConfBaseException
 
 from sweep.cli.prewarm import prewarm_sweep
 from sweep.common.errors import SweepError
-from sweep.common.paths import PROJECT_ROOT
+from sweep.common.files import read_text_regular
+from sweep.common.paths import PROJECT_ROOT, resolve_user_path
 from sweep.common.secret import install_log_scrubber
 from sweep.config.checks import check_config
 from sweep.config.compose import config_error_line, to_container
@@ -226,7 +227,7 @@ def _resume(job: JobSpec, job_dir: Path) -> float | None:
         return None
     try:
         path = tracking_worker.call(tracking.download_report, uri, run_id, job_dir)
-        rep = json.loads(path.read_text(encoding="utf-8"))
+        rep = json.loads(read_text_regular(path))
     except (SweepError, OSError, json.JSONDecodeError) as exc:
         log.warning("run %s has this config_hash but its report cannot be read (%s); "
                     "running the configuration again", run_id, exc)
@@ -295,7 +296,7 @@ def ui_command(uri: str) -> str | None:
     path = tracking.sqlite_path(uri)
     if path is None:
         return None
-    if Path(path).resolve() == (PROJECT_ROOT / "mlflow.db").resolve():
+    if resolve_user_path(path, "tracking.uri") == (PROJECT_ROOT / "mlflow.db").resolve():
         return "make ui"
     return f"python -m sweep.cli ui --tracking-uri {shlex.quote(uri)}"
 

@@ -3,12 +3,17 @@
 Writes the project's own configuration (layered over the bundled one, see
 ``sweep.common.paths``), an empty golden set with its reference sidecar, a small experiment,
 ``evals/`` for the baseline and CI files for the gate. It writes nothing when any of those
-files exists. With ``--corpus`` it fills in the corpus path and runs ``sweep validate``.
+files exists, when a folder one must go in is a file, or when a folder on the way (``conf/``,
+``.github/``) is a symbolic link that leads out of the project: every target is checked before
+the first is written, and a write that fails part-way removes what it had written. Values
+(the corpus path) go into the YAML through a YAML emitter, never by pasting text. With
+``--corpus`` it fills in the corpus path and runs ``sweep validate``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -17,8 +22,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import yaml
+
 from sweep.common.errors import SweepError
-from sweep.common.paths import CLONE_ROOT, in_clone
+from sweep.common.paths import CLONE_ROOT, in_clone, resolve_user_path
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _EMPTY_GOLDEN = "no golden items (the file is empty)"
@@ -31,14 +38,27 @@ def default_name(folder: Path) -> str:
     return name if name and name[0].isalpha() else "project"
 
 
+def yaml_scalar(value: str) -> str:
+    """``value`` as one YAML scalar, quoted by the emitter wherever YAML would read it
+    otherwise (``docs #2024`` would lose its comment part, ``a: b`` would be a mapping)."""
+    text = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=2**31)
+    return text.removesuffix("\n").removesuffix("\n...")
+
+
+def _omegaconf_literal(text: str) -> str:
+    # Hydra reads `${...}` in a value as an interpolation: a folder named so is escaped
+    return text.replace("${", "\\${")
+
+
 def project_files(name: str, corpus: str) -> dict[str, str]:
     """The starter project's files, by path relative to the project root (``corpus``: the
     corpus folder relative to the root, or absolute)."""
-    corpus_path = corpus if os.path.isabs(corpus) else "${project_root:}/" + corpus
+    corpus_path = (_omegaconf_literal(corpus) if os.path.isabs(corpus)
+                   else "${project_root:}/" + _omegaconf_literal(corpus))
     watched = [] if os.path.isabs(corpus) else [corpus.rstrip("/") + "/**"]
     paths = ["conf/**", "experiments/**", "golden/**", "evals/**", *watched]
-    gh_paths = "\n".join(f'      - "{p}"' for p in paths)
-    gl_paths = "\n".join(f'        - "{p}"' for p in paths)
+    gh_paths = "\n".join(f"      - {yaml_scalar(p)}" for p in paths)
+    gl_paths = "\n".join(f"        - {yaml_scalar(p)}" for p in paths)
     return {
         "conf/project/default.yaml": f"""\
 # @package _global_
@@ -55,7 +75,7 @@ defaults:
         f"conf/corpus/{name}.yaml": f"""\
 # The corpus: a folder of markdown, text, PDF, HTML or Word files.
 name: {name}
-path: {corpus_path}
+path: {yaml_scalar(corpus_path)}
 on_error: raise   # raise | skip
 """,
         f"conf/golden/{name}.yaml": f"""\
@@ -150,33 +170,90 @@ def existing(root: Path, files: Sequence[str]) -> list[str]:
     return [rel for rel in files if os.path.lexists(root / rel)]
 
 
-def write_project(root: Path, files: dict[str, str]) -> list[str]:
-    """Write every file, or none when one exists (`SweepError` names them); also the
-    ``conf/experiment`` link to ``experiments/`` and a ``.gitignore`` when there is none.
-    Returns what was written."""
+def blocked(root: Path, files: Sequence[str], folders: Sequence[str] = (),
+            theirs: Sequence[str] = ()) -> list[str]:
+    """Why the targets cannot be written, before anything is: a folder on the way to one of
+    ``files`` or ``folders`` (those included) that is a file or that leads out of ``root`` (a
+    ``conf/`` or ``.github/`` that is a symbolic link to a folder elsewhere); one of
+    ``theirs`` (a corpus folder, created only when missing, and free to live elsewhere) that
+    is a file. Empty when every target can be written."""
+    walks = [Path(rel).parts[:-1] for rel in files] + [Path(rel).parts for rel in folders]
+    problems: list[str] = []
+    for parts in walks:
+        for i in range(1, len(parts) + 1):
+            step, shown = root.joinpath(*parts[:i]), "/".join(parts[:i])
+            if not os.path.lexists(step):
+                break
+            real = resolve_user_path(step, shown)
+            if not real.is_relative_to(root):
+                problems.append(f"{shown} leads outside the project (to {real})")
+                break
+            if not real.is_dir():
+                problems.append(f"{shown} is a file where a folder must be")
+                break
+    for rel in theirs:
+        if os.path.lexists(root / rel) and not resolve_user_path(root / rel, rel).is_dir():
+            problems.append(f"{rel} is a file where a folder must be")
+    return list(dict.fromkeys(problems))
+
+
+def write_project(root: Path, files: dict[str, str], folders: Sequence[str] = ()) -> list[str]:
+    """Write every file, or none (`SweepError` names why): not when one exists, when a folder
+    it goes in is a file or leads outside ``root``. Also the ``conf/experiment`` link to
+    ``experiments/``, ``folders`` (created when missing: the corpus) and a ``.gitignore`` when
+    there is none.
+    A write that fails part-way removes what it wrote. Returns what was written."""
+    gitignore = not os.path.lexists(root / ".gitignore")
     taken = existing(root, [*files, "conf/experiment"])
     if taken:
         raise SweepError("sweep init writes nothing over existing files: " + ", ".join(taken),
                          hint="move them away, or run sweep init in another folder")
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    targets = [*files, *([".gitignore"] if gitignore else []), "conf/experiment"]
+    problems = blocked(root, targets, ["experiments/winners"], folders)
+    if problems:
+        raise SweepError("sweep init writes nothing: " + "; ".join(problems),
+                         hint="move them away, or run sweep init in another folder")
+    made: list[Path] = []  # in creation order, removed in reverse if a write fails
+
+    def mkdirs(folder: Path) -> None:
+        missing = [p for p in [folder, *folder.parents] if not os.path.lexists(p)]
+        for p in reversed(missing):
+            p.mkdir()
+            made.append(p)
+
+    def write(path: Path, text: str) -> None:
+        mkdirs(path.parent)
+        with path.open("x", encoding="utf-8") as fh:  # "x": never over a file that appeared
+            made.append(path)
+            fh.write(text)
+
     written = list(files)
-    # experiments/ is the `experiment` group, as in chunk-sweep's clone (conf/experiment ->
-    # ../experiments); `sweep export` writes winners to experiments/winners/.
-    (root / "experiments" / "winners").mkdir(parents=True, exist_ok=True)
     try:
-        (root / "conf" / "experiment").symlink_to(Path("..") / "experiments",
-                                                  target_is_directory=True)
+        for rel, text in files.items():
+            write(root / rel, text)
+        # experiments/ is the `experiment` group, as in chunk-sweep's clone (conf/experiment
+        # -> ../experiments); `sweep export` writes winners to experiments/winners/.
+        for folder in ["experiments/winners", *folders]:
+            mkdirs(root / folder)
+        link = root / "conf" / "experiment"
+        link.symlink_to(Path("..") / "experiments", target_is_directory=True)
+        made.append(link)
         written.append("conf/experiment -> ../experiments")
-    except OSError as exc:
-        raise SweepError(f"cannot link conf/experiment to ../experiments: {exc}",
-                         hint="create the link by hand, or move experiments/ to "
-                              "conf/experiment/") from exc
-    if not os.path.lexists(root / ".gitignore"):
-        (root / ".gitignore").write_text("\n".join(GITIGNORE) + "\n", encoding="utf-8")
-        written.append(".gitignore")
+        if gitignore:
+            write(root / ".gitignore", "\n".join(GITIGNORE) + "\n")
+            written.append(".gitignore")
+    except BaseException as exc:
+        for path in reversed(made):
+            with contextlib.suppress(OSError):  # a folder someone else wrote into stays
+                if path.is_dir() and not path.is_symlink():
+                    path.rmdir()
+                else:
+                    path.unlink()
+        if not isinstance(exc, OSError):
+            raise
+        where = os.path.relpath(exc.filename, root) if exc.filename else "the project"
+        raise SweepError(f"sweep init: cannot write {where} ({exc.strerror or exc}); "
+                         "nothing was left behind") from None
     return written
 
 
@@ -214,12 +291,12 @@ def cmd_init(argv: Sequence[str]) -> int:
     parser.add_argument("--name", help="the corpus and golden groups' name (default: from the "
                                        "corpus folder's name)")
     args = parser.parse_args(argv)
-    root = Path.cwd().resolve()
+    root = resolve_user_path(Path.cwd(), "the working folder")
     if in_clone() and root == CLONE_ROOT.resolve():
         raise SweepError("this is chunk-sweep's own clone",
                          hint="run sweep init in your project's folder")
     corpus = args.corpus or "corpus"
-    corpus_dir = (root / corpus).resolve()
+    corpus_dir = resolve_user_path(root / corpus, "--corpus")
     if args.corpus is not None and not corpus_dir.is_dir():
         raise SweepError(f"--corpus {args.corpus}: not a folder ({corpus_dir})")
     rel = (os.path.relpath(corpus_dir, root) if corpus_dir.is_relative_to(root)
@@ -228,11 +305,11 @@ def cmd_init(argv: Sequence[str]) -> int:
     if not _NAME.match(name):
         raise SweepError(f"--name {name!r}: use lower-case letters, digits and _ "
                          "(it names config files)")
-    written = write_project(root, project_files(name, rel.replace(os.sep, "/")))
+    written = write_project(root, project_files(name, rel.replace(os.sep, "/")),
+                            [] if args.corpus is not None else [corpus])
     for rel_path in written:
         print(f"wrote {rel_path}")
     if args.corpus is None:
-        (root / corpus).mkdir(exist_ok=True)
         print(f"put your documents in {corpus}/, then: sweep validate")
         return 0
     print("next: sweep label (questions and evidence), sweep -m experiment=grid, "

@@ -35,6 +35,12 @@ class SweepError(Exception):
         super().__init__(message if not hint else f"{message} ({hint})")
 
 
+class CacheUnusable(SweepError):
+    """A cache (``cache.dir``) that cannot be written or read. It names the cache, never the
+    input being cached, and is never a reason to skip that input (``corpus.on_error=skip``
+    skips bad documents, not a read-only cache folder)."""
+
+
 def model_load_error(setting: str, value: str, what: str, exc: BaseException,
                      offline_hint: str) -> SweepError:
     """The one-line error for a model that would not load; the hint applies offline only,

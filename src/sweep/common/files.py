@@ -12,6 +12,9 @@ import hashlib
 import os
 import stat
 from pathlib import Path
+from typing import BinaryIO
+
+from sweep.common.errors import SweepError, one_line
 
 
 def fsync_dir(folder: Path) -> None:
@@ -56,34 +59,72 @@ _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
           (stat.S_ISBLK, "a block device"))
 
 
-def read_regular(path: Path, shown: str | None = None) -> bytes:
-    """The bytes of ``path`` if it is a regular file (or a symlink to one), else a one-line
-    `SweepError` naming ``shown`` (default: the path) and what it is: a folder, a FIFO, a
-    device, a symlink loop, unreadable. Opened without blocking, so a FIFO never hangs the
-    read (opening one for reading otherwise waits for a writer)."""
-    from sweep.common.errors import SweepError, one_line
+class NotRegularFile(SweepError, OSError):
+    """A path that is there but is no regular file (a FIFO, a device, a folder, a symlink
+    loop). An OSError too, so a reader that already turns OSError into "unreadable" keeps
+    doing so; a reader that does not gets a one-line `SweepError`."""
 
-    name = one_line(shown if shown is not None else str(path))
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.strerror = self.message
+
+
+def open_regular(path: str | Path, shown: str | None = None) -> BinaryIO:
+    """``path`` opened for reading in binary if it is a regular file (or a symlink to one).
+
+    A FIFO, a socket, a device, a folder or a symlink loop raises `NotRegularFile` naming
+    ``shown`` (default: the path) and what it is. The open itself does not block: opening a
+    FIFO for reading otherwise waits for a writer forever (a restored CI cache can hold one
+    where the gate memo should be). A missing or unreadable file raises the usual OSError, so
+    callers keep telling "not there" from "not readable". Every reader of a user or cache file
+    goes through this (or `read_bytes_regular`, `read_text_regular`, `read_regular`)."""
+    name = one_line(shown if shown is not None else os.fspath(path))
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise SweepError(f"{name}: a symlink loop (it never reaches a file)") from None
+            raise NotRegularFile(f"{name}: a symlink loop (it never reaches a file)") from None
         if exc.errno == errno.EISDIR:
-            raise SweepError(f"{name}: a folder, not a file") from None
-        raise SweepError(f"{name}: cannot read ({exc.strerror or exc})") from None
+            raise NotRegularFile(f"{name}: a folder, not a file") from None
+        raise
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             kind = next((k for test, k in _KINDS if test(mode)), "not a regular file")
-            raise SweepError(f"{name}: {kind}, not a regular file")
+            raise NotRegularFile(f"{name}: {kind}, not a regular file")
         os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read()
-    except OSError as exc:
-        raise SweepError(f"{name}: cannot read ({exc.strerror or exc})") from None
-    finally:
+        return os.fdopen(fd, "rb")
+    except BaseException:
         os.close(fd)
+        raise
+
+
+def read_bytes_regular(path: str | Path, shown: str | None = None) -> bytes:
+    """The bytes of a regular file; see `open_regular` for what is refused and how."""
+    with open_regular(path, shown) as fh:
+        return fh.read()
+
+
+def read_text_regular(path: str | Path, shown: str | None = None, *, encoding: str = "utf-8",
+                      errors: str = "strict") -> str:
+    """The text of a regular file, decoded (universal newlines, as `Path.read_text`)."""
+    import io
+
+    with open_regular(path, shown) as fh:
+        return io.TextIOWrapper(fh, encoding=encoding, errors=errors).read()
+
+
+def read_regular(path: Path, shown: str | None = None) -> bytes:
+    """The bytes of ``path`` if it is a regular file (or a symlink to one), else a one-line
+    `SweepError` naming ``shown`` (default: the path) and what it is: a folder, a FIFO, a
+    device, a symlink loop, missing, unreadable."""
+    try:
+        return read_bytes_regular(path, shown)
+    except NotRegularFile:
+        raise
+    except OSError as exc:
+        name = one_line(shown if shown is not None else str(path))
+        raise SweepError(f"{name}: cannot read ({exc.strerror or exc})") from None
 
 
 # (path, size, mtime, ctime, inode) -> sha256: a model folder is read whole once per process.
@@ -106,7 +147,7 @@ def folder_signature(path: str) -> str:
         h.update(str(st.st_size).encode())
         stamp = (str(f), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
         if stamp not in _FILE_DIGESTS:
-            with f.open("rb") as fh:
+            with open_regular(f) as fh:
                 _FILE_DIGESTS[stamp] = hashlib.file_digest(fh, "sha256").digest()
         h.update(_FILE_DIGESTS[stamp])
     return h.hexdigest()
@@ -137,7 +178,7 @@ def content_digest(path: str | Path) -> str:
         return "missing"
     h = hashlib.sha256()
     for rel, full in files:
-        with open(full, "rb") as fh:  # streamed: a corpus file may be hundreds of MB
+        with open_regular(full) as fh:  # streamed: a corpus file may be hundreds of MB
             h.update(rel.encode("utf-8", "surrogateescape") + b"\0"
                      + hashlib.file_digest(fh, "sha256").digest())
     return h.hexdigest()

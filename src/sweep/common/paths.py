@@ -75,3 +75,25 @@ def user_conf_path() -> Path | None:
     if not user.is_dir() or user in (conf_path(), bundled_conf_path()):
         return None
     return user
+
+
+def resolve_user_path(path: str | os.PathLike[str], setting: str | None = None) -> Path:
+    """``path`` made absolute with symbolic links followed, as `Path.resolve` does, but a path
+    that cannot be resolved (a symlink loop: Python 3.11 raises RuntimeError, later versions
+    OSError) is one `SweepError` line naming ``setting`` and the path instead of a traceback.
+    Every path a user gives (golden.path, corpus.path, cache.dir, --out) goes through this."""
+    from sweep.common.errors import SweepError
+
+    where = f"{setting}={os.fspath(path)!r}" if setting else os.fspath(path)
+    try:
+        return Path(path).resolve()
+    except RuntimeError as exc:  # "Symlink loop from ...": the only RuntimeError it raises
+        raise SweepError(f"{where}: a symlink loop (it never reaches a file or folder)"
+                         ) from exc
+    except OSError as exc:
+        import errno
+
+        if exc.errno == errno.ELOOP:
+            raise SweepError(f"{where}: a symlink loop (it never reaches a file or folder)"
+                             ) from exc
+        raise SweepError(f"{where}: cannot resolve ({exc.strerror or exc})") from exc

@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from sweep.common.errors import SweepError
+from sweep.common.errors import CacheUnusable, SweepError
 
 
 def text_key(text: str) -> bytes:
@@ -41,7 +41,7 @@ class CacheDB(sqlite3.Connection):
     what: str
 
 
-def cache_error(exc: BaseException, path: Path, what: str) -> SweepError:
+def cache_error(exc: BaseException, path: Path, what: str) -> CacheUnusable:
     """One line for a cache that cannot be used, naming the cause SQLite (or the OS) gives:
     a damaged file is not a permission problem, and a read-only folder is not damage."""
     text = str(exc)
@@ -50,20 +50,20 @@ def cache_error(exc: BaseException, path: Path, what: str) -> SweepError:
             s in low for s in ("malformed", "not a database", "disk i/o error")):
         # A file cut short (a copy or sync interrupted, half of it deleted) or written over:
         # every value in it is derived, so the fix is to drop it, never to trust part of it.
-        return SweepError(f"cache.dir: the {what} {path} is damaged ({text}): cut short or "
+        return CacheUnusable(f"cache.dir: the {what} {path} is damaged ({text}): cut short or "
                           "written over", hint=f"delete {path} and its -wal/-shm files (it "
                           "is rebuilt) or set cache.enabled=false")
     if "locked" in low or "busy" in low:
-        return SweepError(f"cache.dir: the {what} {path} stayed locked by another process "
+        return CacheUnusable(f"cache.dir: the {what} {path} stayed locked by another process "
                           f"for over {BUSY_TIMEOUT_S} s ({text})",
                           hint="let the other sweep finish, or give this one its own cache.dir")
     if isinstance(exc, PermissionError) or any(
             s in low for s in ("readonly", "read-only", "unable to open", "permission denied")):
-        return SweepError(f"cache.dir: cannot write the {what} {path} ({text}): the folder or "
+        return CacheUnusable(f"cache.dir: cannot write the {what} {path} ({text}): the folder or "
                           "the file is read-only (SQLite writes the file and a -wal/-shm beside "
                           "it, even to read)",
                           hint="set cache.dir to a writable folder or cache.enabled=false")
-    return SweepError(f"cache.dir: cannot use the {what} {path} ({text})",
+    return CacheUnusable(f"cache.dir: cannot use the {what} {path} ({text})",
                       hint="set cache.dir to another folder or cache.enabled=false")
 
 

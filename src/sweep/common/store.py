@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sweep.common.errors import SweepError
+from sweep.common.paths import resolve_user_path
 from sweep.common.secret import scrub, scrub_urls, url_has_secret_query
 from sweep.common.sqlite import BUSY_TIMEOUT_S, cache_error
 
@@ -62,7 +63,7 @@ class CacheTarget:
 
     def resolved(self) -> CacheTarget:
         """This target with ``dir`` absolute: the key of the one-per-process cache objects."""
-        return replace(self, dir=self.dir.resolve())
+        return replace(self, dir=resolve_user_path(self.dir, "cache.dir"))
 
 
 def as_target(where: CacheTarget | str | Path) -> CacheTarget:
@@ -346,7 +347,7 @@ def open_store(target: CacheTarget, file_name: str, tables: Sequence[Table], wha
     """The store for one cache: ``cache.dir/<file_name>`` (SQLite), or the database at
     ``cache.url`` (one connection per process and URL, shared by every cache)."""
     if target.backend == "sqlite":
-        return SQLiteStore((target.dir / file_name).resolve(), tables, what)
+        return SQLiteStore(resolve_user_path(target.dir / file_name, "cache.dir"), tables, what)
     # The pid: a connection is never shared with a forked child.
     key = (os.getpid(), target.url, target.password_env, tuple(t.name for t in tables))
     if key not in _STORES:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweep.common.errors import SweepError
+from sweep.common.files import read_bytes_regular
 
 ABSTENTIONS_NAME = "abstentions.jsonl"
 
@@ -65,7 +66,7 @@ def load_abstentions(golden: str | Path) -> tuple[list[Abstention], bytes]:
     (part of the golden set's fingerprint: they change what a sweep reports)."""
     path = abstentions_path(golden)
     try:
-        data = path.read_bytes()
+        data = read_bytes_regular(path)
     except FileNotFoundError:
         return [], b""
     except OSError as exc:

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sweep.common.errors import SweepError, one_line
+from sweep.common.errors import CacheUnusable, SweepError, one_line
 from sweep.common.files import read_regular
 from sweep.common.progress import Progress
 from sweep.common.store import CacheTarget
@@ -191,6 +191,8 @@ def load_corpus(
                     parsed, record = parse_file(data, shown, chosen[fmt], cache, rel, limits)
                     if parse_log is not None:
                         parse_log.append(record)
+            except CacheUnusable:
+                raise  # the cache folder failed, not this document: never skipped
             except (OSError, SweepError) as exc:
                 message = str(exc) if isinstance(exc, SweepError) else (
                     f"{shown}: cannot read ({one_line(str(exc))})")

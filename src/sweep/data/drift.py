@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep.common.errors import SweepError
-from sweep.common.files import atomic_write
+from sweep.common.files import atomic_write, read_text_regular
 from sweep.data.corpus import Document
 
 RECORD_VERSION = 1
@@ -74,7 +74,7 @@ def read_record(golden_path: str | Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = json.loads(read_text_regular(path))
     except OSError as exc:
         raise SweepError(f"{path}: cannot read ({exc.strerror})") from None
     except UnicodeDecodeError as exc:

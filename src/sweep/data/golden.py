@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from sweep.common.errors import SweepError
-from sweep.common.files import read_regular
+from sweep.common.files import read_regular, read_text_regular
 from sweep.common.textcheck import control_char
 from sweep.data.abstentions import load_abstentions
 
@@ -354,7 +354,7 @@ def load_reference(ref_path: Path) -> dict[str, Any]:
     if not ref_path.is_file():
         raise SweepError(f"{ref_path}: not a file (the reference chunking sidecar)")
     try:
-        reference = yaml.safe_load(ref_path.read_text(encoding="utf-8")) or {}
+        reference = yaml.safe_load(read_text_regular(ref_path)) or {}
     except OSError as exc:
         raise SweepError(f"{ref_path}: cannot read ({exc.strerror})") from None
     except UnicodeDecodeError as exc:

@@ -2,19 +2,24 @@
 
 Git itself reads the revision (``git archive``, through subprocess): the files are exactly
 what was committed, with no checkout touching the working tree. The archive is unpacked into
-a temporary folder that the caller owns, and the corpus loader reads it like any folder.
+a temporary folder that the caller owns, and the corpus loader reads it like any folder. A
+committed symbolic link that leads out of the tree (an absolute target, or ``../..`` past the
+top) is not extracted: a warning names it, the rest of the revision is read.
 """
 
 from __future__ import annotations
 
 import io
+import logging
 import shutil
 import subprocess
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweep.common.errors import SweepError
+from sweep.common.errors import SweepError, one_line
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -60,8 +65,21 @@ def corpus_at(value: str, corpus_dir: str | Path, tmp: Path) -> CorpusSource:
                          f"at that revision ({message})")
     root = tmp / sha[:12]
     root.mkdir(parents=True, exist_ok=True)
+    skipped: list[str] = []
+
+    def inside_only(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+        # tarfile's "data" filter (no links out of the folder, no odd modes), but a member
+        # it refuses is left out with a warning instead of ending the command in a traceback
+        try:
+            return tarfile.data_filter(member, dest)
+        except tarfile.FilterError as exc:
+            skipped.append(member.name)
+            log.warning("%s (%s): %s not extracted: %s", one_line(value), sha[:10],
+                        one_line(member.name), one_line(str(exc)))
+            return None
+
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(root, filter="data")  # no links out of the folder, no odd modes
+        tar.extractall(root, filter=inside_only)
     folder = root / prefix if prefix else root
     if not folder.is_dir():
         raise SweepError(f"{value} ({sha[:10]}): {prefix} holds no files at that revision")

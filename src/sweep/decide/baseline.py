@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from sweep.common.errors import SweepError
+from sweep.common.files import read_text_regular
 from sweep.common.mapping import flatten
 from sweep.common.paths import PROJECT_ROOT
 
@@ -135,7 +136,7 @@ def read_baseline(path: Path) -> dict[str, Any]:
         raise SweepError(f"no baseline at {path}",
                          hint="create it with `sweep baseline update`")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text_regular(path))
     except json.JSONDecodeError as exc:
         raise SweepError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
     if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):

@@ -17,7 +17,7 @@ import yaml
 
 from sweep.common.csvcells import read_csv
 from sweep.common.errors import SweepError
-from sweep.common.files import atomic_write
+from sweep.common.files import atomic_write, read_text_regular
 from sweep.common.paths import PROJECT_ROOT
 from sweep.common.secret import scrub_tree
 from sweep.config.identity import RESULT_SECTIONS
@@ -135,7 +135,7 @@ def export_winner(uri: str, experiment: str | None, sweep: str, metric: str | No
                                               Path(tmp) / "winner")
         if cfg_path is None:
             raise SweepError(f"run {winner['run_id']} has no config.yaml artifact")
-        config = yaml.safe_load(cfg_path.read_text(encoding="utf-8")) or {}
+        config = yaml.safe_load(read_text_regular(cfg_path)) or {}
     name = name or config_name(config, t.swept)
     if not re.fullmatch(r"[A-Za-z0-9._-]+", name):
         raise SweepError(f"--name {name!r}: use letters, digits, '.', '_' and '-' only")

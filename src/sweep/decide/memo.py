@@ -36,7 +36,6 @@ threat model is docs/endpoints-and-caches.md's.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import logging
 import os
@@ -46,15 +45,23 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sweep.common.files import atomic_write, content_digest, folder_signature
-from sweep.common.paths import PACKAGE_DIR, PROJECT_ROOT, conf_path, user_conf_path
+from sweep.common.files import atomic_write, content_digest, folder_signature, read_text_regular
+from sweep.common.paths import (
+    PACKAGE_DIR,
+    PROJECT_ROOT,
+    conf_path,
+    resolve_user_path,
+    user_conf_path,
+)
+from sweep.common.seal import SECRET_ENV as SECRET_ENV  # the variable tests and docs name here
+from sweep.common.seal import seal as common_seal
+from sweep.common.seal import seal_problem, sealed_with
 from sweep.data.abstentions import ABSTENTIONS_NAME
 
 log = logging.getLogger(__name__)
 
 FOLDER = "gate"
 FORMAT = 2  # 2: sealed
-SECRET_ENV = "CHUNK_SWEEP_MEMO_SECRET"  # a secret-looking name: never part of the key
 # Variables that move a default (the cache, the config folder, where models are found) or that
 # a library reads when it loads a model. Values whose names look secret stay out of the key.
 _ENV_PREFIXES = ("CHUNK_SWEEP_", "HF_", "SENTENCE_TRANSFORMERS", "TRANSFORMERS_", "TIKTOKEN_")
@@ -73,7 +80,7 @@ def _conf_texts(folder: Path) -> Iterable[str]:
         for name in names:
             if name.endswith((".yaml", ".yml")):
                 try:
-                    yield (Path(top) / name).read_text(encoding="utf-8", errors="replace")
+                    yield read_text_regular(Path(top) / name, errors="replace")
                 except OSError:
                     continue
 
@@ -132,9 +139,10 @@ def predicted_cache_dir(overrides: Sequence[str]) -> Path | None:
              if o.lstrip("+").split("=", 1)[0] == "cache.dir" and "=" in o]
     if given:
         value = given[-1]
-        return None if "${" in value else Path(value).resolve()
+        return None if "${" in value else resolve_user_path(value, "cache.dir")
     env = os.environ.get("CHUNK_SWEEP_CACHE_DIR")
-    return Path(env).resolve() if env else (PROJECT_ROOT / ".cache").resolve()
+    return (resolve_user_path(env, "CHUNK_SWEEP_CACHE_DIR") if env
+            else resolve_user_path(PROJECT_ROOT / ".cache", "cache.dir"))
 
 
 def _memo_path(overrides: Sequence[str]) -> tuple[Path, str] | None:
@@ -174,8 +182,9 @@ def run_inputs(plain: Mapping[str, Any]) -> tuple[list[dict[str, str]], str]:
                                           if s not in ("generation", "judge")))
     if remote:
         return [], f"{remote[0]} answers from outside the machine's files"
-    golden = Path(plain["golden"]["path"]).resolve()
-    inputs = [{"kind": "content", "path": str(Path(plain["corpus"]["path"]).resolve())},
+    golden = resolve_user_path(plain["golden"]["path"], "golden.path")
+    inputs = [{"kind": "content", "path": str(resolve_user_path(plain["corpus"]["path"],
+                                                                "corpus.path"))},
               {"kind": "content", "path": str(golden)},
               # questions the corpus cannot answer, scored by the run (data/abstentions.py)
               {"kind": "content", "path": str(golden.with_name(ABSTENTIONS_NAME))}]
@@ -184,10 +193,12 @@ def run_inputs(plain: Mapping[str, Any]) -> tuple[list[dict[str, str]], str]:
     if tokenizer not in AXES["chunk.tokenizer"]:  # the named ones ship in installed packages
         if not Path(tokenizer).exists():
             return [], f"chunk.tokenizer={tokenizer!r} is not a file on this machine (a hub id)"
-        inputs.append({"kind": "content", "path": str(Path(tokenizer).resolve())})
+        inputs.append({"kind": "content",
+                       "path": str(resolve_user_path(tokenizer, "chunk.tokenizer"))})
     stopwords = str((plain.get("retrieval") or {}).get("bm25_stopwords", "english"))
     if stopwords not in ("english", "none", ""):
-        inputs.append({"kind": "content", "path": str(Path(stopwords).resolve())})
+        inputs.append({"kind": "content",
+                       "path": str(resolve_user_path(stopwords, "retrieval.bm25_stopwords"))})
     # The model folders the chosen entries load (each entry's `model_keys`: the embedding
     # model, or the teacher a static model is distilled from; a cross-encoder; the model an
     # embedded boundary cuts with).
@@ -195,7 +206,7 @@ def run_inputs(plain: Mapping[str, Any]) -> tuple[list[dict[str, str]], str]:
         path = Path(resolve_model_path(name))
         if not path.exists():
             return [], f"{key}={name!r} is not a folder on this machine (a hub id)"
-        inputs.append({"kind": "model", "path": str(path.resolve())})
+        inputs.append({"kind": "model", "path": str(resolve_user_path(path, key))})
     for item in inputs:
         item["digest"] = _digest(item)
     return inputs, ""
@@ -212,26 +223,16 @@ def changed_input(inputs: Iterable[Mapping[str, str]]) -> str | None:
 # --- the seal --------------------------------------------------------------------------------
 
 def _sealed_with() -> str:
-    return "secret" if os.environ.get(SECRET_ENV) else "self-check"
+    return sealed_with()
 
 
 def seal(doc: Mapping[str, Any]) -> str:
     """The HMAC of everything in ``doc`` but its seal, under `SECRET_ENV` (empty when unset)."""
-    body = {k: v for k, v in doc.items() if k != "seal"}
-    text = json.dumps(body, sort_keys=True, default=_scalar, separators=(",", ":"))
-    return hmac.new(os.environ.get(SECRET_ENV, "").encode(), text.encode(),
-                    hashlib.sha256).hexdigest()
+    return common_seal(doc, default=_scalar)
 
 
 def _seal_problem(doc: Mapping[str, Any]) -> str | None:
-    if doc.get("sealed_with") != _sealed_with():
-        return (f"sealed with {doc.get('sealed_with') or 'nothing'!s}, and this check has "
-                f"{'$' + SECRET_ENV if _sealed_with() == 'secret' else 'no ' + SECRET_ENV}")
-    given = doc.get("seal")
-    if not isinstance(given, str) or not hmac.compare_digest(given, seal(doc)):
-        return ("its content does not match its seal (edited, or sealed under another "
-                f"${SECRET_ENV})")
-    return None
+    return seal_problem(doc, default=_scalar)
 
 
 # --- reading and writing ---------------------------------------------------------------------
@@ -245,7 +246,7 @@ def lookup(overrides: Sequence[str]) -> tuple[dict[str, Any] | None, str]:
                       "search path reaches outside conf/")
     path, key = where
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(read_text_regular(path))
     except FileNotFoundError:
         return None, "no memo for these inputs"
     except (OSError, ValueError) as exc:
@@ -295,7 +296,7 @@ def prepare(overrides: Sequence[str], plain: Mapping[str, Any]) -> Pending | str
     if where is None:
         return "its cache folder is an interpolation, or a Hydra search path leaves conf/"
     path, key = where
-    composed = Path(str(plain["cache"]["dir"])).resolve()
+    composed = resolve_user_path(str(plain["cache"]["dir"]), "cache.dir")
     if composed != path.parent.parent:
         return f"cache.dir composes to {composed}, not the {path.parent.parent} a check reads"
     return Pending(path, key, list(overrides), inputs)

@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from sweep.common.errors import SweepError
+from sweep.common.files import read_text_regular
 from sweep.config.identity import INPUT_SECTIONS
 from sweep.config.naming import config_name
 from sweep.decide.export import winner_sections, winner_yaml
@@ -94,7 +95,7 @@ def run_configs(uri: str, rows: Sequence[Mapping[str, Any]], folder: Path
                                           folder / row["run_id"])
         if path is None:
             raise SweepError(f"run {row['run_id']} has no config.yaml artifact")
-        configs.append(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+        configs.append(yaml.safe_load(read_text_regular(path)) or {})
     return configs
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from sweep.common.csvcells import read_csv
 from sweep.common.errors import SweepError
+from sweep.common.files import read_text_regular
 from sweep.config.identity import INPUT_SECTIONS, inapplicable_keys
 from sweep.decide.multiple import DEFAULT_CORRECTION
 from sweep.decide.stats import N_RESAMPLES, SEED, Resamples, question_scores, table_verdicts
@@ -66,7 +67,7 @@ def _headline_of(uri: str, run_ids: Sequence[str], tmp: Path) -> str | None:
         if path is None:
             continue
         try:
-            metric = (json.loads(path.read_text(encoding="utf-8")).get("headline") or {}
+            metric = (json.loads(read_text_regular(path)).get("headline") or {}
                       ).get("metric")
         except (OSError, json.JSONDecodeError):
             continue

@@ -14,8 +14,11 @@ a vector differs from torch's by what the runtime and the precision change, noth
 
 An export is made once per (model folder signature, backend, precision, library versions,
 recipe) into ``<cache.dir>/exports/``, moved into place whole, and checked on every load
-against the sha256 of each file it wrote (``manifest.json``): a damaged export is made again,
-with a warning.
+against the sha256 of each file it wrote (``manifest.json``). The manifest is sealed as the
+gate's memo is (`sweep.common.seal`: an HMAC under ``$CHUNK_SWEEP_MEMO_SECRET``, kept in the
+manifest, apart from the model files), so sums updated to match an altered ``model.onnx`` do
+not pass: a damaged, altered or unsealed export is made again, with a warning. A model the
+runtime cannot load is one line, not the runtime's traceback.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from sweep.common.errors import SweepError
-from sweep.common.files import atomic_write, folder_signature
+from sweep.common.files import atomic_write, folder_signature, open_regular, read_text_regular
+from sweep.common.seal import seal, seal_problem, sealed_with
 
 log = logging.getLogger(__name__)
 
@@ -111,19 +115,24 @@ def export_key(source: str, backend: str, precision: str) -> str:
 
 
 def _sha256(path: Path) -> str:
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def verify(folder: Path) -> str | None:
-    """None when every file the manifest lists is there with its sha256, else what is wrong."""
+    """None when the manifest's seal holds and every file it lists is there with its sha256,
+    else what is wrong."""
     try:
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        manifest = json.loads(read_text_regular(folder / MANIFEST))
         files = manifest["files"]
     except (OSError, ValueError, KeyError, TypeError):
         return f"{MANIFEST} missing or unreadable"
     if not isinstance(files, dict) or not files:
         return f"{MANIFEST} lists no file"
+    problem = seal_problem(manifest)
+    if problem is not None:
+        return f"{MANIFEST} is {problem}" if problem.startswith("sealed") else \
+            f"{MANIFEST}: {problem}"
     for name, digest in files.items():
         path = folder / name
         if not path.is_file():
@@ -167,10 +176,12 @@ def ensure_export(source: str, backend: str, precision: str, root: Path,
             entry = (exporter or export_model)(source, backend, precision, tmp)
             files = {str(p.relative_to(tmp)): _sha256(p)
                      for p in sorted(tmp.rglob("*")) if p.is_file()}
-            atomic_write(tmp / MANIFEST, json.dumps(
-                {"entry": entry, "source": source, "backend": backend, "precision": precision,
-                 "libraries": library_versions(), "recipe": RECIPE, "files": files},
-                indent=2) + "\n")
+            manifest: dict[str, Any] = {
+                "entry": entry, "source": source, "backend": backend, "precision": precision,
+                "libraries": library_versions(), "recipe": RECIPE, "files": files,
+                "sealed_with": sealed_with()}
+            manifest["seal"] = seal(manifest)
+            atomic_write(tmp / MANIFEST, json.dumps(manifest, indent=2) + "\n")
             os.replace(tmp, target)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -184,7 +195,7 @@ def exported_models(root: Path) -> list[Path]:
 
 
 def entry_file(folder: Path) -> Path:
-    return folder / json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["entry"]
+    return folder / json.loads(read_text_regular(folder / MANIFEST))["entry"]
 
 
 def export_model(source: str, backend: str, precision: str, into: Path) -> str:
@@ -279,6 +290,15 @@ def _export_onnx(source: str, path: Path) -> None:
                           dynamic_axes=axes, opset_version=17, dynamo=False)
 
 
+def load_error(entry: Path, backend: str, exc: BaseException) -> SweepError:
+    """One line for an exported model the runtime will not load (its first line of why)."""
+    first = (str(exc).strip().splitlines() or [""])[0][:160]
+    return SweepError(f"{entry}: embedding.backend={backend} cannot load this exported model "
+                      f"({type(exc).__name__}: {first})",
+                      hint=f"remove {entry.parent} (or run `sweep cache clear`) to export it "
+                           "again")
+
+
 def load_runtime(st: Any, entry: Path, backend: str, precision: str) -> None:
     """Put the exported graph where ``st`` (a SentenceTransformer loaded on the CPU) runs its
     transformer's forward pass, in place."""
@@ -292,7 +312,10 @@ def load_runtime(st: Any, entry: Path, backend: str, precision: str) -> None:
     if backend == "onnx":
         import onnxruntime as ort
 
-        session = ort.InferenceSession(str(entry), providers=["CPUExecutionProvider"])
+        try:
+            session = ort.InferenceSession(str(entry), providers=["CPUExecutionProvider"])
+        except Exception as exc:  # InvalidProtobuf, Fail, ...: the runtime's own types
+            raise load_error(entry, backend, exc) from None
         names = [i.name for i in session.get_inputs()]
 
         def run(feed: dict[str, np.ndarray]) -> np.ndarray:
@@ -302,8 +325,11 @@ def load_runtime(st: Any, entry: Path, backend: str, precision: str) -> None:
 
         # OpenVINO runs an fp32 graph in bf16 on CPUs with AMX unless told otherwise.
         hint = {"fp32": "f32", "bf16": "bf16"}[precision]
-        compiled = ov.Core().compile_model(str(entry), "CPU",
-                                           {"INFERENCE_PRECISION_HINT": hint})
+        try:
+            compiled = ov.Core().compile_model(str(entry), "CPU",
+                                               {"INFERENCE_PRECISION_HINT": hint})
+        except Exception as exc:
+            raise load_error(entry, backend, exc) from None
         names = [i.get_any_name() for i in compiled.inputs]
 
         def run(feed: dict[str, np.ndarray]) -> np.ndarray:

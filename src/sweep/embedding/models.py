@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from sweep.common.errors import SweepError, model_load_error
-from sweep.common.files import folder_signature
+from sweep.common.files import folder_signature, read_text_regular
 from sweep.common.hf import quiet_transformers
 from sweep.common.progress import Progress, show_progress
 from sweep.common.registry import Entry, Registry, Traits
@@ -155,8 +155,8 @@ def declared_max_seq_length(path: str, family: str) -> tuple[bool, int | None]:
     if family == "model2vec_distill":
         return True, None
     try:
-        value = json.loads((Path(path) / "sentence_bert_config.json").read_text(
-            encoding="utf-8")).get("max_seq_length")
+        value = json.loads(read_text_regular(Path(path) / "sentence_bert_config.json")
+                           ).get("max_seq_length")
     except (OSError, ValueError, AttributeError):
         return False, None
     return (True, value) if isinstance(value, int) and value > 0 else (False, None)

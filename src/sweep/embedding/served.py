@@ -107,10 +107,20 @@ def parse_embeddings(data: Any, n: int, dimensions: int, url: str) -> np.ndarray
                          f"embedding.dimensions={dimensions}")
     if not np.isfinite(arr).all():
         raise SweepError(f"embedding: {url}: vectors with NaN or infinite values")
-    norms = np.linalg.norm(arr, axis=1, keepdims=True)
-    if (norms == 0).any():
-        raise SweepError(f"embedding: {url}: an all-zero vector")
-    return (arr / norms).astype(np.float32)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        norms = np.linalg.norm(arr, axis=1, keepdims=True)
+        if (norms == 0).any():
+            raise SweepError(f"embedding: {url}: an all-zero vector")
+        # Finite components whose squares overflow float32 (values near 3e38) have an
+        # infinite norm, and dividing by it gave an all-zero vector that was cached and
+        # scored: such a vector is as bad as a NaN. So is one whose tiny norm overflows it.
+        out = arr / norms
+        good = np.isfinite(norms[:, 0]) & np.isfinite(out).all(axis=1) & (out != 0).any(axis=1)
+    if not good.all():
+        bad = int(np.flatnonzero(~good)[0])
+        raise SweepError(f"embedding: {url}: vector {bad} cannot be normalised (its length "
+                         f"overflows float32: components up to {np.abs(arr[bad]).max():.3g})")
+    return out.astype(np.float32)
 
 
 def served_fingerprint(spec: EmbeddingSpec, served: ServedSpec) -> str:

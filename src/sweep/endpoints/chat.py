@@ -6,13 +6,19 @@ dropped connections (honouring ``Retry-After``) and which it configures from the
 `EndpointSpec` as the HTTP endpoints; calls run ``concurrency`` at a time under the spec's
 per-minute budget; every failure becomes one `SweepError` line that names the config key to
 fix, scrubbed of the key.
+
+``timeout_s`` is a total deadline for each attempt, as it is for the HTTP endpoints: the SDK's
+own timeout is httpx's, which applies to each read, so a server that drips its answer a byte
+at a time would hold a run for as long as it likes (`_deadline_client`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -68,7 +74,8 @@ class ChatClient:
                 from exc
         # Local servers (vLLM, Ollama, llama.cpp) take any key; the SDK insists on one.
         self._client = OpenAI(base_url=ep.base_url, api_key=self._key or "no-key",
-                              timeout=ep.timeout_s, max_retries=ep.max_retries)
+                              timeout=ep.timeout_s, max_retries=ep.max_retries,
+                              http_client=_deadline_client(ep.timeout_s))
 
     def preflight(self, timeout: float = 3.0) -> None:
         """Fail in seconds when nothing listens at ``base_url`` (the SDK would retry with
@@ -117,7 +124,9 @@ class ChatClient:
 
         s, url = self.ep.section, self.ep.base_url
         tries = f"after {self.ep.max_retries} retries"
-        if isinstance(exc, openai.APITimeoutError):
+        import httpx
+
+        if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException):
             msg = f"{s}: {url} did not answer within {s}.timeout_s={self.ep.timeout_s} ({tries})"
         elif isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc
@@ -136,3 +145,41 @@ class ChatClient:
         else:
             msg = f"{s}: {type(exc).__name__} from {url}: {str(exc)[:200]}"
         return SweepError(scrub(" ".join(msg.split()), self._key))
+
+
+def _deadline_client(total_s: float) -> Any:
+    """An httpx client for the SDK (which accepts one) whose every answer must be complete
+    within ``total_s`` of the request being sent; past it the body's next read raises httpx's
+    ReadTimeout, which the SDK retries and then reports as a timeout. Otherwise the SDK's
+    defaults: redirects followed, its connection limits."""
+    import httpx
+
+    class DeadlineStream(httpx.SyncByteStream):
+        def __init__(self, inner: Any, deadline: float, request: httpx.Request) -> None:
+            self.inner, self.deadline, self.request = inner, deadline, request
+
+        def __iter__(self) -> Iterator[bytes]:
+            for chunk in self.inner:
+                if time.monotonic() > self.deadline:
+                    raise httpx.ReadTimeout(f"no complete answer within {total_s} s",
+                                            request=self.request)
+                yield chunk
+
+        def close(self) -> None:
+            self.inner.close()
+
+    class Deadline(httpx.BaseTransport):
+        def __init__(self) -> None:
+            self.inner = httpx.HTTPTransport(limits=httpx.Limits(max_connections=1000,
+                                                                 max_keepalive_connections=100))
+
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            deadline = time.monotonic() + total_s
+            response = self.inner.handle_request(request)
+            response.stream = DeadlineStream(response.stream, deadline, request)
+            return response
+
+        def close(self) -> None:
+            self.inner.close()
+
+    return httpx.Client(transport=Deadline(), timeout=total_s, follow_redirects=True)

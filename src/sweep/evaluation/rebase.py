@@ -24,9 +24,15 @@ evidence passage as a span of old document text. Then, per passage:
 A passage is never moved onto different words: ``moved`` means the new span's text equals the
 old span's text, character for character (the test checks it on the real Homebrew pair), and
 the rewritten evidence is resolved again in the new corpus to prove it lands there. An item
-takes the status of its worst passage; an ``answer_must_mention`` string found in the old
-evidence but not in the new (a "30 days" that became "14 days") makes an item ``edited`` whatever
-its passages say.
+takes the status of its worst passage. A proposal that lacks an ``answer_must_mention`` string
+found in the old evidence (a "30 days" that became "14 days") is never ``edited``: the item is
+``removed`` when its passage's place was deleted and the proposal is another passage, else
+``unplaced``; either way the nearest candidates of the new version (those holding the mention
+first) are listed for the reviewer.
+
+The diff has limits (`DiffLimits`): a changed block too large to diff word by word, or a
+document whose diff runs past its deadline, is not guessed at: its passages are looked for by
+the quote search, and what that cannot find is ``unplaced`` with candidates.
 
 Everything here is a pure function over documents and parsed items; reading folders, git
 revisions and writing files is the command's job (`sweep.cli.golden`).
@@ -36,9 +42,10 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any
 
@@ -64,6 +71,8 @@ MIN_SIMILAR_ANYWHERE = 0.5
 # A touched passage is looked for elsewhere only when it is long enough to be one place: a
 # short quote ("brew update") occurs in many contexts, and moving it to another would be a guess.
 MIN_RELOCATE_CHARS = 40
+# Passages of the new version listed for a reviewer when no proposal can be trusted.
+CANDIDATES = 3
 
 _TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
 EQUAL, DELETE, INSERT = 0, -1, 1
@@ -89,6 +98,9 @@ class Carried:
     old: Passage
     new: Passage | None
     reason: str = ""
+    # Its place in the new version was deleted (or its document is gone): a proposal, if
+    # any, is another passage found by word overlap, not the passage edited in place.
+    displaced: bool = field(default=False, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
         return {"status": self.status, "reason": self.reason, "old": self.old.as_dict(),
@@ -155,8 +167,29 @@ class Segment:
     b1: int
 
 
-def _token_diff(dmp: diff_match_patch, a: str, b: str) -> list[tuple[int, str]]:
-    """diff-match-patch over word tokens (its line-mode trick, with words for lines)."""
+class DiffLimits:
+    """How much work the diff may do: a wall-clock ``deadline_s`` per document and, for each
+    block the line diff found changed, at most ``max_tokens`` word tokens on its two sides
+    together (the word diff is quadratic in the worst case: a 400 kB document rewritten
+    end to end ran for minutes). A block over the size limit is not diffed word by word, and a
+    document whose diff passes its deadline is not diffed at all: their passages are looked
+    for by the quote search, and what it cannot find is ``unplaced`` (never guessed).
+    The size limit is deterministic; the deadline is a safety net for the rest, so the same
+    texts give the same result unless it is hit (and then the result says so)."""
+
+    def __init__(self, deadline_s: float = 60.0, max_tokens: int = 60_000) -> None:
+        self.deadline_s = deadline_s
+        self.max_tokens = max_tokens
+
+
+class DiffGaveUp(Exception):
+    """The diff of one document ran past its deadline."""
+
+
+def _token_diff(dmp: diff_match_patch, a: str, b: str, limits: DiffLimits | None = None,
+                deadline: float = 0.0) -> list[tuple[int, str]] | None:
+    """diff-match-patch over word tokens (its line-mode trick, with words for lines); None
+    when the block has more tokens than ``limits`` allow."""
     codes: dict[str, int] = {}
     table: list[str] = []
 
@@ -170,24 +203,48 @@ def _token_diff(dmp: diff_match_patch, a: str, b: str) -> list[tuple[int, str]]:
         return "".join(out)
 
     ea, eb = encode(a), encode(b)
+    if limits is not None and len(ea) + len(eb) > limits.max_tokens:
+        return None
     if len(table) + 0x100 >= 0xD800:  # more distinct tokens than code points below surrogates
         return [(DELETE, a), (INSERT, b)]
-    return [(op, "".join(table[ord(c) - 0x100] for c in s)) for op, s in dmp.diff_main(ea, eb,
-                                                                                          False)]
+    _arm(dmp, deadline)
+    diffs = dmp.diff_main(ea, eb, False)
+    _check(deadline)
+    return [(op, "".join(table[ord(c) - 0x100] for c in s)) for op, s in diffs]
 
 
-def text_diff(old: str, new: str) -> list[tuple[int, str]]:
-    """``[(op, text)]`` turning ``old`` into ``new`` (op: 0 equal, -1 delete, 1 insert)."""
+def _arm(dmp: diff_match_patch, deadline: float) -> None:
+    """Give diff-match-patch what is left of ``deadline`` (0: none); past it, it returns a
+    coarser diff, which `_check` then refuses."""
+    if deadline:
+        dmp.Diff_Timeout = max(1e-9, deadline - time.monotonic())
+
+
+def _check(deadline: float) -> None:
+    if deadline and time.monotonic() >= deadline:
+        raise DiffGaveUp
+
+
+def text_diff(old: str, new: str, limits: DiffLimits | None = None,
+              coarse: list[tuple[int, int]] | None = None) -> list[tuple[int, str]]:
+    """``[(op, text)]`` turning ``old`` into ``new`` (op: 0 equal, -1 delete, 1 insert).
+
+    With ``limits``: a changed block over the size limit is left as one deletion and one
+    insertion, and its old offsets are added to ``coarse``; past the deadline `DiffGaveUp`."""
     dmp = diff_match_patch()
-    dmp.Diff_Timeout = 0  # no deadline: the same texts always give the same diff
+    dmp.Diff_Timeout = 0  # no deadline of its own: the same texts always give the same diff
+    deadline = time.monotonic() + limits.deadline_s if limits is not None else 0.0
     la, lb, lines = dmp.diff_linesToChars(old, new)
+    _arm(dmp, deadline)
     diffs = dmp.diff_main(la, lb, False)
+    _check(deadline)
     dmp.diff_charsToLines(diffs, lines)
     out: list[tuple[int, str]] = []
-    i = 0
+    i = pos = 0
     while i < len(diffs):
         if diffs[i][0] == EQUAL:
             out.append(diffs[i])
+            pos += len(diffs[i][1])
             i += 1
             continue
         deleted, inserted = [], []
@@ -195,22 +252,39 @@ def text_diff(old: str, new: str) -> list[tuple[int, str]]:
             (deleted if diffs[i][0] == DELETE else inserted).append(diffs[i][1])
             i += 1
         a, b = "".join(deleted), "".join(inserted)
-        if a and b:
-            out.extend(_token_diff(dmp, a, b))
+        words = _token_diff(dmp, a, b, limits, deadline) if a and b else None
+        if words is not None:
+            out.extend(words)
+        elif a and b:
+            out.extend([(DELETE, a), (INSERT, b)])
+            if coarse is not None:
+                coarse.append((pos, pos + len(a)))
         else:
             out.append((DELETE, a) if a else (INSERT, b))
+        pos += len(a)
     dmp.diff_cleanupSemantic(out)
     return [d for d in out if d[1]]
 
 
 class DocDiff:
-    """The diff of two versions of one document, as segments with offsets on both sides."""
+    """The diff of two versions of one document, as segments with offsets on both sides.
+    ``coarse``: old ranges the diff did not resolve word by word (over `DiffLimits`); the
+    whole text when it gave up (``gave_up`` says why)."""
 
-    def __init__(self, old: str, new: str) -> None:
+    def __init__(self, old: str, new: str, limits: DiffLimits | None = None) -> None:
         self.old, self.new = old, new
         self.segments: list[Segment] = []
+        self.coarse: list[tuple[int, int]] = []
+        self.gave_up = ""
+        try:
+            diffs = text_diff(old, new, limits, self.coarse)
+        except DiffGaveUp:
+            assert limits is not None
+            diffs = [(DELETE, old), (INSERT, new)]
+            self.coarse = [(0, len(old))]
+            self.gave_up = f"the diff ran past its deadline of {limits.deadline_s:g} s"
         a = b = 0
-        for op, text in text_diff(old, new):
+        for op, text in diffs:
             n = len(text)
             if op == EQUAL:
                 self.segments.append(Segment(op, a, a + n, b, b + n))
@@ -221,6 +295,12 @@ class DocDiff:
             else:
                 self.segments.append(Segment(op, a, a, b, b + n))
                 b += n
+
+    def unresolved(self, start: int, end: int) -> str:
+        """Why ``[start, end)`` lies in text the diff did not resolve, or ""."""
+        if not any(a < end and b > start for a, b in self.coarse):
+            return ""
+        return self.gave_up or "its changed block is over the diff's size limit"
 
     def touched(self, start: int, end: int) -> bool:
         """Whether an edit falls inside ``[start, end)`` (an insertion at either edge does not)."""
@@ -313,7 +393,9 @@ def _best_window(old: str, text: str, start: int, end: int) -> tuple[int, int]:
 class Rebaser:
     """The two corpora, their document matches, and the diffs computed so far."""
 
-    def __init__(self, old_docs: Sequence[Document], new_docs: Sequence[Document]) -> None:
+    def __init__(self, old_docs: Sequence[Document], new_docs: Sequence[Document],
+                 limits: DiffLimits | None = None) -> None:
+        self.limits = limits or DiffLimits()
         self.old_docs = list(old_docs)
         self.new_docs = list(new_docs)
         self.old_by_id = {d.doc_id: d for d in old_docs}
@@ -333,7 +415,7 @@ class Rebaser:
         match = self.matches[old.source]
         assert match.new is not None
         if old.source not in self._diffs:
-            self._diffs[old.source] = DocDiff(old.text, match.new.text)
+            self._diffs[old.source] = DocDiff(old.text, match.new.text, self.limits)
         return self._diffs[old.source]
 
     def _relocate(self, text: str, near: tuple[str, int] | None, old: Passage
@@ -389,6 +471,12 @@ class Rebaser:
             relocated = self._relocate(text, (new_doc.source, dd.map_start(start)), old)
             if relocated is not None:
                 return relocated
+            why = dd.unresolved(start, end)
+            if why:
+                # Not guessed from a block the diff could not resolve: a human places it
+                # (the candidates of `candidates` are listed beside it).
+                return Carried("unplaced", old, None, f"{new_doc.source}: {why}, and the quote "
+                               f"search did not find the passage{renamed}")
             ns, ne = dd.map_start(start), dd.map_end(end)
             kept = dd.kept(start, end) / max(1, end - start)
             if ne > ns:
@@ -397,9 +485,9 @@ class Rebaser:
             if ne <= ns or (kept < MIN_KEPT and like < MIN_SIMILAR):
                 near = self._most_similar(old, [new_doc], MIN_SIMILAR_NEARBY)
                 if near is not None:
-                    return near
+                    return replace(near, displaced=True)
                 return Carried("removed", old, None, f"deleted: {kept:.0%} of the passage is left "
-                               f"in {new_doc.source}{renamed}")
+                               f"in {new_doc.source}{renamed}", True)
             new = Passage(new_doc.source, ns, ne, new_doc.text[ns:ne])
             return Carried("edited", old, new, f"rewritten ({kept:.0%} of its characters kept, "
                            f"word overlap {like:.2f} with the proposal){renamed}")
@@ -408,9 +496,9 @@ class Rebaser:
             return relocated
         near = self._most_similar(old, self.new_docs, MIN_SIMILAR_ANYWHERE)
         if near is not None:
-            return near
+            return replace(near, displaced=True)
         return Carried("removed", old, None, f"{old_doc.source} is gone from the new version "
-                       "and the passage is nowhere in it")
+                       "and the passage is nowhere in it", True)
 
     def _sentences(self, doc: Document) -> list[tuple[int, int, Counter[str]]]:
         if doc.source not in self._sentence_cache:
@@ -454,6 +542,40 @@ class Rebaser:
         return Carried("edited", old, Passage(source, a, b, doc_text[a:b]),
                        f"not found in place; the most similar passage of the new version is "
                        f"proposed ({source}, word overlap {score:.2f})")
+
+
+    def candidates(self, old: Passage, mentions: Sequence[str], near: str | None,
+                   k: int = CANDIDATES) -> list[dict[str, Any]]:
+        """The ``k`` runs of sentences of the new version a reviewer should look at for
+        ``old``: those holding every one of ``mentions`` first, then by word overlap; in the
+        document ``near`` (the old one's counterpart) when there is one, else anywhere."""
+        docs = ([self.new_by_path[near]] if near in self.new_by_path else self.new_docs)
+        want = _words(old.text)
+        span = len(_SENTENCE_END.findall(old.text.strip())) + 2
+        low = [m.lower() for m in mentions]
+        scored: list[tuple[bool, float, str, int, int]] = []
+        for doc in docs:
+            sentences = self._sentences(doc)
+            for i in range(len(sentences)):
+                bag: Counter[str] = Counter()
+                for j in range(i, min(len(sentences), i + span)):
+                    bag += sentences[j][2]
+                    a, b = sentences[i][0], sentences[j][1]
+                    holds = bool(low) and all(m in doc.text[a:b].lower() for m in low)
+                    scored.append((holds, _dice(want, bag), doc.source, a, b))
+        scored.sort(key=lambda x: (not x[0], -x[1], x[2], x[3], x[4]))
+        out: list[dict[str, Any]] = []
+        for holds, score, source, a, b in scored:
+            text = self.new_by_path[source].text
+            a, b = _widen(text, a, b)
+            if b <= a or any(c["path"] == source and a < c["end"] and b > c["start"]
+                             for c in out):
+                continue  # an overlapping window says nothing new
+            out.append({"path": source, "start": a, "end": b, "text": text[a:b],
+                        "word_overlap": round(score, 2), "holds_mentions": holds})
+            if len(out) == k:
+                break
+        return out
 
 
 # ---------------------------------------------------------------------------- items
@@ -519,8 +641,23 @@ def rebase_item(item: GoldenItem, original: Mapping[str, Any], resolved: Resolve
     before = _mentions_in(item.answer_must_mention, [c.old.text for c in passages])
     after = _mentions_in(before, [c.new.text for c in passages if c.new is not None])
     missing = [m for m in before if m not in after]
-    if missing and _WORST[status] < _WORST["edited"]:
-        status, reason = "edited", f"answer_must_mention {missing[0]!r} is not in the new text"
+    candidates: list[dict[str, Any]] = []
+    if missing or status == "unplaced":
+        # A proposal without the answer it must mention is no edit of the passage, whatever
+        # the diff says: "removed" when the passage's place was deleted, else "unplaced"; the
+        # reviewer gets the nearest candidates (those holding the mention first) instead.
+        if missing and _WORST[status] <= _WORST["edited"]:
+            # deleted: its place is gone and what was found elsewhere is no rewording of it
+            gone = any(c.displaced and (c.new is None or similarity(c.old.text, c.new.text)
+                                        < MIN_SIMILAR_ANYWHERE) for c in passages)
+            status = "removed" if gone else "unplaced"
+            reason = (f"answer_must_mention {missing[0]!r} is not in the proposed text"
+                      + (" (its passage was deleted)" if gone else ""))
+        for c in passages:
+            lost = [m for m in missing if m.lower() in c.old.text.lower()]
+            if lost or c.status == "unplaced":
+                near = rebaser.matches[c.old.path].new
+                candidates.extend(rebaser.candidates(c.old, lost, near.source if near else None))
 
     identical = all(rebaser.same(rebaser.old_by_id[d]) for d in resolved.doc_ids)
     result = ItemResult(item.qid, status, reason, passages, missing, obj, item.line)
@@ -546,6 +683,8 @@ def rebase_item(item: GoldenItem, original: Mapping[str, Any], resolved: Resolve
         record["reason"] = reason
     if missing:
         record["mentions_missing"] = missing
+    if candidates:
+        record["candidates"] = candidates
     if "relevant_chunk_ids" in original and passages:
         record["old_chunk_ids"] = list(original["relevant_chunk_ids"])
     record["passages"] = [c.as_dict() for c in passages]
@@ -597,9 +736,9 @@ def summary(results: Sequence[ItemResult], rebaser: Rebaser) -> dict[str, Any]:
     matches = rebaser.matches.values()
     return {
         "items": {s: items.get(s, 0) for s in STATUSES},
-        "passages": {s: passages.get(s, 0) for s in STATUSES[:4]},
+        "passages": {s: passages.get(s, 0) for s in STATUSES},
         "needs_review": sum(1 for r in results if r.pending),
-        "per_document": {p: {s: c.get(s, 0) for s in STATUSES[:4]}
+        "per_document": {p: {s: c.get(s, 0) for s in STATUSES}
                          for p, c in sorted(per_doc.items())},
         "documents": {
             "old": len(rebaser.old_docs), "new": len(rebaser.new_docs),

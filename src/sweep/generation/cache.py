@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sweep.common.paths import resolve_user_path
 from sweep.common.sqlite import open_db, parts_key
 
 
@@ -30,5 +31,5 @@ class JudgeCache:
 
 
 def get_judge_cache(folder: str | Path) -> JudgeCache:
-    return JudgeCache((Path(folder) / "judge.sqlite").resolve())
+    return JudgeCache(resolve_user_path(Path(folder) / "judge.sqlite", "cache.dir"))
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from sweep.chunking.chunkers import Chunk, TokenizedDoc
 from sweep.common.errors import SweepError
+from sweep.common.paths import resolve_user_path
 from sweep.common.sqlite import open_db, parts_key
 from sweep.data.corpus import Document
 from sweep.endpoints.chat import ChatClient, ChatUsage
@@ -70,7 +71,7 @@ class ContextCache:
 
 
 def get_context_cache(folder: str | Path) -> ContextCache:
-    return ContextCache((Path(folder) / "contexts.sqlite").resolve())
+    return ContextCache(resolve_user_path(Path(folder) / "contexts.sqlite", "cache.dir"))
 
 
 def _sha(text: str) -> str:

@@ -23,6 +23,7 @@ import yaml
 from sweep.chunking.chunkers import Chunk, ChunkSpec
 from sweep.chunking.reference import load_golden, load_reference
 from sweep.common.errors import SweepError
+from sweep.common.paths import resolve_user_path
 from sweep.common.textcheck import clean_text, control_char
 from sweep.data import drift
 from sweep.data.corpus import DEFAULT_MAX_FILE_MB, Document, corpus_fingerprint, load_corpus
@@ -143,7 +144,8 @@ def load_sweep_ranks(settings: LabelSettings, golden_path: Path) -> SweepRanks:
                                         "latest", None, Path(tmp))
             best = table.rows[0]
             swept_golden = str(best["params"].get("golden.path", ""))
-            if swept_golden and Path(swept_golden).resolve() != golden_path.resolve():
+            if swept_golden and (resolve_user_path(swept_golden, "golden.path")
+                                 != resolve_user_path(golden_path, "--golden")):
                 return SweepRanks(False, f"the last sweep in experiment "
                                   f"{settings.experiment!r} used golden.path={swept_golden}, "
                                   "not this file")
@@ -177,7 +179,7 @@ class LabelApp:
                  dense_note: str = "") -> None:
         self.settings = settings
         self.store = GoldenFile(settings.golden)
-        self.corpus_root = Path(settings.corpus).resolve()
+        self.corpus_root = resolve_user_path(settings.corpus, "--corpus")
         self.docs = docs
         self.fingerprint = corpus_fingerprint(docs)
         self.by_id = {d.doc_id: d for d in docs}

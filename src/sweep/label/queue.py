@@ -43,6 +43,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from sweep.common.errors import SweepError
+from sweep.common.files import read_bytes_regular
 from sweep.data.abstentions import abstentions_path
 from sweep.label.store import LOCK_TIMEOUT_S, GoldenFile, StaleError, append_bytes
 
@@ -105,7 +106,7 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) of each non-blank line; a line that is not a JSON object is one
     `SweepError` naming the file and line."""
     try:
-        data = path.read_bytes()
+        data = read_bytes_regular(path)
     except FileNotFoundError:
         return
     except OSError as exc:

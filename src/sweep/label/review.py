@@ -2,9 +2,10 @@
 
 The queue (``<out stem>.review.jsonl``) lists the items a rebase could not carry on its own,
 one a line: ``{"qid", "question", "status", "reason", "golden", "corpus", "mentions_missing",
-"passages": [{"status", "reason", "old": {path, start, end, text}, "new": {...} | null}]}``.
-The page (``/review``) shows each item's old passage and the proposed new one side by side,
-with three decisions:
+"passages": [{"status", "reason", "old": {path, start, end, text}, "new": {...} | null}],
+"candidates": [{path, start, end, text, word_overlap, holds_mentions}]}``. The page
+(``/review``) shows each item's old passage and the proposed new one side by side, and the
+nearest candidates of the new version where no proposal can be trusted, with three decisions:
 
 - **accept**: the proposal becomes the evidence (the golden line already holds it as its
   evidence; accepting marks it reviewed, so a sweep scores it); not offered when a passage has
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweep.common.errors import SweepError
+from sweep.common.files import read_text_regular
 from sweep.data.drift import now_iso
 from sweep.data.golden import PENDING_STATUSES
 from sweep.label.shell import asset, json_script, shell
@@ -50,7 +52,7 @@ def load_queue(path: str | Path) -> list[dict[str, Any]]:
     """The queue's lines; a malformed one is a one-line `SweepError` naming file and line."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_regular(path)
     except FileNotFoundError:
         raise SweepError(f"review queue not found: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -139,6 +141,20 @@ def _passage(p: Mapping[str, Any] | None, empty: str) -> str:
             f'<blockquote class="passage">{e(p.get("text"))}</blockquote></td>')
 
 
+def _candidates(found: Any) -> str:
+    """The passages of the new version nearest the old one, for an item no proposal of which
+    can be trusted (its answer_must_mention is missing, or the diff could not place it)."""
+    if not isinstance(found, list) or not found:
+        return ""
+    items = "".join(
+        f'<li><code>{e(c.get("path"))}</code> {e(c.get("start"))}–{e(c.get("end"))} '
+        f'(word overlap {e(c.get("word_overlap"))}'
+        + ("; holds the mention" if c.get("holds_mentions") else "")
+        + f')<blockquote class="passage">{e(c.get("text"))}</blockquote></li>'
+        for c in found if isinstance(c, dict))
+    return f'<div class="candidates small"><b>nearest candidates</b><ol>{items}</ol></div>'
+
+
 def review_page(app: LabelApp, queue_path: Path, nonce: str) -> str:
 
     queue = load_queue(queue_path)
@@ -184,7 +200,8 @@ def review_page(app: LabelApp, queue_path: Path, nonce: str) -> str:
                f'{", ".join(e(m) for m in missing)}' if missing else "")
             + '</p><table class="side-by-side"><thead><tr><th></th><th>old passage</th>'
             f'<th>proposed new passage</th></tr></thead><tbody>{rows}</tbody></table>'
-            f'<p class="actions">{actions}</p></section>')
+            + _candidates(q.get("candidates"))
+            + f'<p class="actions">{actions}</p></section>')
     body = (f'<main class="alone"><h2>Review after <code>sweep golden rebase</code>: '
             f'<span id="open-count">{open_items}</span> of {len(queue)} items to decide</h2>'
             f'<p class="muted small">queue <code>{e(queue_path)}</code>; decisions are logged '

@@ -36,7 +36,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from sweep.common.errors import SweepError
-from sweep.common.files import atomic_write, fsync_dir
+from sweep.common.files import atomic_write, fsync_dir, read_bytes_regular
 from sweep.data.golden import KNOWN_FIELDS, parse_golden_lines
 
 # Seconds a write waits for another process's write to the same file before giving up.
@@ -117,7 +117,7 @@ class GoldenFile:
 
     def read_bytes(self) -> bytes:
         try:
-            return self.path.read_bytes()
+            return read_bytes_regular(self.path)
         except FileNotFoundError:
             return b""
         except OSError as exc:

@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from sweep.common.errors import SweepError
-from sweep.common.files import atomic_write
+from sweep.common.files import atomic_write, read_text_regular
 
 # The seed's decision table: what to try for each cause.
 ADVICE = {
@@ -196,6 +196,11 @@ def load_views(ref: str, uri: str | None) -> dict[str, Any]:
 
         uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or \
             f"sqlite:///{Path.cwd().resolve() / 'mlflow.db'}"
+        missing = tracking.store_missing(uri)
+        if missing is not None:  # never opened: MLflow would create an empty store here
+            raise SweepError(f"run {ref}: no MLflow store at {missing} (neither a job folder "
+                             "here)", hint="pass a job folder, or --tracking-uri of the store "
+                                           "that holds the run")
         run = tracking.run_summary(uri, ref)
         if run is None:
             raise SweepError(f"run {ref}: no such run in {uri} (neither a job folder here)",
@@ -214,7 +219,7 @@ def load_views(ref: str, uri: str | None) -> dict[str, Any]:
                              hint="a configuration's run has one; a sweep's parent run has not")
         path = found
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text_regular(path))
     except (OSError, json.JSONDecodeError) as exc:
         raise SweepError(f"{path}: cannot read ({exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("questions"), list):

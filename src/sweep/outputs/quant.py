@@ -16,6 +16,7 @@ MLflow runs; both hand this module the flat settings, metrics and rankings of ea
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep.common.csvcells import restore_row
+from sweep.common.files import open_regular
 from sweep.common.mapping import flatten
 from sweep.config.identity import (
     GENERATION_SECTIONS,
@@ -137,7 +139,8 @@ def retrieved_ids(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
 def read_retrieved(path: Path) -> dict[str, list[str]] | None:
     """`retrieved_ids` of a job's per_question.csv; None when it cannot be read."""
     try:
-        with path.open(encoding="utf-8", newline="") as fh:
+        with open_regular(path) as raw:
+            fh = io.TextIOWrapper(raw, encoding="utf-8", newline="")
             reader = csv.reader(fh)
             header = restore_row(next(reader, []))
             return retrieved_ids(dict(zip(header, restore_row(r), strict=False))

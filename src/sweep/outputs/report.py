@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from sweep.common.csvcells import write_csv
-from sweep.common.files import atomic_write
+from sweep.common.files import atomic_write, read_text_regular
 from sweep.common.mapping import flatten
 from sweep.common.secret import scrub_tree
 from sweep.config.identity import inapplicable_keys
@@ -144,7 +144,7 @@ def read_reports(sweep_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
     found = []
     for path in Path(sweep_dir).glob(f"*/{REPORT}"):
         try:
-            found.append((path.parent, json.loads(path.read_text(encoding="utf-8"))))
+            found.append((path.parent, json.loads(read_text_regular(path))))
         except (OSError, json.JSONDecodeError):
             continue
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from sweep.common.errors import SweepError
 from sweep.common.mapping import flatten
@@ -494,10 +495,23 @@ def _read_guard(uri: str) -> Any:
     return _guard("reading the store", uri)
 
 
-def _store_exists(uri: str) -> None:
+def store_missing(uri: str) -> Path | None:
+    """The local store ``uri`` names when it is not there (a SQLite file, or a file store's
+    folder), else None. A read never opens a missing store: MLflow would create an empty one
+    where the command happens to run (`sweep show <id>` in a folder with no store)."""
     db = sqlite_path(uri)
-    if db is not None and not db.is_file():
-        raise SweepError(f"no MLflow store at {db}",
+    if db is not None:
+        return None if db.is_file() else db
+    if uri.startswith("file:"):  # a file store: a folder of experiments
+        folder = Path(urlparse(uri).path)
+        return None if folder.is_dir() else folder
+    return None
+
+
+def _store_exists(uri: str) -> None:
+    missing = store_missing(uri)
+    if missing is not None:
+        raise SweepError(f"no MLflow store at {missing}",
                          hint="run a sweep first (python -m sweep -m ...) or pass --tracking-uri")
 
 
@@ -610,7 +624,9 @@ def run_info(uri: str, run_id: str) -> dict[str, Any]:
 
 def run_summary(uri: str, run_id: str) -> dict[str, str] | None:
     """``{"experiment", "run_name", "artifact_uri"}`` of a run of the store, or None when the
-    store has no run with this id."""
+    store has no run with this id (or there is no store)."""
+    if store_missing(uri) is not None:
+        return None
     client = client_for(uri)
     try:
         run = client.get_run(run_id)
@@ -627,6 +643,8 @@ def run_summary(uri: str, run_id: str) -> dict[str, str] | None:
 
 def download_artifact(uri: str, run_id: str, name: str, dst: Path) -> Path | None:
     """Copy one artifact of a run into ``dst``; None when the run does not have it."""
+    if store_missing(uri) is not None:
+        return None
     client = client_for(uri)
     dst.mkdir(parents=True, exist_ok=True)
     try:
@@ -654,6 +672,8 @@ def set_tags(uri: str, run_id: str, tags: Mapping[str, str]) -> None:
 
 def find_finished(uri: str, experiment: str, config_hash: str) -> str | None:
     """The id of a FINISHED configuration run with this ``config_hash``, if the store has one."""
+    if store_missing(uri) is not None:
+        return None
     client = client_for(uri)
     with _guard("looking for finished runs", uri):
         exp = client.get_experiment_by_name(experiment)
@@ -676,6 +696,7 @@ def tag_run(uri: str, run_id: str, key: str, value: str) -> None:
 
 def download_report(uri: str, run_id: str, folder: Path) -> Path:
     """Copy a run's ``report.json`` artifact into ``folder``."""
+    _store_exists(uri)
     client = client_for(uri)
     with _guard("downloading a report", uri):
         return Path(client.download_artifacts(run_id, "report.json", str(folder)))

@@ -31,6 +31,7 @@ from sweep.chunking.semantic import SemanticParams, chunk_corpus_embedded
 from sweep.chunking.tokenizers import DEFAULT_TOKENIZER, load_chunk_tokenizer
 from sweep.common.errors import SweepError
 from sweep.common.memory import release_free_memory
+from sweep.common.paths import resolve_user_path
 from sweep.common.progress import Progress
 from sweep.common.sqlite import parts_key
 from sweep.common.store import CacheTarget
@@ -78,7 +79,7 @@ def clear_memo() -> None:
 
 def _corpus_key(corpus: CorpusSpec) -> tuple:
     # the folder resolved: `corpus.path=docs` and its absolute path are one corpus
-    return (str(Path(corpus.path).resolve()), corpus.on_error, corpus.extensions,
+    return (str(resolve_user_path(corpus.path, "corpus.path")), corpus.on_error, corpus.extensions,
             tuple(sorted(corpus.parsers)), corpus.max_file_mb, corpus.limits)
 
 
@@ -204,7 +205,7 @@ def index_for(spec: IndexSpec, chunks: list[Chunk], chunk_vecs: np.ndarray) -> V
 
 
 def load_golden_cached(path: str) -> GoldenSet:
-    key = str(Path(path).resolve())
+    key = str(resolve_user_path(path, "golden.path"))
     if key not in _MEMO.goldens:
         _MEMO.goldens[key] = require_valid(load_golden(path))
     return _MEMO.goldens[key]

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep.common.errors import SweepError
+from sweep.common.files import read_text_regular
 from sweep.common.progress import Progress
 from sweep.common.sqlite import text_key
 from sweep.common.store import CacheTarget
@@ -229,7 +230,7 @@ def prewarm(mode: str, launcher: str, sweeper: str, sweep_dir: Path,
 def read_plan(sweep_dir: Path) -> dict[str, Any] | None:
     path = sweep_dir / PLAN_FILE
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_text_regular(path))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep.common.errors import SweepError
-from sweep.common.files import atomic_write
+from sweep.common.files import atomic_write, read_text_regular
 from sweep.common.secret import scrub_tree
 from sweep.questions.merge import SOURCE_RANK, Candidate
 
@@ -64,7 +64,7 @@ def read_queue(path: Path) -> list[Candidate]:
     if not path.exists():
         return []
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_regular(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise SweepError(f"{path}: cannot read the queue ({exc})") from None
     out: list[Candidate] = []
@@ -113,7 +113,7 @@ def read_decisions(queue: Path) -> dict[str, str]:
         return {}
     out: dict[str, str] = {}
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_text_regular(path).splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise SweepError(f"{path}: cannot read the decisions ({exc})") from None
     for lineno, line in enumerate(lines, 1):

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from sweep.common.errors import SweepError
+from sweep.common.files import open_regular
 
 SOURCES = ("log", "trace", "synthetic")
 
@@ -205,7 +206,9 @@ def detect_format(path: Path) -> str:
 def open_text(path: Path) -> IO[str]:
     try:
         # the caller closes it: read_rows holds it in a with block
-        raw: IO[bytes] = gzip.open(path, "rb") if _is_gzip(path) else open(path, "rb")  # noqa: SIM115
+        # _is_gzip opens through open_regular first: a FIFO or a device as the log is
+        # refused there instead of blocking
+        raw: IO[bytes] = gzip.open(path, "rb") if _is_gzip(path) else open_regular(path)  # noqa: SIM115
     except OSError as exc:
         raise SweepError(f"{path}: cannot read ({exc.strerror or exc})") from None
     return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
@@ -213,7 +216,7 @@ def open_text(path: Path) -> IO[str]:
 
 def _is_gzip(path: Path) -> bool:
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             return fh.read(2) == b"\x1f\x8b"
     except OSError as exc:
         raise SweepError(f"{path}: cannot read ({exc.strerror or exc})") from None

@@ -28,6 +28,7 @@ from types import ModuleType
 import numpy as np
 
 from sweep.common.errors import SweepError
+from sweep.common.files import read_text_regular
 from sweep.common.sqlite import parts_key, source_key
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ def stopwords_for(spec: str) -> frozenset[str]:
     if not path.is_file():
         raise SweepError(f"retrieval.bm25_stopwords={spec!r}: not 'english', 'none' or a file")
     try:
-        return frozenset(w.strip().lower() for w in path.read_text(encoding="utf-8").split())
+        return frozenset(w.strip().lower() for w in read_text_regular(path).split())
     except (OSError, UnicodeDecodeError) as exc:
         raise SweepError(f"{path}: cannot read stop words ({exc})") from None
 

@@ -61,7 +61,8 @@ def test_a_rewording_inside_the_passage_is_edited_with_the_new_text_proposed() -
     assert c.old.text == REFUND
 
 
-def test_a_changed_number_is_edited_and_names_the_missing_mention() -> None:
+def test_a_changed_number_is_unplaced_and_names_the_missing_mention() -> None:
+    # Issue 44: a proposal without the item's answer_must_mention is never "edited"
     new = OLD.replace("30 days", "14 days")
     line = json.dumps({"qid": "q1", "question": "how long do i have to return something?",
                        "answer_must_mention": ["30 days"],
@@ -70,9 +71,14 @@ def test_a_changed_number_is_edited_and_names_the_missing_mention() -> None:
     assert not problems
     rebaser = Rebaser([doc("policy.md", OLD)], [doc("policy.md", new)])
     [result] = rebase_items(items, {1: json.loads(line)}, rebaser, None, {"at": "now"})
-    assert result.status == "edited" and result.pending
+    assert result.status == "unplaced" and result.pending
+    assert result.reason == "answer_must_mention '30 days' is not in the proposed text"
     assert result.mentions_missing == ["30 days"]
     assert result.passages[0].new.text == REFUND.replace("30 days", "14 days")
+    # no candidate holds "30 days": the nearest by word overlap, the reworded sentence first
+    candidates = result.obj["rebase"]["candidates"]
+    assert candidates[0]["text"] == REFUND.replace("30 days", "14 days")
+    assert not any(c["holds_mentions"] for c in candidates)
     assert result.obj["rebase"]["passages"][0]["old"]["text"] == REFUND
 
 
@@ -181,7 +187,7 @@ def test_items_take_their_worst_passage_and_unchanged_items_keep_their_line() ->
     counts = summary(results, rebaser)
     assert counts["items"]["removed"] == 1 and counts["needs_review"] == 1
     assert counts["per_document"]["policy.md"] == {"unchanged": 1, "moved": 2, "edited": 0,
-                                                   "removed": 1}
+                                                   "removed": 1, "unplaced": 0}
 
 
 def test_an_item_of_a_byte_identical_corpus_is_written_back_as_it_was() -> None:

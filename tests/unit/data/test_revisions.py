@@ -60,3 +60,25 @@ def test_neither_folder_nor_revision_is_one_line(repo: Path, tmp_path: Path) -> 
     plain.mkdir()
     with pytest.raises(SweepError, match="not inside a git repository"):
         corpus_at("HEAD", plain, tmp_path / "out")
+
+
+def test_committed_links_that_leave_the_tree_are_skipped_with_a_warning(
+        repo: Path, tmp_path: Path, caplog) -> None:
+    # Before (issue 44): tarfile's data filter raised AbsoluteLinkError, a traceback
+    secret = tmp_path / "secret.md"
+    secret.write_text("# not yours\n")
+    (repo / "docs" / "abs.md").symlink_to(secret)
+    (repo / "docs" / "up.md").symlink_to(Path("..") / ".." / ".." / "secret.md")
+    (repo / "docs" / "inside.md").symlink_to("a.md")  # stays in the tree: extracted
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "links")
+    with caplog.at_level("WARNING"):
+        src = corpus_at("HEAD", repo / "docs", tmp_path / "out")
+    names = sorted(p.name for p in src.folder.iterdir())
+    assert names == ["a.md", "b-renamed.md", "inside.md"]
+    assert (src.folder / "inside.md").read_text() == (src.folder / "a.md").read_text()
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 2
+    assert any("docs/abs.md not extracted" in m for m in warned)
+    assert any("docs/up.md not extracted" in m for m in warned)
+    assert all("\n" not in m for m in warned)

@@ -19,7 +19,8 @@ WARRANTY = "The standard warranty period is two years for devices and one year f
 
 
 def rebased(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """A rebase with one moved, one edited and one removed item: (new corpus, out, queue)."""
+    """A rebase with one moved item, one whose proposal lacks its mention (unplaced) and one
+    removed: (new corpus, out, queue)."""
     old, new = tmp_path / "old", tmp_path / "new"
     old.mkdir()
     new.mkdir()
@@ -54,7 +55,7 @@ def digest(app, qid: str) -> str:
 def test_the_queue_names_its_golden_file_corpus_and_pending_items(tmp_path: Path) -> None:
     new, out, queue = rebased(tmp_path)
     lines = review.load_queue(queue)
-    assert [(q["qid"], q["status"]) for q in lines] == [("q1", "edited"), ("q2", "removed")]
+    assert [(q["qid"], q["status"]) for q in lines] == [("q1", "unplaced"), ("q2", "removed")]
     assert review.queue_paths(lines, queue) == (str(out.resolve()), str(new.resolve()))
     assert lines[0]["mentions_missing"] == ["30 days"]
     assert lines[0]["passages"][0]["new"]["text"] == REFUND.replace("30", "14")
@@ -74,7 +75,7 @@ def test_accept_marks_the_proposal_reviewed_and_logs_it(tmp_path: Path) -> None:
     result = review.decide(app, queue, "q1", {"digest": digest(app, "q1"), "decision": "accept"})
     assert result["decision"] == "accepted"
     obj = json.loads(next(e.raw for e in app.store.entries() if e.qid == "q1"))
-    assert obj["rebase"]["status"] == "accepted" and obj["rebase"]["pending_was"] == "edited"
+    assert obj["rebase"]["status"] == "accepted" and obj["rebase"]["pending_was"] == "unplaced"
     assert obj["rebase"]["review"]["decision"] == "accepted"
     assert obj["evidence"] == [{"path": "policy.md", "quote": REFUND.replace("30", "14")}]
     golden = load_golden(out)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep.common.errors import SweepError
+from sweep.common.paths import resolve_user_path
 from sweep.data.corpus import load_corpus
 from sweep.data.golden import load_golden
 from sweep.data.importers.beir import convert_beir, import_beir
@@ -71,8 +72,9 @@ def _prepare_out(out: Path, source: Path, force: bool) -> None:
     if out.exists() and not out.is_dir():
         raise SweepError(f"--out {out} is a file, not a folder")
     corpus_dir = out / "corpus"
-    src = source.resolve()
-    if src == corpus_dir.resolve() or corpus_dir.resolve() in src.parents:
+    src = resolve_user_path(source, "SRC")
+    dest = resolve_user_path(corpus_dir, "--out")
+    if src == dest or dest in src.parents:
         raise SweepError(f"--out {out}: the source {source} is inside {corpus_dir}")
     if out.exists() and any(out.iterdir()):
         if not force:

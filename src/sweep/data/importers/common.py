@@ -14,6 +14,7 @@ from typing import Any
 from tqdm import tqdm
 
 from sweep.common.errors import SweepError
+from sweep.common.files import read_bytes_regular
 from sweep.data.corpus import normalize_text
 
 EVIDENCE_FILE_NAME = "evidence_spans.jsonl"
@@ -270,7 +271,7 @@ def read_bytes(path: Path, what: str) -> bytes:
     if path.is_dir():
         raise SweepError(f"{path}: is a folder, expected a {what}")
     try:
-        return path.read_bytes()
+        return read_bytes_regular(path)
     except OSError as exc:
         raise SweepError(f"{path}: cannot read ({exc.strerror})") from None
 

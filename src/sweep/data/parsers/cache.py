@@ -14,7 +14,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from sweep.common.files import atomic_write
+from sweep.common.errors import CacheUnusable
+from sweep.common.files import atomic_write, read_text_regular
 from sweep.common.store import CacheTarget, Table, as_target, open_store
 from sweep.data.documents import Section
 from sweep.data.parsers.base import Parsed
@@ -39,7 +40,7 @@ class ParseCache:
     def _read(self, key: str) -> str | None:
         if self._db is None:
             try:
-                return self._path(key).read_text(encoding="utf-8")
+                return read_text_regular(self._path(key))
             except FileNotFoundError:
                 return None
         rows = self._db.execute("SELECT payload FROM parsed WHERE key = ?", [key])
@@ -71,6 +72,15 @@ class ParseCache:
         }
         text = json.dumps(payload, ensure_ascii=False)
         if self._db is None:
-            atomic_write(self._path(key), text)
+            try:
+                atomic_write(self._path(key), text)
+            except OSError as exc:
+                # The document parsed; the cache folder is what failed (a read-only cache.dir
+                # must not read as "cannot read" the PDF, nor get a good PDF skipped).
+                raise CacheUnusable(
+                    f"cache.dir: cannot write the parse cache in {self.root} "
+                    f"({exc.strerror or exc})",
+                    hint="make the folder writable, set cache.dir to another folder or "
+                         "cache.enabled=false") from None
         else:
             self._db.insert(TABLE, [(key, text.encode("utf-8"))], replace=True)
