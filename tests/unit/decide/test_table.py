@@ -279,6 +279,9 @@ def test_export_and_flips_commands(fake_store, tmp_path, capsys):
     body = yaml.safe_load(text)
     assert body["chunk"]["size"] == 256 and set(body) == set(RESULT_SECTIONS)
     assert tracking.run_info(uri, fake_store["ids"]["a"])["tags"]["winner"] == "true"
+    # Written outside experiments/: the gate needs it there first, and says so.
+    assert f"gate it: copy it to {export.WINNERS_DIR}/, then sweep baseline update " \
+        f"--from-export {export.WINNERS_DIR / path.name}" in out
     # Asked for the cheaper one: 40 questions cannot show it within 0.02; the best is kept.
     code = cmd_export(["--prefer", "cheaper", "--tracking-uri", uri, "--out-dir",
                        str(tmp_path / "c")])
