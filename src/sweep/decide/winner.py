@@ -124,10 +124,10 @@ def why_not(offer: Offer | None, metric: str) -> str:
     if offer.equivalent:
         return "shown equal"
     need = offer.needed()
-    more = (f"; about {need} questions could show it at this spread" if need is not None
-            else f"; its difference alone is beyond ±{offer.margin:g}")
+    why = (f"too few questions to show that; about {need} could, at this spread"
+           if need is not None else f"its difference alone is beyond ±{offer.margin:g}")
     return (f"the cheaper configuration is not shown within ±{offer.margin:g} of the best on "
-            f"{metric} ({interval(offer)}: too few questions to show that{more}); kept the best")
+            f"{metric} ({interval(offer)}: {why}); kept the best")
 
 
 def offer_lines(names: Sequence[str], metric: str, offer: Offer | None) -> list[str]:

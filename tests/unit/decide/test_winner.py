@@ -3,6 +3,8 @@ configuration is shown equal within the margin and asked for (issue 45)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from sweep.common.errors import SweepError
@@ -35,8 +37,16 @@ def test_a_small_tied_set_keeps_the_best():
     assert offer.saves == 600 and offer.diff == pytest.approx(-0.15)
     i, rule, _ = winner.choose(rows, verdicts, METRIC, COST, LATENCY, prefer="cheaper")
     assert i == 0
-    assert "not shown within ±0.02" in rule and "too few questions" in rule
+    assert "not shown within ±0.02" in rule and "its difference alone is beyond ±0.02" in rule
     assert rule.endswith("kept the best")
+    # Equal on average (one question lost, one gained): 20 questions still cannot show it.
+    even = [0] + [1] * 14 + [1] + [0] * 4
+    rows, verdicts, _ = _table([best, even], [900.0, 300.0])
+    i, rule, offer = winner.choose(rows, verdicts, METRIC, COST, LATENCY, prefer="cheaper")
+    assert i == 0 and offer is not None and offer.diff == 0.0 and not offer.equivalent
+    half = (offer.hi - offer.lo) / 2
+    assert f"too few questions to show that; about {math.ceil(20 * (half / 0.02) ** 2)} " \
+        "could" in rule
 
 
 def test_a_large_set_exports_the_cheaper_one_when_it_is_provably_within_the_margin():
