@@ -223,7 +223,10 @@ def _count_lost(rows: list[dict[str, Any]], finished: Sequence[dict[str, Any]],
     (as `outputs.report.comparison_rows` sorts them) when any row lost one."""
     from sweep.outputs.report import TABLE_METRICS, rank_key
 
-    found = lost.lost_questions([lost.statuses(f) for f in frames])
+    found = lost.lost_questions(
+        [lost.statuses(f) for f in frames],
+        [((reports.get(str(r.get("folder"))) or {}).get("fingerprints") or {}).get("golden")
+         for r in finished])
     if not found.any:
         return found
     for r, qids in zip(finished, found.lost, strict=True):

@@ -46,16 +46,24 @@ def statuses(frame: Any) -> dict[str, str] | None:
     return dict(zip(frame["qid"].astype(str), frame["status"].astype(str), strict=True))
 
 
-def lost_questions(rows: Sequence[Mapping[str, str] | None]) -> Lost:
-    """Which questions each configuration lost, from each one's ``{qid: status}``."""
-    scored = {q for st in rows if st is not None for q, s in st.items() if s == SCORED}
-    lost = [sorted(q for q, s in st.items() if s == ORPHAN and q in scored)
-            if st is not None else [] for st in rows]
-    known = [st for st in rows if st is not None]
-    everywhere = (sorted(set.intersection(*({q for q, s in st.items() if s == ORPHAN}
-                                            for st in known)))
-                  if known else [])
-    return Lost(lost, everywhere)
+def lost_questions(rows: Sequence[Mapping[str, str] | None],
+                   groups: Sequence[str | None] | None = None) -> Lost:
+    """Which questions each configuration lost, from each one's ``{qid: status}``. With
+    ``groups`` (each row's golden set fingerprint, None when unknown), only rows of one group
+    are compared: a sweep over golden sets scores other questions under the same ids."""
+    keys = list(groups) if groups is not None else [None] * len(rows)
+    lost: list[list[str]] = [[] for _ in rows]
+    everywhere: set[str] = set()
+    for key in dict.fromkeys(keys):
+        members = [i for i, k in enumerate(keys) if k == key and rows[i] is not None]
+        if not members:
+            continue
+        scored = {q for i in members for q, s in rows[i].items() if s == SCORED}  # type: ignore[union-attr]
+        orphaned = [{q for q, s in rows[i].items() if s == ORPHAN} for i in members]  # type: ignore[union-attr]
+        for i, mine in zip(members, orphaned, strict=True):
+            lost[i] = sorted(mine & scored)
+        everywhere |= set.intersection(*orphaned)
+    return Lost(lost, sorted(everywhere))
 
 
 def miss_value(metric: str) -> float | None:

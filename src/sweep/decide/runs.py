@@ -260,7 +260,8 @@ def count_lost(t: SweepTable) -> None:
     that lost any, and the rows ranked again. Nothing changes in a sweep without such
     questions (one parser: its orphans are every configuration's)."""
     found = lost.lost_questions([lost.statuses(t.per_question.get(rec["run_id"]))
-                                 for rec in t.rows])
+                                 for rec in t.rows],
+                                [(rec.get("inputs") or {}).get("golden") for rec in t.rows])
     t.orphans = found.everywhere
     if not found.any:
         return

@@ -33,6 +33,9 @@ def test_lost_questions_and_orphans_everywhere():
     found = lost.lost_questions([a, b, None, c])
     assert found.lost == [["q4"], ["q2"], [], []]
     assert found.everywhere == ["q3"] and found.any
+    # Two golden sets: the same ids are other questions; each set on its own.
+    other = lost.lost_questions([a, b, c], ["g1", "g2", "g1"])
+    assert other.lost == [["q4"], [], []] and other.everywhere == ["q2", "q3"]
     # One parser: the same orphans everywhere, nothing lost.
     same = lost.lost_questions([{"q1": "scored", "q2": "orphan"}] * 3)
     assert not same.any and same.everywhere == ["q2"]
