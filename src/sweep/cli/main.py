@@ -27,9 +27,11 @@ commands:
   import          FORMAT SRC --out DIR: squad | beir | chroma data -> corpus/ + golden.jsonl
   compare         [--experiment NAME] [--sweep latest|RUN_ID] [--metric M] [--json] [--plot DIR]:
                   a sweep's configurations from MLflow, best first, each tested against the best
-  export          [--metric M] [--top] [--name NAME] [--out-dir DIR]: the winner -> experiments/winners/
+  export          [--metric M] [--prefer best|cheaper] [--margin M] [--name NAME] [--out-dir DIR]:
+                  the best (a cheaper one only when shown equal) -> experiments/winners/
   flips           RUN_A RUN_B [--metric M]: questions one configuration gets right, the other not
-  baseline        check [--tolerance T] [overrides...] | update [--allow-regression]: the CI gate
+  baseline        check [--tolerance T] [overrides...] | update [--allow-regression]
+                  [--from-export FILE]: the CI gate
   rerun           --top N [--sweep latest|RUN_ID] [--metric M] [overrides...]: the best N of a
                   sweep again as a new sweep (generation on the best few; static -> transformer)
   show            RUN [--qid QID] [--vs RUN]: why questions were missed (a job folder or an

@@ -105,7 +105,7 @@ def decide_sweep(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], metric:
     `table_verdicts` gave already for these rows (not computed again), ``resamples`` the
     `Resamples` of ``scores`` made already. ``offer``: the cheaper configuration
     `winner.cheaper_offer` offers beside the best (on the first context-token cost of
-    ``costs``, equal within ``margin``), said in ``lines`` with the winner; ``notes``: lines
+    ``costs``, equal within ``margin``), said in ``lines``; ``notes``: lines
     said after the verdicts' (the questions configurations lost: `sweep.decide.lost`)."""
     names = list(names) if names is not None else [str(i + 1) for i in range(len(rows))]
     low = lower_is_better(metric)
