@@ -214,3 +214,23 @@ def test_compare_export_and_rerun_agree_on_the_parser_that_kept_the_answer(parse
     assert cmd_rerun(["--top", "1", "--dry-run", "--tracking-uri", uri]) == 0
     out = capsys.readouterr().out
     assert f"1. corpus.html_parser={KEEPER}  recall_at_5=0.875" in out
+
+
+def test_the_end_of_sweep_callback_prints_and_writes_the_parser_that_kept_the_answer(
+        parser_sweep, capsys):
+    import csv
+
+    from omegaconf import OmegaConf
+
+    from sweep.cli.hydra_job import MlflowSweepCallback
+
+    root, _, _ = parser_sweep
+    MlflowSweepCallback().on_multirun_end(
+        OmegaConf.create({"hydra": {"sweep": {"dir": str(root)}}}))
+    out = capsys.readouterr().out
+    assert f"best: corpus.html_parser={KEEPER} (recall_at_5=0.875" in out
+    assert "lost_in_parsing: html_parser=trafilatura lost the evidence of 2" in out
+    with (root / "comparison.csv").open() as fh:
+        table = list(csv.DictReader(fh))
+    assert [(r["corpus.html_parser"], r["headline"], r["lost_in_parsing"]) for r in table] == [
+        (KEEPER, "0.875", "0"), (LOSSY, "0.75", "2")]
