@@ -127,3 +127,57 @@ def test_the_summary_says_the_offer_on_the_same_rows():
         f"67% fewer); may cost -0.001 recall_at_5 (diff -0.001, 95% CI [{out['offer'].lo:+.3f}, "
         f"{out['offer'].hi:+.3f}], paired over 2000 questions); shown within ±0.02 of the best: "
         "`sweep export --prefer cheaper` exports it"]
+
+
+def test_export_writes_the_cheaper_one_only_when_asked_and_shown_equal(tmp_path, capsys):
+    """The command on an MLflow store: 400 questions, the cheaper configuration misses one
+    the best finds (diff -0.0025, interval inside ±0.02)."""
+    import json
+
+    import yaml
+
+    from sweep.cli.export import cmd_export
+    from sweep.outputs import tracking
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    _, parent = tracking.start_parent(uri, "exp", run_name="sweep big", params={},
+                                      tags={"sweep_dir": str(tmp_path)})
+    ids = {}
+    for size, found, tokens in ((512, 300, 1200.0), (128, 299, 400.0)):
+        config = {"chunk": {"boundary": "heading", "size": size, "overlap": 0,
+                            "header": "path"},
+                  "embedding": {"name": "minilm"}, "retrieval": {"method": "dense"},
+                  "eval": {"prompt_k": 5, "headline": METRIC}}
+        folder = tmp_path / str(size)
+        folder.mkdir()
+        (folder / "config.yaml").write_text(yaml.safe_dump(config))
+        (folder / "per_question.csv").write_text(
+            "qid,status,recall_at_5\n"
+            + "".join(f"q{i:03d},scored,{int(i < found)}\n" for i in range(400)))
+        report = {"status": "FINISHED", "config": config, "config_hash": f"h{size}",
+                  "headline": {"metric": METRIC, "value": found / 400},
+                  "metrics": {METRIC: found / 400, COST: tokens, LATENCY: 5.0}}
+        (folder / "report.json").write_text(json.dumps(report))
+        ids[size] = tracking.log_job(uri, "exp", run_name=str(size), plain_config=config,
+                                     report=report, parent_run_id=parent,
+                                     artifacts=[folder / f for f in ("config.yaml",
+                                                                     "per_question.csv",
+                                                                     "report.json")])
+    tracking.finish_parent(uri, parent, status="FINISHED", metrics={}, tags={}, artifacts=[])
+
+    assert cmd_export(["--tracking-uri", uri, "--out-dir", str(tmp_path / "w"),
+                       "--name", "best"]) == 0
+    out = capsys.readouterr().out
+    assert f"(run {ids[512]}," in out
+    assert "shown within ±0.02 of the best: `sweep export --prefer cheaper` exports it" in out
+    assert yaml.safe_load((tmp_path / "w" / "best.yaml").read_text())["chunk"]["size"] == 512
+
+    assert cmd_export(["--prefer", "cheaper", "--tracking-uri", uri, "--out-dir",
+                       str(tmp_path / "w"), "--name", "cheap"]) == 0
+    out = capsys.readouterr().out
+    assert f"(run {ids[128]}," in out and f"(the best recall_at_5: run {ids[512]}" in out
+    assert "decided by: --prefer cheaper: 800 fewer context_tokens_at_5 than the best, and " \
+        "shown within ±0.02 of it on recall_at_5 (diff -0.003" in out
+    text = (tmp_path / "w" / "cheap.yaml").read_text()
+    assert yaml.safe_load(text)["chunk"]["size"] == 128
+    assert "--prefer cheaper --margin 0.02" in text
