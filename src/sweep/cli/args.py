@@ -42,3 +42,24 @@ def detect_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--detect", type=_detect, default=DEFAULT_DETECT, metavar="D",
                         help="size the golden set for this difference of the metric "
                         f"(default {DEFAULT_DETECT}: {100 * DEFAULT_DETECT:g} points)")
+
+
+def _margin(value: str) -> float:
+    try:
+        d = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not 0 < d <= 1:
+        raise argparse.ArgumentTypeError(f"{value}: the margin must be in (0, 1] "
+                                         "(0.02 = 2 points)")
+    return d
+
+
+def margin_arg(parser: argparse.ArgumentParser) -> None:
+    """How close to the best a cheaper configuration must be shown to be (compare, export)."""
+    from sweep.decide.winner import DEFAULT_MARGIN
+
+    parser.add_argument("--margin", type=_margin, default=DEFAULT_MARGIN, metavar="M",
+                        help="a cheaper configuration is shown equal to the best when the 95%% "
+                        "interval of its paired difference lies within +-M on the metric "
+                        f"(default {DEFAULT_MARGIN})")

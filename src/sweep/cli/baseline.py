@@ -2,7 +2,8 @@
 
     sweep baseline check  [--tolerance 0.05] [--metrics recall_at_5,mrr,evidence_recall_at_5]
                           [--baseline PATH] [--json] [--rerun] [overrides...]
-    sweep baseline update [--allow-regression] [--metrics ...] [--baseline PATH] [overrides...]
+    sweep baseline update [--allow-regression] [--metrics ...] [--baseline PATH]
+                          [--from-export experiments/winners/NAME.yaml] [overrides...]
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from sweep.decide.baseline import (
     compare_metrics,
     config_differences,
     evaluate_config,
+    export_override,
     flipped,
     lowered,
+    measured,
     portable,
     read_baseline,
     tolerance_warning,
@@ -86,6 +89,7 @@ def _check(argv: Sequence[str]) -> int:
     if run["fingerprints"].get("golden") != (base.get("fingerprints") or {}).get("golden"):
         print("note: the golden set changed since the baseline was made (update it once the "
               "change is reviewed)")
+    print(f"checked: {measured(overrides)}")
     print(f"{'metric':<24} {'got':>8} {'baseline':>9} {'tolerance':>10}  result")
     for f in findings:
         print(f"{f.metric:<24} {f.got:>8.4f} {f.baseline:>9.4f} {f.tolerance:>10.4f}  "
@@ -113,17 +117,28 @@ def _update(argv: Sequence[str]) -> int:
     parser.add_argument("--metrics", help=f"comma-separated (default: {','.join(GATED)} or "
                         "the current baseline's)")
     parser.add_argument("--baseline", type=Path, default=BASELINE_PATH)
+    parser.add_argument("--from-export", type=Path, metavar="FILE",
+                        help="gate the winner `sweep export` wrote (experiments/winners/"
+                        "NAME.yaml): the same as the override experiment=winners/NAME")
     parser.add_argument("overrides", nargs="*",
                         help="config overrides (default: the project's default configuration)")
     args = parser.parse_intermixed_args(argv)
     old = read_baseline(args.baseline) if args.baseline.exists() else None
     metrics = _metrics_arg(args.metrics, list(old["metrics"]) if old else GATED)
-    run = evaluate_config(args.overrides)
+    # Here, not at the top: `check` answered from its memo imports no pipeline module.
+    from sweep.config.naming import config_name
+    from sweep.decide.export import WINNERS_DIR
+
+    overrides = list(args.overrides)
+    if args.from_export is not None:
+        overrides.insert(0, export_override(args.from_export, WINNERS_DIR.parent))
+    print(f"measuring: {measured(overrides)}", flush=True)
+    run = evaluate_config(overrides)
     missing = [m for m in metrics if m not in run["metrics"]]
     if missing:
         raise SweepError(f"unknown metric {missing[0]!r} (computed: "
                          f"{', '.join(sorted(k for k in run['metrics'] if not k.startswith('n_')))})")
-    doc = baseline_document(run, args.overrides, metrics)
+    doc = baseline_document(run, overrides, metrics)
     if old is not None:
         down = lowered(old["metrics"], doc["metrics"], metrics)
         for m, before, after in down:
@@ -139,7 +154,9 @@ def _update(argv: Sequence[str]) -> int:
     for m in metrics:
         before = f"{float(old['metrics'][m]):.4f} -> " if old and m in old["metrics"] else ""
         print(f"{m:<24} {before}{doc['metrics'][m]:.4f}")
-    print(f"wrote {args.baseline} ({doc['n_scored']} scored of {doc['n_questions']} questions)")
+    print(f"wrote {args.baseline} ({doc['n_scored']} scored of {doc['n_questions']} questions) "
+          f"for {config_name(run['config'])} (config_hash {run['config_hash']}; "
+          f"{measured(overrides)})")
     return 0
 
 
@@ -147,6 +164,6 @@ def cmd_baseline(argv: Sequence[str]) -> int:
     if not argv or argv[0] not in ("check", "update"):
         print("usage: sweep baseline check [--tolerance T] [--metrics A,B] [overrides...]\n"
               "       sweep baseline update [--allow-regression] [--metrics A,B] "
-              "[overrides...]", file=sys.stderr)
+              "[--from-export FILE] [overrides...]", file=sys.stderr)
         return 2
     return _check(argv[1:]) if argv[0] == "check" else _update(argv[1:])

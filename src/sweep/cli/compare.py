@@ -4,23 +4,25 @@ set could detect, what each axis did (``--axes``), with plots.
 
     sweep compare [--experiment NAME] [--sweep latest|PARENT_RUN_ID] [--metric M] [--json]
                   [--plot DIR] [--no-plot] [--tracking-uri URI] [--correction holm|bh|none]
-                  [--detect D] [--axes]
+                  [--detect D] [--margin M] [--axes]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from sweep.cli.args import correction_arg, detect_arg, selection_args
+from sweep.cli.args import correction_arg, detect_arg, margin_arg, selection_args
 from sweep.common.errors import SweepError
 from sweep.decide.decision import decide_table, plot_data
 from sweep.decide.present import plot_table, print_table, sweep_folder, table_json
-from sweep.decide.runs import default_uri, load_table
+from sweep.decide.runs import default_uri, load_table, row_name
+from sweep.decide.winner import offer_lines
 from sweep.outputs import tracking
 from sweep.outputs.report import plot_axes
 
@@ -36,6 +38,7 @@ def cmd_compare(argv: Sequence[str]) -> int:
     parser.add_argument("--no-plot", action="store_true", help="skip the plots")
     correction_arg(parser)
     detect_arg(parser)
+    margin_arg(parser)
     parser.add_argument("--axes", action="store_true", help="what each swept axis did "
                         "(averaged over the others) and the Pareto fronts; plot axes.png")
     args = parser.parse_args(argv)
@@ -43,7 +46,10 @@ def cmd_compare(argv: Sequence[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="sweep-compare-") as tmp:
         t = load_table(uri, args.experiment, args.sweep, args.metric, Path(tmp),
                        correction=args.correction)
-    decision = decide_table(t, args.detect)
+    if t.note:
+        print(f"note: {t.note}", file=sys.stderr)
+    decision = decide_table(t, args.detect, args.margin)
+    offer = decision["offer"]
     plots: list[Path] = []
     if not args.no_plot:
         folder = Path(args.plot) if args.plot else sweep_folder(t.parent)
@@ -65,12 +71,19 @@ def cmd_compare(argv: Sequence[str]) -> int:
             data["fronts"] = [{**f, "points": [{**p, "run_id": t.rows[p["index"]]["run_id"]}
                                                for p in f["points"]]}
                               for f in decision["fronts"]]
+        data["orphans_everywhere"] = t.orphans
+        data["offer"] = (None if offer is None
+                         else {**dataclasses.asdict(offer), "run_id": t.rows[offer.index]["run_id"]})
+        data["note"] = t.note
         data["plots"] = [str(p) for p in plots]
         print(json.dumps(data, indent=2, default=str))
     else:
         print_table(t)
         if decision["power"] is not None:
             print(decision["power"]["line"])
+        for line in [*t.lost_lines,
+                     *offer_lines([row_name(r, t.swept) for r in t.rows], t.metric, offer)]:
+            print(line)
         if args.axes:
             for line in decision["axis_lines"]:
                 print(line)

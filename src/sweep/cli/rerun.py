@@ -51,6 +51,8 @@ def cmd_rerun(argv: Sequence[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="sweep-rerun-") as tmp_name:
         tmp = Path(tmp_name)
         t = load_table(uri, args.experiment, args.sweep, args.metric, tmp / "table")
+        if t.note:
+            print(f"note: {t.note}", file=sys.stderr)
         chosen = t.rows[: args.top]
         configs = run_configs(uri, chosen, tmp / "cfg")
         files = experiment_files(configs, args.overrides, default_sections(),

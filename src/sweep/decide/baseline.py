@@ -129,6 +129,38 @@ def config_differences(base: Mapping[str, Any], now: Mapping[str, Any]) -> list[
             if a.get(k) != b.get(k) and k not in unhashed_flat_keys()]
 
 
+def export_override(path: Path, experiments: Path) -> str:
+    """``experiment=winners/NAME``: the override that composes a winner `sweep export` wrote
+    to ``path``, which must lie under the project's ``experiments`` folder (the gate's
+    `sweep baseline check` composes it again from there, in CI too)."""
+    file = Path(path)
+    if not file.is_file():
+        raise SweepError(f"--from-export {path}: no such file",
+                         hint="`sweep export` writes experiments/winners/NAME.yaml and prints "
+                         "its path")
+    try:
+        rel = file.resolve().relative_to(experiments.resolve())
+    except ValueError:
+        raise SweepError(f"--from-export {path}: not under {experiments} (the gate composes "
+                         "it as experiment=..., in CI too)",
+                         hint="export it without --out-dir, or copy it to experiments/winners/"
+                         ) from None
+    if file.suffix != ".yaml":
+        raise SweepError(f"--from-export {path}: not a .yaml experiment file")
+    first = file.read_text(encoding="utf-8").split("\n", 1)[0].strip()
+    if first != "# @package _global_":
+        raise SweepError(f"{path}:1: not an exported winner (its first line is not "
+                         "'# @package _global_')")
+    return f"experiment={rel.with_suffix('').as_posix()}"
+
+
+def measured(overrides: Sequence[str]) -> str:
+    """Which configuration the gate measures, in words."""
+    if not overrides:
+        return "the project's default configuration (no overrides)"
+    return "the default configuration with " + " ".join(overrides)
+
+
 # --- running the configuration --------------------------------------------------------------
 
 def read_baseline(path: Path) -> dict[str, Any]:

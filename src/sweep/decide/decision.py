@@ -12,9 +12,9 @@ from typing import Any
 from sweep.common.csvcells import read_csv
 from sweep.common.errors import SweepError
 from sweep.decide import axes as ax
-from sweep.decide import multiple, power
+from sweep.decide import lost, multiple, power, winner
 from sweep.decide.multiple import DEFAULT_CORRECTION
-from sweep.decide.runs import ranked_table, read_per_question
+from sweep.decide.runs import ranked_table, read_per_question, row_name
 from sweep.decide.stats import (
     N_RESAMPLES,
     SEED,
@@ -94,7 +94,9 @@ def decide_sweep(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], metric:
                  names: Sequence[str] | None = None, correction: str = DEFAULT_CORRECTION,
                  detect: float | None = power.DEFAULT_DETECT, n: int = N_RESAMPLES,
                  seed: int = SEED, verdicts: Sequence[Verdict | None] | None = None,
-                 resamples: Resamples | None = None) -> dict[str, Any]:
+                 resamples: Resamples | None = None, latency: str = LATENCY,
+                 margin: float = winner.DEFAULT_MARGIN, notes: Sequence[str] = ()
+                 ) -> dict[str, Any]:
     """Everything the sweep can decide. ``rows`` best first, each with its axis values and
     metrics; ``scores[i]`` its per-question scores on ``metric`` (None: none). Returns
     ``verdicts`` (one per row after the best), ``n_tests`` (configurations in the corrected
@@ -103,7 +105,10 @@ def decide_sweep(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], metric:
     ``lines``: the text the summary prints (``axis_lines``: its part about the axes and
     fronts, which `sweep compare --axes` prints). ``verdicts``: those
     `table_verdicts` gave already for these rows (not computed again), ``resamples`` the
-    `Resamples` of ``scores`` made already."""
+    `Resamples` of ``scores`` made already. ``offer``: the cheaper configuration
+    `winner.cheaper_offer` offers beside the best (on the first context-token cost of
+    ``costs``, equal within ``margin``), said in ``lines``; ``notes``: lines
+    said after the verdicts' (the questions configurations lost: `sweep.decide.lost`)."""
     names = list(names) if names is not None else [str(i + 1) for i in range(len(rows))]
     low = lower_is_better(metric)
     # One set of resamples for the verdicts, the axes and the fronts (the same draws each
@@ -121,9 +126,13 @@ def decide_sweep(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], metric:
                               correction=correction, n=n, seed=seed, resamples=res)
     n_worse = sum(1 for v in verdicts if v is not None and not v.tied)
     lines = [correction_line(correction, n_tests, metric)
-             + f": {n_worse} of {len(rows) - 1} worse than the best"]
+             + f": {n_worse} of {len(rows) - 1} worse than the best", *notes]
     if pw is not None:
         lines.append(pw["line"])
+    tokens = next((c for c in costs if c.startswith("context_tokens_at_")), None)
+    offer = (winner.cheaper_offer(rows, verdicts, tokens, latency, margin)
+             if tokens is not None else None)
+    lines += winner.offer_lines(names, metric, offer)
     axis_lines: list[str] = []
     if effects:
         how = ("" if correction == "none"
@@ -135,6 +144,7 @@ def decide_sweep(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], metric:
         if len(front["points"]) > 1:
             axis_lines += ax.front_text(front, rows, axes, metric)
     return {"verdicts": verdicts, "n_tests": n_tests, "correction": correction, "power": pw,
+            "offer": offer,
             "axes": effects, "fronts": fronts, "axis_lines": axis_lines,
             "lines": lines + axis_lines}
 
@@ -158,11 +168,6 @@ def plot_data(decision: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
     return {"metric": metric, "axes": effects, "fronts": fronts}
 
 
-def row_name(row: Mapping[str, Any], axes: Sequence[str]) -> str:
-    """``boundary=heading, size=128``: a row by its swept settings."""
-    return ", ".join(f"{a.split('.')[-1]}={row.get(a)}" for a in axes) or "the configuration"
-
-
 def costs_of(rows: Sequence[Mapping[str, Any]], cost: str, latency: str) -> list[str]:
     """The costs a sweep's rows report, for the Pareto fronts: context tokens, p95 latency,
     and dollars (served models, or generation's estimate)."""
@@ -170,47 +175,121 @@ def costs_of(rows: Sequence[Mapping[str, Any]], cost: str, latency: str) -> list
             if any(isinstance(r.get(c), int | float) for r in rows)]
 
 
-def decide_table(t: Any, detect: float | None = power.DEFAULT_DETECT) -> dict[str, Any]:
+def decide_table(t: Any, detect: float | None = power.DEFAULT_DETECT,
+                 margin: float = winner.DEFAULT_MARGIN) -> dict[str, Any]:
     """`decide_sweep` of a `table.SweepTable` read back from MLflow (its verdicts reused)."""
     return decide_sweep(t.rows, t.swept, t.metric, t.scores,
                         costs=costs_of(t.rows, t.cost, t.latency),
                         names=[row_name(r, t.swept) for r in t.rows],
                         correction=t.correction, detect=detect,
-                        verdicts=t.verdicts, resamples=t.resamples)
+                        verdicts=t.verdicts, resamples=t.resamples, latency=t.latency,
+                        margin=margin, notes=t.lost_lines)
 
 
-def read_scores(folder: Path, metric: str) -> dict[str, float] | None:
-    """``{qid: score}`` from a job folder's per_question.csv, or None when it has none (or not
-    the metric: a job of an older chunk-sweep)."""
+def read_questions(folder: Path, columns: Sequence[str]) -> Any:
+    """The ``qid``, ``status`` and ``columns`` (those it has) of a job folder's
+    per_question.csv, or None when it has none (or cannot be read)."""
     path = folder / PER_QUESTION
     if not path.is_file():
         return None
     try:
         head = read_csv(path, nrows=0).columns
-        if metric not in head:
+        if "qid" not in head:
             return None
-        cols = [c for c in ("qid", "status", metric) if c in head]
-        return question_scores(read_csv(path, usecols=cols, dtype={"qid": str}), metric)
+        cols = list(dict.fromkeys(c for c in ("qid", "status", *columns) if c in head))
+        return read_csv(path, usecols=cols, dtype={"qid": str})
     except (OSError, ValueError, SweepError):
         return None
 
 
-def finished_sweep(axes: Sequence[str], rows: Sequence[dict[str, Any]],
+def read_scores(folder: Path, metric: str) -> dict[str, float] | None:
+    """``{qid: score}`` from a job folder's per_question.csv, or None when it has none (or not
+    the metric: a job of an older chunk-sweep)."""
+    frame = read_questions(folder, [metric])
+    if frame is None or metric not in frame.columns:
+        return None
+    try:
+        return question_scores(frame, metric)
+    except (ValueError, SweepError):
+        return None
+
+
+def _count_lost(rows: list[dict[str, Any]], finished: Sequence[dict[str, Any]],
+                frames: Sequence[Any], reports: Mapping[str, Mapping[str, Any]],
+                metric: str) -> lost.Lost:
+    """`sweep.decide.lost` at the end of a sweep: the questions each finished row lost (in
+    ``finished``'s order), counted as misses in its headline and its per-question table
+    metrics, ``lost_in_parsing`` on every finished row, and ``rows`` sorted again in place
+    (as `outputs.report.comparison_rows` sorts them) when any row lost one."""
+    from sweep.outputs.report import TABLE_METRICS, rank_key
+
+    found = lost.lost_questions(
+        [lost.statuses(f) for f in frames],
+        [((reports.get(str(r.get("folder"))) or {}).get("fingerprints") or {}).get("golden")
+         for r in finished])
+    if not found.any:
+        return found
+    for r, qids in zip(finished, found.lost, strict=True):
+        r["lost_in_parsing"] = len(qids)
+        if not qids:
+            continue
+        frame = read_questions(Path(str(r.get("folder"))), [metric, *TABLE_METRICS])
+        if frame is None:
+            continue
+        for name in dict.fromkeys([metric, *TABLE_METRICS]):
+            if name in frame.columns and lost.miss_value(name) is not None:
+                value = lost.mean(lost.with_misses(question_scores(frame, name), qids, name))
+                if name == metric:
+                    r["headline"] = value
+                if name in r:
+                    r[name] = value
+    order = {id(r): qids for r, qids in zip(finished, found.lost, strict=True)}
+
+    def key(r: Mapping[str, Any]) -> tuple[int, tuple[float, float, float, str]]:
+        rep = reports.get(str(r.get("folder"))) or {}
+        m = rep.get("metrics") or {}
+        k = ((rep.get("config") or {}).get("eval") or {}).get("prompt_k", 5)
+        ok = r.get("status") == "FINISHED" and isinstance(r.get("headline"), int | float)
+        return (0 if ok else 1, rank_key(str(r.get("headline_metric") or ""),
+                                         r.get("headline") if ok else None,
+                                         m.get(f"context_tokens_at_{k}"), m.get(LATENCY),
+                                         str(rep.get("config_hash") or "")))
+
+    rows.sort(key=key)
+    again = [r for r in rows if id(r) in order]
+    return lost.Lost([order[id(r)] for r in again], found.everywhere)
+
+
+def finished_sweep(axes: Sequence[str], rows: list[dict[str, Any]],
                    reports: Mapping[str, Mapping[str, Any]], *,
                    correction: str = DEFAULT_CORRECTION,
-                   detect: float | None = power.DEFAULT_DETECT) -> dict[str, Any] | None:
+                   detect: float | None = power.DEFAULT_DETECT,
+                   margin: float = winner.DEFAULT_MARGIN) -> dict[str, Any] | None:
     """`decide_sweep` at the end of a sweep, from its folder: ``rows`` are
     `outputs.report.comparison_rows` (best first; each with its job ``folder``), ``reports``
-    the job reports by folder. Sets each finished row's ``verdict`` (short form) in place.
-    None when fewer than two configurations finished."""
-    finished = [r for r in rows if r.get("status") == "FINISHED"
+    the job reports by folder. Sets each finished row's ``verdict`` (short form) in place;
+    when a configuration lost questions another scored (`sweep.decide.lost`), its headline
+    counts them as misses and ``rows`` are sorted again in place, so that the table, its
+    ``best:`` line and `sweep compare` agree. None when fewer than two configurations
+    finished."""
+    def usable() -> list[dict[str, Any]]:
+        return [r for r in rows if r.get("status") == "FINISHED"
                 and isinstance(r.get("headline"), int | float)]
+
+    finished = usable()
     if len(finished) < 2:
         return None
     metric = str(finished[0]["headline_metric"])
+    frames = [read_questions(Path(str(r.get("folder"))), [metric]) if r.get("folder") else None
+              for r in finished]
+    found = _count_lost(rows, finished, frames, reports, metric)
+    if found.any:
+        by_row = {id(r): f for r, f in zip(finished, frames, strict=True)}
+        finished = usable()
+        frames = [by_row[id(r)] for r in finished]
     plain: list[dict[str, Any]] = []
     scores: list[dict[str, float] | None] = []
-    for r in finished:
+    for r, frame, qids in zip(finished, frames, found.lost, strict=True):
         rep = reports.get(str(r.get("folder"))) or {}
         metrics = rep.get("metrics") or {}
         prompt_k = ((rep.get("config") or {}).get("eval") or {}).get("prompt_k", 5)
@@ -221,18 +300,20 @@ def finished_sweep(axes: Sequence[str], rows: Sequence[dict[str, Any]],
             if isinstance(metrics.get(name), int | float):
                 row[name] = float(metrics[name])
         plain.append(row)
-        scores.append(read_scores(Path(str(r.get("folder"))), metric)
-                      if r.get("folder") else None)
+        scores.append(lost.with_misses(question_scores(frame, metric), qids, metric)
+                      if frame is not None and metric in frame.columns else None)
     costs = costs_of(plain, next((k for k in plain[0] if k.startswith("context_tokens_at_")),
                                  "context_tokens_at_5"), LATENCY)
-    out = decide_sweep(plain, axes, metric, scores, costs=costs,
-                       names=[row_name(r, axes) for r in plain], correction=correction,
-                       detect=detect)
+    names = [row_name(r, axes) for r in plain]
+    out = decide_sweep(plain, axes, metric, scores, costs=costs, names=names,
+                       correction=correction, detect=detect, margin=margin,
+                       notes=lost.lost_line(names, found))
     finished[0]["verdict"] = "best"
     for r, v in zip(finished[1:], out["verdicts"], strict=True):
         r["verdict"] = short_verdict(v)
     out["rows"] = plain
     out["metric"] = metric
+    out["lost"] = found
     return out
 
 

@@ -25,53 +25,22 @@ from sweep.config.naming import config_name
 from sweep.decide.multiple import DEFAULT_CORRECTION
 from sweep.decide.runs import SweepTable, load_table, read_per_question
 from sweep.decide.stats import correction_line, paired_scores
+from sweep.decide.winner import DEFAULT_MARGIN, Offer, check_margin, choose
 from sweep.evaluation.catalog import is_question_metric, lower_is_better
 from sweep.outputs import tracking
 from sweep.outputs.report import format_value
-from sweep.outputs.report import rank_number as _num
 
 # Where `sweep export` writes a winner when no --out is given.
 WINNERS_DIR = PROJECT_ROOT / "experiments" / "winners"
 
 
-def choose_winner(rows: Sequence[dict[str, Any]], metric: str, cost: str, latency: str
-                  ) -> tuple[dict[str, Any], str]:
-    """The configuration to export, and the rule that decided.
-
-    ``rows`` are ranked best first and carry ``tied`` (not distinguishable from the best). Among
-    the best and the configurations tied with it: fewest ``cost`` (context tokens), then lowest
-    ``latency``.
-    """
-    if not rows:
-        raise SweepError("no finished configuration to choose from")
-    best = rows[0]
-    tied = [r for r in rows if r.get("tied", r is best)]
-    if best not in tied:
-        tied.insert(0, best)
-    if len(tied) == 1:
-        return best, (f"highest {metric}" if not lower_is_better(metric) else f"lowest {metric}"
-                      ) + ", distinguishable from every other configuration (no tie to break)"
-    by_cost = sorted(tied, key=lambda r: (_num(r.get(cost)), _num(r.get(latency)),
-                                          rows.index(r)))
-    winner = by_cost[0]
-    n = len(tied)
-    cheapest = [r for r in tied if _num(r.get(cost)) == _num(winner.get(cost))]
-    if len(cheapest) == 1:
-        rule = (f"fewest {cost} ({format_value(winner.get(cost))}) among the {n} configurations not "
-                f"distinguishable from the best on {metric}")
-    else:
-        fastest = [r for r in cheapest if _num(r.get(latency)) == _num(winner.get(latency))]
-        if len(fastest) == 1:
-            rule = (f"lowest {latency} ({format_value(winner.get(latency))}) among the {len(cheapest)} "
-                    f"with the fewest {cost}, of the {n} configurations not distinguishable "
-                    f"from the best on {metric}")
-        else:
-            rule = (f"{len(fastest)} configurations tied on {metric}, {cost} and {latency}: "
-                    f"kept the one ranked first on {metric}")
-    if winner is not best:
-        rule += f" (the top {metric} was {format_value(best.get(metric))}, this one "
-        rule += f"{format_value(winner.get(metric))})"
-    return winner, rule
+def choose_winner(t: SweepTable, *, prefer: str = "best", margin: float = DEFAULT_MARGIN
+                  ) -> tuple[dict[str, Any], str, Offer | None]:
+    """The configuration to export from a table with its verdicts, the rule that decided and
+    the cheaper configuration offered beside the best (`sweep.decide.winner.choose`)."""
+    i, rule, offer = choose(t.rows, t.verdicts, t.metric, t.cost, t.latency, prefer=prefer,
+                            margin=margin)
+    return t.rows[i], rule, offer
 
 
 def winner_sections(config: Mapping[str, Any], defaults: Mapping[str, Any] | None
@@ -114,23 +83,23 @@ class Export:
     name: str
     path: Path
     existed: bool
+    offer: Offer | None = None  # the cheaper configuration offered beside the best
+    command: str = ""  # the `sweep export ...` that wrote it
 
 
 def export_winner(uri: str, experiment: str | None, sweep: str, metric: str | None,
-                  name: str | None, out_dir: Path, *, top: bool = False,
+                  name: str | None, out_dir: Path, *, prefer: str = "best",
+                  margin: float = DEFAULT_MARGIN,
                   correction: str = DEFAULT_CORRECTION) -> Export:
     """Choose the sweep's winner on ``metric`` (None: the sweep's headline), write it to
     ``out_dir/NAME.yaml`` (sections that differ from the defaults) and tag the runs in MLflow.
-    The winner is the cheapest of the configurations not distinguishable from the best after
-    ``correction``; ``top``: the first row of `sweep compare`, without that rule."""
+    The winner is the best (the top row of `sweep compare`); with ``prefer="cheaper"``, the
+    cheaper configuration offered beside it when shown within ``±margin`` of it
+    (`sweep.decide.winner`)."""
+    check_margin(margin)
     with tempfile.TemporaryDirectory(prefix="sweep-export-") as tmp:
         t = load_table(uri, experiment, sweep, metric, Path(tmp), correction=correction)
-        if top:
-            winner = t.rows[0]
-            rule = (f"the top row of `sweep compare` (best {t.metric}; ties by fewer {t.cost}, "
-                    f"then lower {t.latency}, then config hash)")
-        else:
-            winner, rule = choose_winner(t.rows, t.metric, t.cost, t.latency)
+        winner, rule, offer = choose_winner(t, prefer=prefer, margin=margin)
         cfg_path = tracking.download_artifact(uri, winner["run_id"], "config.yaml",
                                               Path(tmp) / "winner")
         if cfg_path is None:
@@ -142,10 +111,11 @@ def export_winner(uri: str, experiment: str | None, sweep: str, metric: str | No
     sections = winner_sections(config, default_sections())
     now = datetime.now(UTC)
     shown = "  ".join(f"{m}={format_value(winner.get(m))}" for m in t.shown)
+    command = (f"sweep export --metric {t.metric} --prefer {prefer} --margin {margin:g} "
+               f"--correction {t.correction}")
     header = [
         f"Winner of sweep {t.parent['run_id']} (experiment {t.parent['experiment']}), "
-        f"exported {now:%Y-%m-%d %H:%M} UTC by `sweep export --metric {t.metric}"
-        f"{' --top' if top else ''} --correction {t.correction}`",
+        f"exported {now:%Y-%m-%d %H:%M} UTC by `{command}`",
         f"sweep folder: {t.parent.get('sweep_dir') or '-'}",
         f"run: {winner['run_id']}  config_hash: "
         f"{tracking.run_info(uri, winner['run_id'])['tags'].get('config_hash', '-')}",
@@ -153,6 +123,7 @@ def export_winner(uri: str, experiment: str | None, sweep: str, metric: str | No
         f"{correction_line(t.correction, t.n_tests, t.metric)}",
         f"metrics: {shown}",
         f"re-run: python -m sweep experiment=winners/{name}",
+        f"gate it: sweep baseline update experiment=winners/{name}",
     ]
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name}.yaml"
@@ -162,7 +133,7 @@ def export_winner(uri: str, experiment: str | None, sweep: str, metric: str | No
                                               "winner_metric": t.metric})
     tracking.set_tags(uri, t.parent["run_id"], {"winner_run_id": winner["run_id"],
                                                 "winner_name": name})
-    return Export(t, winner, rule, config, name, path, existed)
+    return Export(t, winner, rule, config, name, path, existed, offer, command)
 
 
 def flip_rows(a: Any, b: Any, metric: str) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from sweep.common.csvcells import read_csv
 from sweep.common.errors import SweepError
 from sweep.common.files import read_text_regular
 from sweep.config.identity import INPUT_SECTIONS, inapplicable_keys
+from sweep.decide import lost
 from sweep.decide.multiple import DEFAULT_CORRECTION
 from sweep.decide.stats import N_RESAMPLES, SEED, Resamples, question_scores, table_verdicts
 from sweep.evaluation.sources import parse_metric
@@ -46,6 +48,11 @@ class SweepTable:
     scores: list[Any] = field(repr=False, default_factory=list)
     verdicts: list[Any] = field(repr=False, default_factory=list)
     resamples: Any = field(repr=False, default=None)  # the table's `Resamples`, reused
+    # Questions orphaned in every configuration (kept out), and what `sweep.decide.lost` says
+    # about the questions some configuration lost (counted as its misses).
+    orphans: list[str] = field(default_factory=list)
+    lost_lines: list[str] = field(default_factory=list)
+    note: str | None = None  # how the sweep was chosen, when not as asked (a failed latest)
 
 
 def default_uri() -> str:
@@ -76,18 +83,22 @@ def _headline_of(uri: str, run_ids: Sequence[str], tmp: Path) -> str | None:
     return None
 
 
+class NoResults(SweepError):
+    """A sweep without a finished configuration (it failed, or was stopped, before one)."""
+
+
 def finished_records(uri: str, parent: Mapping[str, Any]) -> tuple[list[dict[str, Any]],
                                                                   list[str], int]:
     """The sweep's finished runs as ``{run_id, params, <metric>: value}`` records, the metric
     names any of them has, and how many runs did not finish."""
     df = tracking.sweep_runs(uri, parent)
     if df is None or len(df) == 0:
-        raise SweepError(f"sweep {parent['run_id']} has no configuration runs")
+        raise NoResults(f"sweep {parent['run_id']} has no configuration runs")
     finished = df[df["status"] == "FINISHED"]
     n_failed = len(df) - len(finished)
     if len(finished) == 0:
-        raise SweepError(f"sweep {parent['run_id']} has no finished configuration "
-                         f"({n_failed} failed)")
+        raise NoResults(f"sweep {parent['run_id']} has no finished configuration "
+                        f"({n_failed} failed)")
     metric_cols = sorted(c[len("metrics."):] for c in finished.columns
                          if c.startswith("metrics.") and finished[c].notna().any())
     param_cols = [c for c in finished.columns if c.startswith("params.")]
@@ -144,8 +155,7 @@ def ranked_table(uri: str, experiment: str | None, sweep: str, metric: str | Non
                  tmp: Path) -> SweepTable:
     """The sweep's finished configurations, best first, without the per-question scores or
     the verdicts (what the labelling page needs: the best run and the swept parameters)."""
-    parent = tracking.find_sweep(uri, experiment, sweep)
-    records, metric_cols, n_failed = finished_records(uri, parent)
+    parent, (records, metric_cols, n_failed), note = sweep_with_results(uri, experiment, sweep)
     if metric is None:
         metric = _headline_of(uri, [rec["run_id"] for rec in records], tmp) or DEFAULT_METRIC
     if metric not in metric_cols:
@@ -177,16 +187,46 @@ def ranked_table(uri: str, experiment: str | None, sweep: str, metric: str | Non
             shown.append(name)
     # A golden set mixing sources: the ranking metric of each source, as a column group.
     shown += [name for name in metric_cols if (ps := parse_metric(name)) and ps[1] == metric]
-    return SweepTable(parent, metric, swept, shown, rows, {}, cost, latency, n_failed)
+    return SweepTable(parent, metric, swept, shown, rows, {}, cost, latency, n_failed,
+                      note=note)
+
+
+def sweep_with_results(uri: str, experiment: str | None, sweep: str
+                       ) -> tuple[dict[str, Any], tuple[list[dict[str, Any]], list[str], int],
+                                  str | None]:
+    """The sweep asked for and its `finished_records`; for ``latest``, when the latest sweep
+    has no finished configuration (a typo's sweep that failed at once), the last one of its
+    experiment that has, with a note saying so (None when the sweep is the one asked for)."""
+    parent = tracking.find_sweep(uri, experiment, sweep)
+    try:
+        return parent, finished_records(uri, parent), None
+    except NoResults as exc:
+        if sweep not in ("", "latest"):
+            raise
+        first = exc
+    for earlier in tracking.earlier_sweeps(uri, parent):
+        try:
+            found = finished_records(uri, earlier)
+        except NoResults:
+            continue
+        when = datetime.fromtimestamp((earlier.get("start_time") or 0) / 1000, UTC)
+        return earlier, found, (
+            f"the latest sweep, {parent['run_id']} ({parent.get('status', '?')}), has no "
+            f"results ({first.message.split(' has ', 1)[-1]}); this is sweep "
+            f"{earlier['run_id']} of {when:%Y-%m-%d %H:%M} UTC, the last one with results "
+            f"(--sweep PARENT_RUN_ID chooses another)")
+    raise first
 
 
 def add_verdicts(t: SweepTable, uri: str, tmp: Path, *, n: int = N_RESAMPLES,
                  seed: int = SEED, correction: str = DEFAULT_CORRECTION) -> None:
     """Read every run's per_question.csv into ``t.per_question`` and test each configuration
     against the best (paired bootstrap, p-values adjusted over the table by ``correction``),
-    in place."""
+    in place. Questions a configuration lost that another scored count as its misses
+    (`sweep.decide.lost`): its means are recomputed with them and the rows ranked again."""
     t.per_question = {rec["run_id"]: read_per_question(uri, rec["run_id"], tmp) for rec in t.rows}
     t.correction = correction
+    count_lost(t)
     metric = t.metric
     best_q = t.per_question.get(t.rows[0]["run_id"])
     scores: list[dict[str, float] | None] = []
@@ -196,7 +236,8 @@ def add_verdicts(t: SweepTable, uri: str, tmp: Path, *, n: int = N_RESAMPLES,
                 or metric not in mine.columns:
             scores.append(None)
             continue
-        scores.append(question_scores(mine, metric))
+        scores.append(lost.with_misses(question_scores(mine, metric),
+                                       rec.get("_lost") or [], metric))
     t.resamples = Resamples(scores, n=n, seed=seed)
     verdicts = table_verdicts(scores, metric, correction, n=n, seed=seed, resamples=t.resamples)
     t.scores, t.verdicts = scores, verdicts
@@ -210,6 +251,43 @@ def add_verdicts(t: SweepTable, uri: str, tmp: Path, *, n: int = N_RESAMPLES,
         else:
             rec.update(tied=v.tied, verdict=v.text, n_pairs=v.n_pairs, diff=v.diff, lo=v.lo,
                        hi=v.hi, p=v.p, p_adj=v.p_adj)
+
+
+def count_lost(t: SweepTable) -> None:
+    """The questions each configuration lost (orphans there, scored in another), from the
+    per-question tables: ``lost_in_parsing`` (their number) and ``_lost`` (their ids) on each
+    row; each per-question metric of the table recomputed with them as misses on the rows
+    that lost any, and the rows ranked again. Nothing changes in a sweep without such
+    questions (one parser: its orphans are every configuration's)."""
+    found = lost.lost_questions([lost.statuses(t.per_question.get(rec["run_id"]))
+                                 for rec in t.rows],
+                                [(rec.get("inputs") or {}).get("golden") for rec in t.rows])
+    t.orphans = found.everywhere
+    if not found.any:
+        return
+    for rec, qids in zip(t.rows, found.lost, strict=True):
+        rec["lost_in_parsing"] = len(qids)
+        rec["_lost"] = qids
+        frame = t.per_question.get(rec["run_id"])
+        if not qids or frame is None:
+            continue
+        for name in dict.fromkeys([t.metric, *t.shown]):
+            if name in frame.columns and lost.miss_value(name) is not None:
+                rec[name] = lost.mean(lost.with_misses(question_scores(frame, name), qids,
+                                                       name))
+    t.rows = rank_rows(t.rows, t.metric, t.cost, t.latency)
+    for i, rec in enumerate(t.rows):
+        rec["rank"] = i + 1
+    if "lost_in_parsing" not in t.shown:
+        t.shown.insert(1, "lost_in_parsing")
+    t.lost_lines = lost.lost_line([row_name(r, t.swept) for r in t.rows],
+                                  lost.Lost([r.get("_lost") or [] for r in t.rows],
+                                            found.everywhere))
+
+
+def row_name(row: Mapping[str, Any], axes: Sequence[str]) -> str:
+    """``boundary=heading, size=128``: a row by its swept settings."""
+    return ", ".join(f"{a.split('.')[-1]}={row.get(a)}" for a in axes) or "the configuration"
 
 
 def load_table(uri: str, experiment: str | None, sweep: str, metric: str | None,

@@ -25,6 +25,7 @@ ranked list, so the same inputs always give the same cause.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -42,6 +43,16 @@ MISS_CAUSES: tuple[str, ...] = ("lost_in_parsing", "orphan", "truncated", "evide
 SPLIT_ENOUGH = 0.8
 
 Span = tuple[str, int, int]
+
+# How `relevance.resolve` words a quote a parser's output lacks: one part per piece of
+# evidence, each named first ("evidence[0]: not found in pypdf output; evidence[2]: ...").
+_PARSER_LOST = re.compile(r"(?:^|; )(?:[^;:]+: )?not found in [^;]+ output(?:;|$)")
+
+
+def lost_by_parser(reason: str) -> bool:
+    """Whether an orphan's reason says a parser's output lacks a quote of its evidence (the
+    parser lost it), rather than that the label cannot be placed."""
+    return bool(_PARSER_LOST.search(reason))
 
 
 @dataclass(frozen=True)
@@ -88,7 +99,7 @@ def miss_cause(row: Mapping[str, Any], spans: Sequence[Span], relevant: Sequence
     """
     if row.get("status") == "orphan":
         reason = str(row.get("orphan_reason", ""))
-        return Miss("lost_in_parsing" if reason.startswith("not found in ") else "orphan", reason)
+        return Miss("lost_in_parsing" if lost_by_parser(reason) else "orphan", reason)
     if row.get("status") != "scored":
         return None  # document-level items have no chunk evidence to miss
     rank = row.get("first_relevant_rank")

@@ -49,11 +49,14 @@ TABLE_METRICS = [
 
 
 def table_metrics(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """`TABLE_METRICS` and any other quantisation tax the rows hold (``quant_tax_ndcg_at_5``
-    when that is the headline)."""
+    """`TABLE_METRICS`, the questions each configuration lost when one did
+    (``lost_in_parsing``), and any other quantisation tax the rows hold
+    (``quant_tax_ndcg_at_5`` when that is the headline)."""
     extra = sorted({k for r in rows for k in r
                     if k.startswith("quant_tax_") and k not in TABLE_METRICS})
-    return [*TABLE_METRICS, *extra]
+    # Set by sweep.decide.lost when a configuration lost questions another one scored.
+    lost = ["lost_in_parsing"] if any("lost_in_parsing" in r for r in rows) else []
+    return [*TABLE_METRICS, *lost, *extra]
 # What a configuration sent to the endpoints of served models (sweep.embedding.served): it
 # depends on what the cache already held, not on the configuration, so it is no result.
 SERVED_PREFIXES = ("embedding_", "rerank_")

@@ -563,6 +563,24 @@ def find_sweep(uri: str, experiment: str | None = None, sweep: str = "latest") -
             "tags": dict(run.data.tags), "metrics": dict(run.data.metrics)}
 
 
+def earlier_sweeps(uri: str, parent: Mapping[str, Any], limit: int = 50
+                   ) -> list[dict[str, Any]]:
+    """The sweeps of ``parent``'s experiment that started before it, latest first (at most
+    ``limit``), as `find_sweep` returns them: where to look when the latest sweep failed
+    before any configuration finished."""
+    client = client_for(uri)
+    with _read_guard(uri):
+        runs = client.search_runs(
+            [parent["experiment_id"]],
+            filter_string=f"{SWEEP_ROLE_FILTER} and attributes.start_time < "
+                          f"{int(parent.get('start_time') or 0)}",
+            order_by=["attributes.start_time DESC"], max_results=limit)
+    return [{"run_id": r.info.run_id, "experiment_id": r.info.experiment_id,
+             "experiment": parent.get("experiment"), "start_time": r.info.start_time,
+             "sweep_dir": r.data.tags.get("sweep_dir", ""), "status": r.info.status,
+             "tags": dict(r.data.tags), "metrics": dict(r.data.metrics)} for r in runs]
+
+
 def sweep_runs(uri: str, parent: Mapping[str, Any]) -> Any:
     """The child runs of a sweep as a pandas DataFrame (``mlflow.search_runs``: columns
     ``run_id``, ``status``, ``params.*``, ``metrics.*``, ``tags.*``)."""

@@ -119,3 +119,56 @@ def test_check_without_baseline_is_one_line_error(tmp_path):
         baseline_cmd.cmd_baseline(["check", "--baseline", str(tmp_path / "none.json")])
 
 
+
+
+def test_update_says_what_it_measures_and_gates_an_exported_winner(tmp_path, monkeypatch,
+                                                                    capsys):
+    """Issue 45: `update` measured the default configuration without saying so; the winner
+    `sweep export` wrote is gated with --from-export (the override experiment=winners/NAME,
+    which `check` composes again)."""
+    from sweep.decide import export
+
+    monkeypatch.setenv("CHUNK_SWEEP_CACHE_DIR", str(tmp_path / "cache"))
+    winners = tmp_path / "experiments" / "winners"
+    winners.mkdir(parents=True)
+    monkeypatch.setattr(export, "WINNERS_DIR", winners)
+    (winners / "heading-128.yaml").write_text(export.winner_yaml({"chunk": {"size": 128}},
+                                                                 ["test"]))
+    seen = []
+
+    def run(overrides):
+        seen.append(list(overrides))
+        return _fake_run(BASE, {"q1": 1})
+
+    monkeypatch.setattr(baseline_cmd, "evaluate_config", run)
+    path = tmp_path / "baseline.json"
+    assert baseline_cmd.cmd_baseline(["update", "--baseline", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("measuring: the project's default configuration (no overrides)\n")
+    assert baseline_cmd.cmd_baseline(["update", "--baseline", str(path), "--from-export",
+                                      str(winners / "heading-128.yaml"),
+                                      "eval.prompt_k=3"]) == 0
+    out = capsys.readouterr().out
+    assert seen[-1] == ["experiment=winners/heading-128", "eval.prompt_k=3"]
+    assert out.startswith("measuring: the default configuration with "
+                          "experiment=winners/heading-128 eval.prompt_k=3\n")
+    assert "(config_hash h; the default configuration with experiment=winners/heading-128" in out
+    assert json.loads(path.read_text())["overrides"] == seen[-1]
+    capsys.readouterr()
+    assert baseline_cmd.cmd_baseline(["check", "--baseline", str(path)]) == 0
+    assert seen[-1] == ["experiment=winners/heading-128", "eval.prompt_k=3"]
+    assert ("checked: the default configuration with experiment=winners/heading-128 "
+            "eval.prompt_k=3") in capsys.readouterr().out
+
+    elsewhere = tmp_path / "w.yaml"
+    elsewhere.write_text((winners / "heading-128.yaml").read_text())
+    with pytest.raises(SweepError, match=r"--from-export .*w.yaml: not under"):
+        baseline_cmd.cmd_baseline(["update", "--baseline", str(path), "--from-export",
+                                   str(elsewhere)])
+    (winners / "plain.yaml").write_text("chunk:\n  size: 64\n")
+    with pytest.raises(SweepError, match=r"plain.yaml:1: not an exported winner"):
+        baseline_cmd.cmd_baseline(["update", "--baseline", str(path), "--from-export",
+                                   str(winners / "plain.yaml")])
+    with pytest.raises(SweepError, match="no such file"):
+        baseline_cmd.cmd_baseline(["update", "--baseline", str(path), "--from-export",
+                                   str(winners / "none.yaml")])

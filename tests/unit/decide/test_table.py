@@ -114,32 +114,6 @@ def _row(run_id, value, tokens, latency, tied=True):
 ARGS = ("recall_at_5", "context_tokens_at_5", "latency_end_to_end_p95_ms")
 
 
-def test_winner_alone_when_nothing_is_tied():
-    rows = [_row("a", 0.9, 900, 5), _row("b", 0.6, 100, 1, tied=False)]
-    winner, rule = export.choose_winner(rows, *ARGS)
-    assert winner["run_id"] == "a" and "no tie" in rule
-
-
-def test_winner_fewest_tokens_among_tied():
-    rows = [_row("a", 0.9, 900, 5), _row("b", 0.88, 400, 9), _row("c", 0.5, 100, 1, tied=False)]
-    winner, rule = export.choose_winner(rows, *ARGS)
-    assert winner["run_id"] == "b"
-    assert rule.startswith("fewest context_tokens_at_5")
-
-
-def test_winner_latency_breaks_a_token_tie():
-    rows = [_row("a", 0.9, 400, 5), _row("b", 0.88, 400, 3), _row("c", 0.87, 500, 1)]
-    winner, rule = export.choose_winner(rows, *ARGS)
-    assert winner["run_id"] == "b"
-    assert rule.startswith("lowest latency_end_to_end_p95_ms")
-
-
-def test_winner_all_equal_keeps_the_first():
-    rows = [_row("a", 0.9, 400, 5), _row("b", 0.9, 400, 5)]
-    winner, rule = export.choose_winner(rows, *ARGS)
-    assert winner["run_id"] == "a" and "kept the one ranked first" in rule
-
-
 def test_rank_rows_orders_by_metric_then_cost():
     rows = [_row("a", 0.5, 100, 1), _row("b", 0.9, 900, 1), _row("c", 0.9, 300, 1),
             _row("d", None, 1, 1)]
@@ -306,15 +280,34 @@ def test_export_and_flips_commands(fake_store, tmp_path, capsys):
                       "--out-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0
-    # a and b are tied on recall_at_5; b reads half the tokens.
-    assert "decided by: fewest context_tokens_at_5" in out
-    path = tmp_path / "heading-128-ov0-path-minilm.yaml"
+    # a is the best; b is tied with it on 40 questions and reads half the tokens: offered,
+    # not exported (one question differs: "not shown different" is not "shown equal").
+    assert "decided by: best recall_at_5 (the top row of `sweep compare`" in out
+    assert re.search(r"cheaper than the best: boundary=heading, size=128 reads 600 fewer "
+                     r"context_tokens_at_5 \(600 vs 1200, 50% fewer\); may cost -0.025 "
+                     r"recall_at_5 \(diff -0.025, 95% CI \[-0.075, \+0.000\], paired over 40 "
+                     r"questions\); not shown within ±0.02 of the best", out)
+    path = tmp_path / "heading-256-ov0-path-minilm.yaml"
     text = path.read_text()
     assert text.startswith("# @package _global_\n")
-    assert fake_store["parent"] in text and "recall_at_5=0.725" in text
+    assert fake_store["parent"] in text and "recall_at_5=0.750" in text
     body = yaml.safe_load(text)
-    assert body["chunk"]["size"] == 128 and set(body) == set(RESULT_SECTIONS)
-    assert tracking.run_info(uri, fake_store["ids"]["b"])["tags"]["winner"] == "true"
+    assert body["chunk"]["size"] == 256 and set(body) == set(RESULT_SECTIONS)
+    assert tracking.run_info(uri, fake_store["ids"]["a"])["tags"]["winner"] == "true"
+    # Written outside experiments/: the gate needs it there first, and says so.
+    assert f"gate it: copy it to {export.WINNERS_DIR}/, then sweep baseline update " \
+        f"--from-export {export.WINNERS_DIR / path.name}" in out
+    # Asked for the cheaper one: its difference (-0.025) is beyond 0.02 already; within 0.05
+    # 40 questions cannot show it (half-width 0.0375 must shrink to 0.025: 40 x 1.5^2 = 90).
+    for margin, why in (("0.02", "its difference alone is beyond ±0.02"),
+                        ("0.05", "too few questions to show that; about 90 could")):
+        code = cmd_export(["--prefer", "cheaper", "--margin", margin, "--tracking-uri", uri,
+                           "--out-dir", str(tmp_path / "c")])
+        out = capsys.readouterr().out
+        assert code == 0 and f"(run {fake_store['ids']['a']}," in out
+        assert f"--prefer cheaper: the cheaper configuration is not shown within ±{margin}" in out
+        assert why in out and "kept the best" in out
+    assert (tmp_path / "c" / "heading-256-ov0-path-minilm.yaml").is_file()
 
     code = cmd_flips([fake_store["ids"]["a"], fake_store["ids"]["c"],
                    "--tracking-uri", uri])
@@ -427,13 +420,17 @@ def test_export_defaults_to_the_headline_and_top_takes_the_first_row(tmp_path, c
                        "--name", "default"]) == 0
     out = capsys.readouterr().out
     assert "recall_at_5=0.750" in out
-    assert ("decided by: 2 configurations tied on recall_at_5, context_tokens_at_5 and "
-            "latency_end_to_end_p95_ms: kept the one ranked first") in out
+    # The best, ties broken as the table breaks them (tokens, latency, then config hash).
+    assert f"(run {ids[64]}," in out
+    assert ("decided by: best recall_at_5 (the top row of `sweep compare`; ties by fewer "
+            "context_tokens_at_5, then lower latency_end_to_end_p95_ms, then config hash)") in out
+    # ef 64 is the cheapest already: nothing cheaper to offer.
+    assert "cheaper than the best" not in out
     assert tracking.run_info(uri, ids[64])["tags"]["winner"] == "true"
     assert cmd_export(["--top", "--tracking-uri", uri, "--out-dir", str(tmp_path / "w"),
                        "--name", "top"]) == 0
     out = capsys.readouterr().out
-    assert f"(run {ids[64]}," in out and "decided by: the top row of `sweep compare`" in out
+    assert f"(run {ids[64]}," in out and "decided by: best recall_at_5 (the top row" in out
     assert yaml.safe_load((tmp_path / "w" / "top.yaml").read_text())["index"]["ef_search"] == 64
 
 

@@ -112,6 +112,34 @@ def test_a_quote_the_parser_lost_is_lost_in_parsing() -> None:
     assert miss is not None and miss.cause == "lost_in_parsing"
 
 
+def test_the_reason_the_resolver_stores_is_lost_in_parsing() -> None:
+    """Failed before: the resolver names the evidence first ("evidence[0]: not found in html
+    output"), the classifier matched only a reason starting "not found in", so a question
+    the parser lost was blamed on its label."""
+    from sweep.data.documents import Document
+    from sweep.data.golden import EvidenceRef, GoldenItem
+    from sweep.evaluation.relevance import CorpusIndex, resolve_item
+
+    doc = Document(doc_id="page", title="Page", text="Install it with apt.", sections=(),
+                   source="page.html", parser="html")
+    item = GoldenItem("q1", "How?", evidence=(EvidenceRef(doc_id="page", quote="apt"),
+                                              EvidenceRef(doc_id="page", quote="dpkg -i")))
+    resolved = resolve_item(item, CorpusIndex([doc]), None)
+    assert resolved.orphan_reason == "evidence[1]: not found in html output"
+    miss = miss_cause(row("orphan", orphan_reason=resolved.orphan_reason), [], [], [], 5, {},
+                      True)
+    assert miss is not None and miss.cause == "lost_in_parsing"
+    # Two parts, the parser's second: still the parser's loss.
+    both = "evidence[0]: its document a.pdf was skipped: bad; evidence[1]: not found in pypdf output"
+    assert miss_cause(row("orphan", orphan_reason=both), [], [], [], 5, {}, True).cause \
+        == "lost_in_parsing"
+    # A label that cannot be placed, or a skipped file alone, stays an orphan.
+    for reason in ("evidence could not be placed in the corpus",
+                   "evidence[0]: its document a.pdf was skipped: not found in the archive"):
+        assert miss_cause(row("orphan", orphan_reason=reason), [], [], [], 5, {}, True).cause \
+            == "orphan"
+
+
 def test_a_question_the_index_lost_is_lost_by_index() -> None:
     r = row(rank=9, ann_flip="lost", exact_first_relevant_rank=2)
     miss = miss_cause(r, [("d", 10, 20)], WHOLE, WHOLE, 5, {}, True)
