@@ -23,6 +23,7 @@ from sweep.evaluation.relevance import ResolvedItem
 from sweep.pipeline.memo import (
     bm25_for,
     chunks_for,
+    forget_corpus,
     load_corpus_cached,
     load_golden_cached,
     resolve_golden,
@@ -131,6 +132,11 @@ class CorpusView:
                            self.reranker)
 
 
-def open_corpus_view(job: JobSpec, *, progress: bool = True) -> CorpusView:
-    """The view of ``job``'s corpus: nothing is loaded until a piece is asked for."""
+def open_corpus_view(job: JobSpec, *, progress: bool = True, reread: bool = False
+                     ) -> CorpusView:
+    """The view of ``job``'s corpus: nothing is loaded until a piece is asked for.
+    ``reread``: read the corpus folder again rather than this process's copy of it (the
+    labelling page, whose corpus may have been edited since it was last opened)."""
+    if reread:
+        forget_corpus(job.corpus)
     return CorpusView(job, progress)
