@@ -7,18 +7,20 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from sweep.application.job import run_job
-from sweep.config.checks import check_config
-from sweep.config.compose import compose
-from sweep.config.identity import RESULT_SECTIONS
-from sweep.config.specs import build_job_spec
-from sweep.decide import memo
-
 log = logging.getLogger(__name__)
 
 
 def evaluate_config(overrides: Sequence[str]) -> dict[str, Any]:
     """Run the composed configuration in-process; the numbers the gate needs."""
+    # Imported here: `sweep baseline check` answered from its memo never imports the pipeline,
+    # Hydra or numpy (tests/cli/test_gate_memo.py), and it imports this module to get here.
+    from sweep.application.job import run_job
+    from sweep.config.checks import check_config
+    from sweep.config.compose import compose
+    from sweep.config.identity import RESULT_SECTIONS
+    from sweep.config.specs import build_job_spec
+    from sweep.decide import memo
+
     cfg = compose(list(overrides))
     check_config(cfg)
     # Timing is not gated: skip the per-question latency pass (it never changes a metric).
