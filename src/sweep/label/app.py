@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import yaml
 
-from sweep.application.corpus import open_corpus_view
 from sweep.chunking.chunkers import Chunk, ChunkSpec
 from sweep.chunking.reference import load_golden, load_reference
 from sweep.common.errors import SweepError
@@ -594,6 +593,8 @@ def build_app(settings: LabelSettings, *, dense_spec: Any = None, cache_dir: str
               say: Callable[[str], None] = print) -> LabelApp:
     """Load the corpus, chunk it with the reference chunking, index it for BM25 and (with
     ``dense_spec``, an `EmbeddingSpec`) for dense search, printing progress with ``say``."""
+    # Imported here, as the page's other heavy parts: `sweep label --help` loads no pipeline.
+    from sweep.application.corpus import open_corpus_view
     from sweep.pipeline.memo import reference_spec
 
     t0 = time.perf_counter()
