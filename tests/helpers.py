@@ -32,6 +32,18 @@ def job_of(overrides: Sequence[str]) -> Any:
     return build_job_spec(compose(list(overrides)))
 
 
+def label_settings(corpus: str | Path, golden: str | Path, *overrides: str, top: int = 8
+                   ) -> Any:
+    """`sweep label`'s settings for a test corpus, built as the command builds them (from the
+    composed configuration's `JobSpec`): caches and tracking off and markdown and text files
+    only, unless ``overrides`` say otherwise."""
+    from sweep.label.app import LabelSettings
+
+    base = [f"corpus.path={corpus}", f"golden.path={golden}", "cache.enabled=false",
+            "tracking=off", "corpus.extensions=['.md','.markdown','.txt']"]
+    return LabelSettings(job_of([*base, *overrides]), top)
+
+
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
             timeout: int = 900) -> subprocess.CompletedProcess[str]:
     """Run ``python -m sweep ...`` (or ``-m sweep.cli`` for subcommands) in a subprocess.

@@ -85,14 +85,14 @@ def _plain_number(value: Any) -> Any:
 def compute_demo(cache_dir: str) -> dict[str, dict[str, Any]]:
     """The result metrics (no timings) of every configuration of the demo grid, run in this
     process on the bundled demo corpus."""
+    from sweep.application.job import run_job
     from sweep.config.compose import compose
     from sweep.config.specs import build_job_spec
     from sweep.outputs.report import result_metrics
-    from sweep.pipeline.run import run_config
 
     out = {}
     for overrides in demo_grid_overrides(cache_dir):
-        result = run_config(build_job_spec(compose(overrides)), progress=False)
+        result = run_job(build_job_spec(compose(overrides)), progress=False)
         metrics = result_metrics(result.report["metrics"])
         out[" ".join(overrides[1:-2])] = {
             "config_hash": result.report["config_hash"],

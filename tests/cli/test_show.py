@@ -82,16 +82,16 @@ def test_label_server_shows_a_run_with_links_to_each_label(sweep_dir: Path) -> N
     import http.client
     import shutil
 
-    from helpers import DEMO
-    from sweep.label.app import LabelSettings, build_app
+    from helpers import DEMO, label_settings
+    from sweep.label.app import build_app
     from sweep.label.server import LabelServer
 
     work = sweep_dir / "label"
     shutil.copytree(DEMO / "corpus", work / "corpus")
     shutil.copy(DEMO / "golden.jsonl", work / "golden.jsonl")
     uri = f"sqlite:///{sweep_dir / 'mlflow.db'}"
-    settings = LabelSettings(corpus=str(work / "corpus"), golden=str(work / "golden.jsonl"),
-                             tracking_enabled=True, tracking_uri=uri)
+    settings = label_settings(work / "corpus", work / "golden.jsonl", "tracking.enabled=true",
+                              f"tracking.uri={uri}")
     server = LabelServer(0, build_app(settings, say=lambda _: None))
     server.start_background()
 

@@ -11,8 +11,8 @@ from urllib.parse import quote
 
 import pytest
 
-from helpers import DEMO
-from sweep.label.app import LabelSettings, build_app
+from helpers import DEMO, label_settings
+from sweep.label.app import build_app
 from sweep.label.server import LabelServer
 from sweep.outputs.misses_html import render_page
 
@@ -99,8 +99,7 @@ def test_label_page_shows_hostile_documents_and_questions_as_text(tmp_path: Path
     (tmp_path / "corpus" / "evil.html").write_text(
         "<html><body><p>zebra &lt;script&gt;window.__pwned='entity'&lt;/script&gt; "
         "<a href=\"javascript:window.__pwned='link'\">zebra link</a></p></body></html>")
-    app = build_app(LabelSettings(corpus=str(tmp_path / "corpus"),
-                                  golden=str(tmp_path / "golden.jsonl")), say=lambda _: None)
+    app = build_app(label_settings(tmp_path / "corpus", tmp_path / "golden.jsonl"), say=lambda _: None)
     server = LabelServer(8552, app)
     server.start_background()
     driver = browser

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from helpers import job_of
+from sweep.application.job import run_job
 from sweep.outputs.report import write_per_question
-from sweep.pipeline.run import run_config
 
 UNITS = ("chunk", "parent", "window")
 INDEXES = ("exact", "hnsw", "ivf_flat", "ivf_pq", "sq8", "fp16", "binary")
@@ -42,7 +42,7 @@ def _read(path: Path) -> list[dict[str, str]]:
 @pytest.mark.parametrize("unit", UNITS)
 def test_reported_metrics_are_the_means_of_per_question(unit: str, index: str, cache: Path,
                                                         tmp_path: Path) -> None:
-    result = run_config(job_of([*BASE, f"cache.dir={cache}", f"retrieval.unit={unit}",
+    result = run_job(job_of([*BASE, f"cache.dir={cache}", f"retrieval.unit={unit}",
                                  f"index={index}"]), progress=False)
     metrics = result.report["metrics"]
     rows = _read(write_per_question(tmp_path, result.rows))

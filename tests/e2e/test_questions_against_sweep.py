@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from helpers import DEMO, job_of, run_cli
+from sweep.application import job as pipeline
 from sweep.pipeline import memo
-from sweep.pipeline import run as pipeline
 from sweep.questions.locate import DEPTH, places_disagree
 from sweep.questions.merge import normalise
 
@@ -63,7 +63,7 @@ def test_import_ranks_by_the_sweeps_best_and_runner_up(tmp_path: Path) -> None:
     for size in (best_size, other):
         memo.clear_memo()
         try:
-            r = pipeline.run_config(job_of([
+            r = pipeline.run_job(job_of([
                 "retrieval=bm25", f"chunk.size={size}", "chunk.overlap=0",
                 "retrieval.diagnose=false", "eval.latency_sample=0",
                 f"cache.dir={tmp_path}/cache"]), progress=False)

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sweep.application.audit import run_audit
 from sweep.cli.args import detect_arg, selection_args
 from sweep.common.errors import SweepError
 from sweep.config.checks import check_config
@@ -25,7 +26,6 @@ from sweep.config.compose import compose
 from sweep.config.specs import JobSpec, build_job_spec
 from sweep.evaluation.audit import AuditSpec
 from sweep.outputs.audit_report import audit_html, audit_json, audit_text
-from sweep.pipeline.audit import run_audit
 
 
 def add_audit_options(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +46,7 @@ def add_audit_options(parser: argparse.ArgumentParser) -> None:
 def audit_from_args(job: JobSpec, args: argparse.Namespace) -> dict[str, Any]:
     if not 0.0 < args.threshold <= 1.0:
         raise SweepError(f"--threshold: must be in (0, 1], got {args.threshold}")
-    report = run_audit(job.corpus, job.golden, job.cache, embed=not args.no_embedding,
+    report = run_audit(job, embed=not args.no_embedding,
                        spec=AuditSpec(dup_threshold=args.threshold))
     if not args.no_power:
         report["set"]["power"] = power_from_args(report, args)

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from sweep.application.gate import evaluate_config
 from sweep.common.errors import SweepError
 from sweep.common.files import atomic_write
 from sweep.decide import memo
@@ -24,7 +25,6 @@ from sweep.decide.baseline import (
     baseline_document,
     compare_metrics,
     config_differences,
-    evaluate_config,
     export_override,
     flipped,
     lowered,

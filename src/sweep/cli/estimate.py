@@ -30,6 +30,7 @@ def expand(overrides: Sequence[str]) -> list[list[str]]:
 
 
 def estimate(overrides: Sequence[str]) -> dict[str, Any]:
+    from sweep.application.corpus import open_corpus_view
     from sweep.common.sqlite import text_key
     from sweep.config.axes import AXES
     from sweep.config.checks import check_config
@@ -38,7 +39,6 @@ def estimate(overrides: Sequence[str]) -> dict[str, Any]:
     from sweep.embedding.cache import get_cache
     from sweep.embedding.served import estimate_tokens, served_fingerprint
     from sweep.endpoints.cost import per_mtok, request_cost
-    from sweep.pipeline.memo import chunks_for, load_corpus_cached, load_golden_cached
 
     endpoints: dict[str, dict[str, Any]] = {}
     seen: dict[str, set[bytes]] = {}
@@ -48,7 +48,8 @@ def estimate(overrides: Sequence[str]) -> dict[str, Any]:
         check_config(cfg)
         job = build_job_spec(cfg)
         uses_dense = job.retrieval.uses_dense or job.retrieval.diagnose
-        questions = [g.question for g in load_golden_cached(job.golden).items]
+        view = open_corpus_view(job)
+        questions = [g.question for g in view.golden.items]
         rerank = job.rerank.spec
         # a billed reranker (a served /rerank endpoint, a ServedRerankSpec): its calls
         if AXES["rerank.method"].has(job.rerank.method, "costs_money"):
@@ -65,8 +66,7 @@ def estimate(overrides: Sequence[str]) -> dict[str, Any]:
         if spec.served is None or not uses_dense:
             continue
         fp = served_fingerprint(spec, spec.served)
-        docs, corpus_fp = load_corpus_cached(job.corpus, job.cache)
-        chunks = chunks_for(docs, corpus_fp, job.chunking.spec, job.chunking.tokenizer)
+        chunks = view.tiled()
         texts = [spec.document_prefix + c.embed_text for c in chunks]
         texts += [spec.query_prefix + q for q in questions]
         todo = {text_key(t): t for t in texts}

@@ -1,15 +1,17 @@
-"""The Hydra side: the job function and the sweep callback. Thin by design.
+"""The Hydra job: one configuration, as a thin adapter.
 
 The job turns the composed config into the typed `Config`, checks it, builds its `JobSpec`
-(`config.specs.build_job_spec`), runs `pipeline.run_config` on that, writes the report into the job folder, then logs it to MLflow. Bad input never raises out of here as a
+(`config.specs.build_job_spec`), runs `sweep.application.job.run_job` on that, writes the
+report into the job folder, then logs it to MLflow. Bad input never raises out of here as a
 traceback: a single run prints one line and exits 1; inside a multirun the failing job is
-recorded (report + FAILED child run) and the sweep goes on, then exits 1 at the end.
+recorded (report + FAILED child run) and the sweep goes on, then exits 1 at the end. The
+sweep's callback is `sweep.cli.hydra_sweep` (re-exported here: conf/config.yaml names it by
+this module); what the two share in a process is `sweep.cli.sweep_session`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import logging
 import math
@@ -19,43 +21,44 @@ from pathlib import Path
 from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
-from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from sweep.cli.prewarm import prewarm_sweep
+from sweep.application import shared
+from sweep.application.audit import set_audit
+from sweep.application.corpus import open_corpus_view
+from sweep.application.job import run_job
+from sweep.application.sweep import need_line
+from sweep.cli.hydra_sweep import MlflowSweepCallback
+from sweep.cli.sweep_session import (
+    SESSION,
+    close_failed,
+    close_interrupted,
+    run_name,
+    sweep_parent,
+    ui_command,
+    write_error,
+)
 from sweep.common.errors import SweepError
 from sweep.common.files import read_text_regular
-from sweep.common.paths import PROJECT_ROOT, resolve_user_path
 from sweep.common.secret import install_log_scrubber
 from sweep.config.checks import check_config
 from sweep.config.compose import config_error_line, to_container
 from sweep.config.identity import config_hash
-from sweep.config.naming import command_line_keys, config_name
 from sweep.config.schema import Config
 from sweep.config.specs import JobSpec, build_job_spec
-from sweep.decide.decision import audit_power, finished_sweep, plot_data
-from sweep.outputs import quant, tracking, tracking_worker
+from sweep.decide.decision import audit_power
 from sweep.outputs import report as rp
-from sweep.outputs.audit_report import write_audit
+from sweep.outputs import tracking, tracking_worker
 from sweep.outputs.misses_html import write_views
-from sweep.pipeline import shared
-from sweep.pipeline.audit import run_audit
-from sweep.pipeline.memo import load_corpus_cached, load_golden_cached
-from sweep.pipeline.run import run_config, run_generation_for
+from sweep.pipeline.run import run_generation_for
+
+# The names other modules and conf/config.yaml import from here.
+__all__ = ["MlflowSweepCallback", "close_failed", "close_interrupted", "job", "run_name",
+           "ui_command", "write_error"]
 
 log = logging.getLogger("sweep")
-
-
-def run_name(plain: dict[str, Any]) -> str:
-    """The MLflow run's name: `config_name`, naming the settings this job's command line set
-    (a sweep's axes among them)."""
-    try:
-        overrides = list(HydraConfig.get().overrides.task)
-    except ValueError:  # no Hydra run in progress (a report read back after the sweep)
-        overrides = []
-    return config_name(plain, command_line_keys(overrides))
 
 
 def _error_line(exc: BaseException) -> str:
@@ -92,8 +95,7 @@ def job(cfg: DictConfig) -> float:
     install_log_scrubber()  # a launcher's worker process did not run hydra_main
     multirun = hc.mode == RunMode.MULTIRUN
     job_dir = Path(hc.runtime.output_dir)
-    _CHOICES.clear()
-    _CHOICES.update(group_choices(hc.runtime.choices))
+    SESSION.choices = group_choices(hc.runtime.choices)
     try:
         plain = to_container(cfg)
     except OmegaConfBaseException as exc:
@@ -112,13 +114,13 @@ def job(cfg: DictConfig) -> float:
         # The sweep's shared texts first (cache.prewarm): this job's part of them, then the
         # wait for the rest, so its own pass finds them in the cache.
         work = shared.join(spec, Path(str(hc.sweep.dir))) if multirun else None
-        result = run_config(spec)
+        result = run_job(spec)
     except (SweepError, OmegaConfBaseException) as exc:
         return _fail(plain, job_dir, exc, multirun)
 
     rep = result.report
     shared.add_to_report(rep, work)
-    rep["choices"] = dict(_CHOICES)
+    rep["choices"] = dict(SESSION.choices)
     gen_error: SweepError | None = None
     try:
         # Retrieval results are on disk before generation starts: a crash there loses nothing.
@@ -165,20 +167,10 @@ def job(cfg: DictConfig) -> float:
     return float(rep["headline"]["value"])
 
 
-# The config group options this job was composed from (``embedding: served_minilm``), for the
-# sweep's table: sweeping a group is one axis, not one per key its options set differently.
-_CHOICES: dict[str, str] = {}
-
-
 def group_choices(choices: Any) -> dict[str, str]:
     """Hydra's runtime choices without Hydra's own groups (launcher, sweeper, logging)."""
     return {str(k): str(v) for k, v in dict(choices or {}).items()
             if v is not None and not str(k).startswith("hydra")}
-
-
-# Messages of the queued child runs that could not be logged, for the sweep's end (their
-# reports say it too, unless the report could not be written either).
-_NOT_LOGGED: list[str] = []
 
 
 def _not_logged(job_dir: Path, rep: dict[str, Any], name: str) -> tracking_worker.OnError:
@@ -186,7 +178,7 @@ def _not_logged(job_dir: Path, rep: dict[str, Any], name: str) -> tracking_worke
     configuration, ``tracking_error`` in its report.json, exit 1 at the sweep's end."""
 
     def record(exc: SweepError) -> None:
-        _NOT_LOGGED.append(f"{name} ({job_dir}): {exc}")
+        SESSION.not_logged.append(f"{name} ({job_dir}): {exc}")
         log.error("configuration %s (%s) was not logged to MLflow: %s", name, job_dir, exc)
         rep["tracking_error"] = str(exc)
         try:
@@ -197,22 +189,17 @@ def _not_logged(job_dir: Path, rep: dict[str, Any], name: str) -> tracking_worke
     return record
 
 
-# (tracking uri, experiment) whose configuration runs left RUNNING by a killed process were
-# closed when this sweep started: its jobs need not ask the store again, each before it runs.
-_STALE_CLOSED: set[tuple[str, str]] = set()
-
-
 def _resume(job: JobSpec, job_dir: Path) -> float | None:
     """Skip a configuration the store already has as FINISHED (same config_hash): an
     interrupted sweep re-run with the same overrides loses nothing and repeats nothing.
 
     A run of this configuration left RUNNING by a killed process is closed KILLED first (and
     tagged), so that the store never holds FINISHED and RUNNING for one configuration."""
-    _, corpus_fp = load_corpus_cached(job.corpus, job.cache)
-    golden_fp = load_golden_cached(job.golden).fingerprint
+    view = open_corpus_view(job)
+    corpus_fp, golden_fp = view.fingerprint, view.golden.fingerprint
     chash = config_hash(job.plain, corpus_fp, golden_fp)
     uri, experiment = job.tracking.uri, job.tracking.experiment
-    if (uri, experiment) in _STALE_CLOSED:
+    if (uri, experiment) in SESSION.stale_closed:
         stale = []
     else:
         stale = tracking_worker.call(tracking.close_stale, uri, experiment, "config", chash)
@@ -242,18 +229,9 @@ def _resume(job: JobSpec, job_dir: Path) -> float | None:
     return float(rep["headline"]["value"])
 
 
-def write_error(folder: Path | None, exc: OSError) -> SweepError:
-    """One line for a folder that cannot be written (``folder``: the job folder, whose
-    temporary file names would only confuse; else the path the error names)."""
-    where = folder if folder is not None else (exc.filename or "the output folder")
-    return SweepError(f"cannot write {where}: {exc.strerror or exc}",
-                      hint="free space on that filesystem, or set hydra.sweep.dir / "
-                      "hydra.run.dir elsewhere")
-
-
 def _fail(plain: dict[str, Any], job_dir: Path, exc: BaseException, multirun: bool) -> float:
     message = _error_line(exc)
-    rep = {"status": "FAILED", "error": message, "config": plain, "choices": dict(_CHOICES)}
+    rep = {"status": "FAILED", "error": message, "config": plain, "choices": dict(SESSION.choices)}
     # When the folder is what failed, the FAILED run in MLflow carries the reason.
     with contextlib.suppress(OSError):
         rp.write_report(job_dir, rep)
@@ -287,20 +265,6 @@ def _exit_or_nan(message: str, multirun: bool, exc: BaseException) -> float:
     sys.exit(1)
 
 
-def ui_command(uri: str) -> str | None:
-    """The command that serves the UI of the store ``uri`` on the port `ui_link` names: `make
-    ui` only for the store it serves (the project's ./mlflow.db); an http(s) store is its own
-    UI (None)."""
-    import shlex
-
-    path = tracking.sqlite_path(uri)
-    if path is None:
-        return None
-    if resolve_user_path(path, "tracking.uri") == (PROJECT_ROOT / "mlflow.db").resolve():
-        return "make ui"
-    return f"python -m sweep.cli ui --tracking-uri {shlex.quote(uri)}"
-
-
 def _print_summary(rep: dict[str, Any], job_dir: Path, multirun: bool) -> None:
     m = rep["metrics"]
     head = rep["headline"]
@@ -324,345 +288,4 @@ def _print_summary(rep: dict[str, Any], job_dir: Path, multirun: bool) -> None:
         print(line)
         print(f"report: {job_dir / rp.REPORT}")
 
-
-def set_audit(job: JobSpec, folder: Path, power: dict[str, Any]) -> list[Path]:
-    """The golden set's audit (audit.json, audit.html) in ``folder``, when ``sweep.audit``,
-    with its power line ``power`` (`decision.audit_power`). It changes no result, so a
-    failure is a warning and the run keeps its reports."""
-    if not job.audit:
-        return []
-    try:
-        report = run_audit(job.corpus, job.golden, job.cache)
-        report["set"]["power"] = power
-        return write_audit(folder, report)
-    except (SweepError, OSError) as exc:
-        log.warning("the golden set's audit was not written: %s", exc)
-        return []
-
-
-def sweep_job(config: DictConfig) -> JobSpec | None:
-    """The job spec of a multirun's callback config (its ``config`` holds ``hydra`` too); None
-    with a warning when it does not convert."""
-    try:
-        plain = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
-        merged = OmegaConf.merge(OmegaConf.structured(Config), plain)
-        return build_job_spec(OmegaConf.to_object(merged))  # type: ignore[arg-type]
-    except OmegaConfBaseException as exc:
-        log.warning("the golden set's audit was not written: %s", config_error_line(exc))
-        return None
-    except SweepError as exc:  # a cache target that does not validate
-        log.warning("the golden set's audit was not written: %s", exc)
-        return None
-
-
-def need_line(rep: dict[str, Any]) -> str | None:
-    """``by passages needed: 1 0.812 (n=40) · 2 0.500 (n=6) · 3+ - (n=0)``: the headline per
-    number of passages an answer needs, when some question needs more than one."""
-    split = rep.get("by_needs") or {}
-    if not any((split.get(g) or {}).get("n") for g in ("2", "3plus")):
-        return None
-    metric = rep["headline"]["metric"]
-    cells = [f"{g.replace('plus', '+')} {rp.format_value((split.get(g) or {}).get(metric))} "
-             f"(n={(split.get(g) or {}).get('n', 0)})" for g in ("1", "2", "3plus")]
-    return f"{metric} by passages needed: " + " · ".join(cells)
-
-
-def _check_output_dir(path: str) -> None:
-    """Hydra creates the job folder itself and would die with a traceback; say it in a line."""
-    target = Path(path).absolute()
-    existing = next((p for p in [target, *target.parents] if p.exists()), None)
-    if existing is None or not existing.is_dir() or not os.access(existing, os.W_OK):
-        print(f"error: cannot create the output folder {target}: {existing} is not a writable "
-              "folder (set hydra.run.dir / hydra.sweep.dir elsewhere)", file=sys.stderr)
-        sys.exit(1)
-
-
-# (tracking uri, parent run id) of the sweep in progress, for closing it KILLED on Ctrl-C.
-ACTIVE_PARENT: tuple[str, str] | None = None
-# The sweep's parent run while the worker creates it: the callback that asked for it, the
-# store, the promise of (experiment_id, run_id), and of the stale configuration runs closed.
-_STARTING: tuple[MlflowSweepCallback, str, tracking_worker.Promise,
-                 tracking_worker.Promise] | None = None
-
-
-def sweep_parent(*, exit_on_error: bool = True) -> str | None:
-    """The id of the running sweep's parent run (None outside a sweep). The worker creates it
-    while the first job runs, and the first ask waits for it: when the first job's run is
-    logged, or at a Ctrl-C. A store that could not create it ends the sweep with its one line,
-    as it did when the sweep started."""
-    global _STARTING, ACTIVE_PARENT
-    if _STARTING is not None:
-        callback, uri, parent, stale = _STARTING
-        try:  # (a Ctrl-C while this waits leaves it for `close_interrupted` to ask again)
-            callback.experiment_id, callback.parent = parent.result()
-        except SweepError as exc:
-            _STARTING = None
-            if not exit_on_error:
-                return None
-            print(f"error: {exc}", file=sys.stderr)
-            sys.exit(1)
-        _STARTING = None
-        os.environ[tracking.PARENT_ENV] = callback.parent
-        ACTIVE_PARENT = (uri, callback.parent)
-        try:
-            closed = stale.result()
-        except SweepError as exc:
-            log.warning("%s", exc)
-        else:
-            if closed:
-                log.warning("closed %d configuration run(s) left RUNNING by a process that "
-                            "ended (%s): KILLED, tagged %s", len(closed), ", ".join(closed),
-                            tracking.STALE_TAG)
-    return os.environ.get(tracking.PARENT_ENV)
-
-
-def close_interrupted() -> str:
-    """Close the running sweep's parent run as KILLED (finished child runs stay as they are);
-    returns what to tell the user."""
-    global ACTIVE_PARENT
-    sweep_parent(exit_on_error=False)
-    if ACTIVE_PARENT is None:
-        return "interrupted"
-    uri, parent = ACTIVE_PARENT
-    ACTIVE_PARENT = None
-    try:
-        tracking_worker.call(tracking.set_tags, uri, parent, {"interrupted": "true"})
-        tracking_worker.call(tracking.kill_run, uri, parent)
-    except SweepError as exc:
-        return f"interrupted (and could not close parent run {parent}: {exc})"
-    return (f"interrupted: parent run {parent} closed KILLED; the configurations that finished "
-            "are kept, and the same command resumes the rest")
-
-
-_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES,
-                 errno.EPERM}
-
-
-def close_failed(exc: OSError) -> str:
-    """Hydra could not write the sweep or a job folder (``multirun.yaml``, ``.hydra/``, a job
-    folder) and the sweep ends there: the parent run closed FAILED with the reason; returns
-    the line to print."""
-    global ACTIVE_PARENT
-    if exc.errno in _WRITE_ERRNOS:
-        reason = str(write_error(None, exc))
-    else:  # e.g. a file a job could not read: say what the system said, not "cannot write"
-        reason = f"{exc.filename or 'a file'}: {exc.strerror or exc}"
-    sweep_parent(exit_on_error=False)
-    if ACTIVE_PARENT is None:
-        return f"error: {reason}"
-    uri, parent = ACTIVE_PARENT
-    ACTIVE_PARENT = None
-    try:
-        tracking_worker.call(tracking.set_tags, uri, parent, {"error": reason})
-        tracking_worker.call(tracking.kill_run, uri, parent, status="FAILED")
-    except SweepError as tracking_exc:
-        return f"error: {reason} (and could not close parent run {parent}: {tracking_exc})"
-    return (f"error: {reason}; the sweep stopped, parent run {parent} closed FAILED (the "
-            "configurations that finished are kept; the same command resumes the rest)")
-
-
-def _decide(axes: list[str], rows: list[dict[str, Any]], found: list[tuple[Path, dict[str, Any]]],
-            uri: str | None) -> dict[str, Any] | None:
-    """The corrected verdicts (set on ``rows``), the power line and each axis's effect, from
-    the jobs' per_question.csv. A resumed job's file comes from its run in MLflow. Never ends
-    the sweep: what cannot be computed is said in one line."""
-    by_folder = {str(folder): rep for folder, rep in found}
-    if uri is not None:
-        for folder, rep in found:
-            run_id = rep.get("resumed_from_run")
-            if run_id and not (folder / rp.PER_QUESTION).is_file():
-                with contextlib.suppress(SweepError, OSError):
-                    tracking_worker.call(tracking.download_artifact, uri, run_id,
-                                         rp.PER_QUESTION, folder)
-    try:
-        return finished_sweep(axes, rows, by_folder)
-    except (SweepError, OSError, ValueError) as exc:
-        log.warning("the sweep's statistics (verdicts, power, axes) were not computed: %s", exc)
-        return None
-
-
-class MlflowSweepCallback(Callback):
-    """One MLflow parent run per multirun, and the comparison table at its end."""
-
-    def __init__(self) -> None:
-        self.parent: str | None = None
-        self.uri: str | None = None
-        self.experiment_id: str | None = None
-
-    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        _check_output_dir(str(config.hydra.run.dir))
-
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        _check_output_dir(str(config.hydra.sweep.dir))
-        os.environ.pop(tracking.PARENT_ENV, None)
-        try:  # before the fan-out: the texts several configurations need, planned once
-            prewarm_sweep(config)
-        except SweepError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            sys.exit(1)
-        if not config.tracking.enabled:
-            return
-        sweep_dir = str(config.hydra.sweep.dir)
-        overrides = list(config.hydra.overrides.task)
-        self.uri = str(config.tracking.uri)
-        tracking_worker.set_store_wait(float(config.tracking.get("store_wait_s",
-                                                                 tracking.STORE_WAIT_S)))
-        try:
-            tracking.preflight(self.uri)  # here: what can be checked without MLflow
-        except SweepError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            sys.exit(1)
-        experiment = str(config.tracking.experiment)
-        # Sent, not waited for: the worker may still be importing MLflow, and nothing needs
-        # the parent before the first job's run is logged (`sweep_parent`).
-        parent = tracking_worker.begin(
-            tracking.start_parent, self.uri, experiment,
-            run_name=f"sweep {Path(sweep_dir).parent.name} {Path(sweep_dir).name}",
-            params={"overrides": " ".join(overrides)[:6000]},
-            tags={"sweep_dir": str(Path(sweep_dir).resolve())},
-        )
-        # Sweeps of this experiment killed before their end (SIGKILL), and their configuration
-        # runs: all at once here, instead of one configuration per job (a job of another
-        # experiment, e.g. of a swept corpus.name, still asks for its own).
-        tracking_worker.submit(tracking.close_stale, self.uri, experiment, "sweep",
-                               on_error=lambda exc: log.warning("%s", exc))
-        stale = tracking_worker.begin(tracking.close_stale, self.uri, experiment, "config")
-        _STALE_CLOSED.add((self.uri, experiment))
-        _NOT_LOGGED.clear()
-        global _STARTING
-        _STARTING = (self, self.uri, parent, stale)
-        launcher = str(config.hydra.launcher.get("_target_", ""))
-        # Jobs in other processes read the parent's id from the environment at launch; without
-        # the worker, the parent exists already (and a store that failed says so now).
-        if not launcher.endswith(".BasicLauncher") or tracking_worker.worker_pid() is None:
-            sweep_parent()
-
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        global ACTIVE_PARENT
-        # The queued child runs first: their failures are in the reports read below (a Ctrl-C
-        # while this waits still closes the parent KILLED).
-        sweep_parent()
-        tracking_worker.drain()
-        ACTIVE_PARENT = None
-        sweep_dir = Path(str(config.hydra.sweep.dir))
-        found = rp.read_reports(sweep_dir)
-        # Configurations run off torch fp32 beside the same one at it: the quantisation tax.
-        quant.add_to_reports(found)
-        reports = [r for _, r in found]
-        # (a launcher's job process logs its own run and writes the error to the report)
-        not_logged = list(_NOT_LOGGED) or [f"{run_name(r.get('config') or {})}: "
-                                           f"{r['tracking_error']}"
-                                           for r in reports if r.get("tracking_error")]
-        axes, rows = rp.comparison_rows(reports, folders=[f for f, _ in found])
-        decision = _decide(axes, rows, found, self.uri)
-        artifacts = rp.write_comparison(sweep_dir, axes, rows)
-        # Audited when some configuration finished: their golden set and corpus loaded.
-        if (any(r["status"] == "FINISHED" for r in rows)
-                and OmegaConf.select(config, "sweep.audit", default=True)):
-            job = sweep_job(config)
-            if job is not None:
-                pw = decision["power"] if decision is not None else None
-                artifacts += set_audit(job, sweep_dir, audit_power(
-                    pw, decision["metric"] if decision is not None else None, self.parent,
-                    "fewer than two configurations finished with per-question scores"))
-        # Drawn by the MLflow worker where there is one (it imported matplotlib while the jobs
-        # ran), while this process prints the table; else here, as `call` runs it then.
-        drawings = [tracking_worker.begin(tracking.plot_sweep, axes, rows,
-                                          sweep_dir / "comparison.png")]
-        if decision is not None:
-            drawings.append(tracking_worker.begin(
-                tracking.plot_axes, plot_data(decision, decision["rows"], decision["metric"]),
-                sweep_dir / "axes.png"))
-        rp.print_comparison(axes, rows)
-        best_report = max((r for r in reports if r.get("status") == "FINISHED"
-                           and isinstance((r.get("headline") or {}).get("value"), int | float)),
-                          key=lambda r: r["headline"]["value"], default=None)
-        needs = need_line(best_report) if best_report is not None else None
-        if needs:
-            print(f"best configuration, {needs}")
-        for line in decision["lines"] if decision is not None else ():
-            print(line)
-        for drawing in drawings:
-            drawn = drawing.result()
-            if drawn[0] == "oserror":
-                raise OSError(*drawn[1:])
-            if drawn[1] is not None:
-                artifacts.append(drawn[1])
-        served = rp.served_totals(reports)
-        if rp.served_line(served):
-            print(rp.served_line(served))
-        encoded = shared.totals(reports, shared.finish(sweep_dir))
-        if shared.totals_line(encoded):
-            print(shared.totals_line(encoded))
-        failed = [r for r in rows if r["status"] != "FINISHED"]
-        if not rows:
-            # e.g. remote workers that resolved a relative hydra.sweep.dir in their own cwd
-            failed = [{"error": f"no job report under {sweep_dir} (the jobs wrote elsewhere or "
-                       "never ran; use an absolute hydra.sweep.dir on a shared filesystem)"}]
-        if self.parent and self.uri:
-            best = next((r for r in rows if r["status"] == "FINISHED"), None)
-            metrics = {"n_configs": len(rows), "n_failed": len(failed) if rows else 0}
-            if best is not None and isinstance(best["headline"], int | float):
-                metrics[f"best_{best['headline_metric']}"] = best["headline"]
-            metrics.update({f"total_{k}": v for k, v in served.items()})
-            if encoded["per_node"]:
-                metrics["total_texts_encoded"] = encoded["total"]
-            if encoded["unique"] is not None:
-                metrics["unique_texts"] = encoded["unique"]
-            power_tags: dict[str, str] = {}
-            pw = decision["power"] if decision is not None else None
-            if pw is not None and pw["mde"] is not None:
-                metrics["power_mde"] = pw["mde"]
-                metrics["power_n_questions"] = pw["n"]
-                if pw["n_needed"] is not None:
-                    metrics["power_n_needed"] = pw["n_needed"]
-                    metrics["power_detect"] = pw["detect"]
-            if pw is not None:
-                power_tags["power"] = pw["line"][:5000]
-            if decision is not None:
-                power_tags["correction"] = decision["correction"]
-                metrics["n_worse"] = sum(1 for v in decision["verdicts"]
-                                         if v is not None and not v.tied)
-            # The parent's description in the UI: the table, so the sweep reads there
-            # without choosing columns by hand.
-            headline = next((r["headline_metric"] for r in rows if r.get("headline_metric")),
-                            "headline")
-            note = (f"**chunk-sweep**: {len(rows)} configurations, best {headline} first "
-                    f"(headline = {headline}); sweep folder `{sweep_dir.resolve()}`\n\n")
-            if decision is not None:  # what the set can decide, before the table
-                head = decision["lines"][: len(decision["lines"]) - len(decision["axis_lines"])]
-                effects = [f"  - {e['text']}" for e in decision["axes"]]
-                said = [f"- {line}" for line in head]
-                if effects:
-                    said += [f"- {decision['axis_lines'][0]}", *effects]
-                note += "\n".join(said)[:3000] + "\n\n"
-            note += rp.comparison_markdown(axes, rows, max_chars=7000 - len(note))
-            try:
-                tracking_worker.call(
-                    tracking.finish_parent, self.uri, self.parent,
-                    status="FAILED" if failed else "FINISHED", metrics=metrics,
-                    tags={"best_config": ", ".join(f"{a}={best[a]}" for a in axes) if best
-                          else "", tracking.NOTE_TAG: note, **power_tags},
-                    artifacts=artifacts)
-            except SweepError as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                sys.exit(1)
-            finally:
-                os.environ.pop(tracking.PARENT_ENV, None)
-            link = tracking.ui_link(self.uri, self.experiment_id or "0")
-            if link:
-                how = ui_command(self.uri)
-                print(f"MLflow runs of this sweep: {link}" + (f" (after `{how}`)" if how else ""))
-        if not rows:
-            print(f"error: {failed[0]['error']}", file=sys.stderr)
-            sys.exit(1)
-        if failed:
-            print(f"error: {len(failed)} of {len(rows)} configurations failed; first: "
-                  f"{failed[0].get('error')}", file=sys.stderr)
-            sys.exit(1)
-        if not_logged:
-            print(f"error: {len(not_logged)} of {len(rows)} configurations were not logged to "
-                  f"MLflow (their reports are in the sweep folder); first: {not_logged[0]}",
-                  file=sys.stderr)
-            sys.exit(1)
 

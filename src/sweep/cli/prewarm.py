@@ -1,4 +1,4 @@
-"""The pre-fan-out step of a multirun (``cache.prewarm``, `sweep.pipeline.shared`): the
+"""The pre-fan-out step of a multirun (``cache.prewarm``, `sweep.application.shared`): the
 sweep's jobs listed and composed as Hydra's basic sweeper and the launcher will, each built
 into its `JobSpec`, before any of them runs. Hydra is read here, in the CLI, so that the
 pipeline sees specs only."""
@@ -9,12 +9,12 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from sweep.application.shared import prewarm
 from sweep.common.errors import SweepError
 from sweep.config.schema import Config
 from sweep.config.specs import JobSpec, build_job_spec
-from sweep.pipeline.shared import prewarm
 
-log = logging.getLogger("sweep.pipeline.shared")
+log = logging.getLogger("sweep.application.shared")
 
 
 def prewarm_sweep(config: Any) -> dict[str, Any] | None:

@@ -160,74 +160,11 @@ def _embed(cfg: Any, report: dict[str, Any]) -> Callable[[list[str]], Any]:
     return embed
 
 
-class Corpus:
-    """The corpus chunked and indexed as the configuration says, for disagreement and
-    coverage (BM25 and dense vectors come from the caches a sweep fills)."""
+def queue_corpus(cfg: Any) -> Any:
+    from sweep.application.queue import QueueCorpus
+    from sweep.config.specs import build_job_spec
 
-    def __init__(self, cfg: Any) -> None:
-        from sweep.config.axes import AXES
-        from sweep.config.specs import build_job_spec
-        from sweep.pipeline.memo import bm25_for, chunks_for, load_corpus_cached
-
-        job = build_job_spec(cfg)
-        spec = job.chunking.spec
-        if AXES["chunk.boundary"].has(spec.boundary, "needs_embedder"):
-            raise SweepError(f"chunk.boundary={spec.boundary}: the queue's ranking chunks with "
-                             "a boundary that needs no model (e.g. chunk.boundary=recursive)")
-        if AXES["chunk.header"].has(spec.header, "remote"):
-            local = ", ".join(AXES["chunk.header"].having("remote", False))
-            raise SweepError(f"chunk.header={spec.header}: the queue's ranking uses "
-                             f"chunk.header={local}")
-        self.job = job
-        self.docs, self.fingerprint = load_corpus_cached(job.corpus, job.cache)
-        cache_dir = job.cache.dir if job.cache is not None else None
-        self.chunks = chunks_for(self.docs, self.fingerprint, spec, job.chunking.tokenizer,
-                                 cache_dir=cache_dir)
-        if not self.chunks:
-            raise SweepError(f"corpus {job.corpus.path} produced no chunks")
-        self.bm25, _ = bm25_for([c.embed_text for c in self.chunks], job.retrieval.bm25,
-                                "bm25s", cache_dir)
-
-    def locate(self, golden: str | None, steps: dict[str, Any]) -> Callable[[list[Any]], Any]:
-        from sweep.pipeline.run import embedder_for
-        from sweep.questions.locate import covered_places, first_chunks, signals_for
-
-        covered = None
-        if golden:
-            from sweep.chunking.reference import load_golden
-            from sweep.data.golden import require_valid
-            from sweep.pipeline.memo import resolve_golden
-
-            resolved = resolve_golden(require_valid(load_golden(golden)), self.docs,
-                                      self.fingerprint)
-            spans = [s for r in resolved for s in r.spans]
-            covered = covered_places(spans, self.docs)
-            steps["coverage"] = {"ran": True, "golden": golden, "items": len(resolved),
-                                 "documents_covered": len(covered[0]),
-                                 "sections_covered": len(covered[1]),
-                                 "documents": len(self.docs)}
-        else:
-            steps["coverage"] = {"ran": False, "why_not": "no --golden"}
-
-        job = self.job
-
-        def locate(cands: list[Any]) -> Any:
-            embedder = embedder_for(job.embedding, job.cache)
-            _say(f"ranking: {len(cands)} questions through BM25 and {job.embedding.name} "
-                 f"over {len(self.chunks)} chunks")
-            chunk_vecs = embedder.encode([c.embed_text for c in self.chunks], progress=True)
-            query_vecs = embedder.encode([c.question for c in cands], query=True,
-                                         progress=True)
-            tops = first_chunks([c.question for c in cands], self.chunks, self.bm25.scores,
-                                chunk_vecs, query_vecs)
-            steps["disagreement"] = {
-                "ran": True, "corpus": job.corpus.path, "chunks": len(self.chunks),
-                "chunking": f"{job.chunking.spec.boundary}/{job.chunking.spec.size}/"
-                            f"{job.chunking.spec.overlap}",
-                "dense": job.embedding.name, "bm25": "bm25s"}
-            return signals_for(cands, tops, self.chunks, self.docs, covered)
-
-        return locate
+    return QueueCorpus(build_job_spec(cfg), _say)
 
 
 def config_of_run(cfg: Any, run_config: dict[str, Any]) -> Any:
@@ -248,34 +185,12 @@ def config_of_run(cfg: Any, run_config: dict[str, Any]) -> Any:
 
 
 def config_places(cfg: Any, questions: list[str]) -> list[list[tuple[str, int, int]]]:
-    """The places (doc_id, start, end) of the first chunks ``cfg`` retrieves for each
-    question, as a sweep of that configuration would search (its chunking, model, method,
-    index and reranker; through the same caches)."""
-    from sweep.config.axes import AXES
+    """The places of the first chunks ``cfg`` retrieves for each question, as a sweep of it
+    would search (`sweep.application.queue.config_places`)."""
+    from sweep.application.queue import config_places as places
     from sweep.config.specs import build_job_spec
-    from sweep.pipeline.memo import chunks_for, load_corpus_cached
-    from sweep.pipeline.run import build_indexes, load_reranker, make_search
-    from sweep.questions.locate import DEPTH
 
-    job = build_job_spec(cfg)
-    spec = job.chunking.spec
-    if (AXES["chunk.boundary"].has(spec.boundary, "needs_embedder")
-            or AXES["chunk.header"].has(spec.header, "remote")):
-        raise SweepError(f"--against-sweep: chunk.boundary={spec.boundary}, chunk.header="
-                         f"{spec.header} is not re-run for the queue (use a tiling boundary and "
-                         "no contextual header, or BM25 vs dense without --against-sweep)")
-    docs, fingerprint = load_corpus_cached(job.corpus, job.cache)
-    chunks = chunks_for(docs, fingerprint, spec, job.chunking.tokenizer,
-                        cache_dir=job.cache.dir if job.cache is not None else None)
-    if not chunks:
-        raise SweepError(f"corpus {job.corpus.path} produced no chunks")
-    ix = build_indexes(job.retrieval, job.embedding, job.cache, chunks, questions, {},
-                       progress=show_progress())
-    search = make_search(chunks, job.retrieval, job.index, job.rerank.pool, ix.chunk_vecs,
-                         ix.bm25, load_reranker(job.retrieval, job.rerank))
-    return [[(chunks[i].doc_id, chunks[i].start, chunks[i].end)
-             for i in r.final.indices[:DEPTH]]
-            for r in search.run_all(questions, ix.query_vecs)]
+    return places(build_job_spec(cfg), questions, progress=show_progress())
 
 
 def sweep_locate(args: argparse.Namespace, cfg: Any, base: Callable[[list[Any]], Any],
@@ -365,7 +280,7 @@ def _finish(args: argparse.Namespace, cfg: Any, out: Path, rows: Iterable[Any],
     locate = None
     if args.corpus or args.action == "generate":
         corpus = extra.pop("_corpus", None) if extra else None
-        corpus = corpus or Corpus(cfg)
+        corpus = corpus or queue_corpus(cfg)
         locate = corpus.locate(args.golden, steps)
         if args.against_sweep:
             locate = sweep_locate(args, cfg, locate, steps)
@@ -492,7 +407,7 @@ def run_generate(args: argparse.Namespace) -> int:
     client = ChatClient(EndpointSpec("generation", g.base_url, g.api_key_env, g.timeout_s,
                                      g.max_retries, g.concurrency), g.model)
     client.preflight()
-    corpus = Corpus(cfg)
+    corpus = queue_corpus(cfg)
     chosen = sample_passages(corpus.chunks, passages, q.seed)
     if not chosen:
         raise SweepError(f"corpus {cfg.corpus.path}: no passage of at least 20 words to ask "

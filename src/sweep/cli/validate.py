@@ -12,6 +12,7 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 
+from sweep.application.corpus import open_corpus_view
 from sweep.chunking.reference import load_golden
 from sweep.cli.audit import add_audit_options, audit_from_args, write_html
 from sweep.config.checks import check_config
@@ -23,7 +24,6 @@ from sweep.evaluation.sources import UNSPECIFIED
 from sweep.evaluation.validate import cap_problems, check_golden
 from sweep.outputs.audit_report import audit_text
 from sweep.outputs.report import json_safe
-from sweep.pipeline.memo import load_corpus_cached, resolve_golden
 
 
 def quote_levels_by_parser(overrides: Sequence[str], golden: object, docs: Sequence[object]
@@ -39,8 +39,7 @@ def quote_levels_by_parser(overrides: Sequence[str], golden: object, docs: Seque
     out: dict[str, dict[str, list[str]]] = {}
     for label, override in columns:
         job = build_job_spec(compose([*overrides, *([override] if override else [])]))
-        parsed, fingerprint = load_corpus_cached(job.corpus, job.cache)
-        resolved = resolve_golden(golden, parsed, fingerprint)
+        resolved = open_corpus_view(job).resolve(golden)  # type: ignore[arg-type]
         out[label] = {r.item.qid: list(r.quote_levels) for r in resolved if r.quote_levels}
     return out
 
@@ -80,9 +79,10 @@ def cmd_validate(argv: Sequence[str]) -> int:
     cfg = compose(args.overrides)
     check_config(cfg)
     job = build_job_spec(cfg)
-    docs, fingerprint = load_corpus_cached(job.corpus, job.cache)
+    view = open_corpus_view(job)
+    docs = view.docs
     golden = load_golden(job.golden)
-    resolved = resolve_golden(golden, docs, fingerprint)
+    resolved = view.resolve(golden)
     result = check_golden(golden, resolved, docs)
     failing = result.problems if args.strict else result.errors
     levels = quote_levels_by_parser(args.overrides, golden, docs) if args.quotes else None

@@ -16,11 +16,12 @@ from sweep.config.specs import chunk_spec, corpus_limits, eval_spec
 def check_config(cfg: Config) -> None:
     """Cross-field checks the schema cannot express; raises a one-line `SweepError`."""
     chunk_spec(cfg).validate()  # the chunker's own rules (allowed boundary, overlap < size)
-    from sweep.config.specs import semantic_params, unit_spec
+    from sweep.config.specs import cutting_spec, unit_spec
 
     unit_spec(cfg).validate()
-    if AXES["chunk.boundary"].has(cfg.chunk.boundary.value, "needs_embedder"):
-        semantic_params(cfg).validate()
+    cutting = cutting_spec(cfg)  # an embedded boundary's settings (None: a tiling one)
+    if cutting is not None:
+        cutting.params.validate()
         if cfg.chunk.overlap:
             raise SweepError(f"chunk.overlap={cfg.chunk.overlap}: chunk.boundary="
                              f"{cfg.chunk.boundary.value} takes no overlap (set chunk.overlap=0)")

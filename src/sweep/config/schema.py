@@ -26,7 +26,7 @@ from sweep.data.parsers.registry import DEFAULT_PARSERS
 from sweep.embedding.backends import BACKENDS as ENCODE_BACKENDS
 from sweep.embedding.backends import PRECISIONS
 from sweep.questions.prompts import PROMPT as QUESTIONS_PROMPT
-from sweep.retrieval.bm25 import BACKENDS
+from sweep.retrieval.bm25 import BACKENDS, BM25_B, BM25_K1
 from sweep.retrieval.index import IndexSpec
 
 
@@ -225,8 +225,8 @@ class RetrievalConfig:
     depth: int = 100
     # bm25s: the same scores as rank_bm25 (tested to 1e-9 on SciFact), ~70x faster per query.
     bm25_backend: Bm25Backend = Bm25Backend["bm25s"]
-    bm25_k1: float = 1.5
-    bm25_b: float = 0.75
+    bm25_k1: float = BM25_K1  # stated once, beside the index (retrieval/bm25.py)
+    bm25_b: float = BM25_B
     bm25_stopwords: str = "english"
     rrf_k: int = 60
     dense_weight: float = 1.0

@@ -28,7 +28,7 @@ from sweep.endpoints.spec import EndpointSpec
 from sweep.evaluation.evaluate import EvalSpec
 from sweep.generation.contextual import ContextSpec
 from sweep.retrieval.index import IndexSpec
-from sweep.retrieval.rerank import RerankSpec, ServedRerankSpec
+from sweep.retrieval.rerank import RERANK, RerankSpec, ServedRerankSpec
 from sweep.retrieval.search import uses_bm25, uses_dense
 from sweep.retrieval.units import UnitSpec
 
@@ -37,12 +37,14 @@ def cache_target(cfg: Config) -> CacheTarget | None:
     """Where the caches are (None with cache.enabled=false)."""
     if not cfg.cache.enabled:
         return None
-    return CacheTarget(cfg.cache.dir, cfg.cache.backend, cfg.cache.url, cfg.cache.password_env)
+    c = cfg.cache
+    return CacheTarget(dir=c.dir, backend=c.backend, url=c.url, password_env=c.password_env)
 
 
 def chunk_spec(cfg: Config) -> ChunkSpec:
     c = cfg.chunk
-    return ChunkSpec(c.boundary.value, c.size, c.overlap, c.header.value)
+    return ChunkSpec(boundary=c.boundary.value, size=c.size, overlap=c.overlap,
+                     header=c.header.value)
 
 
 def embedding_spec(cfg: Config) -> EmbeddingSpec:
@@ -50,42 +52,58 @@ def embedding_spec(cfg: Config) -> EmbeddingSpec:
     served = None
     if FAMILY.has(e.family.value, "remote"):  # a model behind an endpoint
         served = ServedSpec(
-            EndpointSpec("embedding", e.base_url, e.api_key_env, e.timeout_s, e.max_retries,
-                         e.concurrency, e.requests_per_minute, e.tokens_per_minute),
-            e.model, e.dimensions, e.query_input_type, e.document_input_type, e.fingerprint,
-            e.max_texts_per_request, e.max_tokens_per_request, e.price_per_mtok)
-    return EmbeddingSpec(e.name, e.family.value, e.distill_from, e.pca_dims, e.batch_size,
-                         e.query_prefix, e.document_prefix, e.device, served,
-                         e.backend.value, e.precision.value)
+            endpoint=endpoint_spec("embedding", e, requests_per_minute=e.requests_per_minute,
+                                   tokens_per_minute=e.tokens_per_minute),
+            model=e.model, dimensions=e.dimensions, query_input_type=e.query_input_type,
+            document_input_type=e.document_input_type, fingerprint=e.fingerprint,
+            max_texts_per_request=e.max_texts_per_request,
+            max_tokens_per_request=e.max_tokens_per_request, price_per_mtok=e.price_per_mtok)
+    return EmbeddingSpec(name=e.name, family=e.family.value, distill_from=e.distill_from,
+                         pca_dims=e.pca_dims, batch_size=e.batch_size,
+                         query_prefix=e.query_prefix, document_prefix=e.document_prefix,
+                         device=e.device, served=served, backend=e.backend.value,
+                         precision=e.precision.value)
+
+
+def endpoint_spec(section: str, conf: Any, **limits: Any) -> EndpointSpec:
+    """The endpoint of a config section that talks to a served model (its URL, key, timeout,
+    retries and concurrency; ``limits``: the rate limits the embedding section also has)."""
+    return EndpointSpec(section=section, base_url=conf.base_url, api_key_env=conf.api_key_env,
+                        timeout_s=conf.timeout_s, max_retries=conf.max_retries,
+                        concurrency=conf.concurrency, **limits)
 
 
 def rerank_spec(cfg: Config) -> RerankSpec:
     r = cfg.rerank
-    return RerankSpec(r.model, r.batch_size, r.max_length)
+    return RerankSpec(model=r.model, batch_size=r.batch_size, max_length=r.max_length)
 
 
 def served_rerank_spec(cfg: Config) -> ServedRerankSpec:
     r = cfg.rerank
-    return ServedRerankSpec(EndpointSpec("rerank", r.base_url, r.api_key_env, r.timeout_s,
-                                         r.max_retries, r.concurrency),
-                            r.model, r.price_per_mtok, r.price_per_request)
+    return ServedRerankSpec(endpoint=endpoint_spec("rerank", r), model=r.model,
+                            price_per_mtok=r.price_per_mtok,
+                            price_per_request=r.price_per_request)
 
 
 def eval_spec(cfg: Config) -> EvalSpec:
     e = cfg.eval
-    return EvalSpec(tuple(e.k), e.prompt_k, e.token_budget, e.min_overlap, e.span_mode.value)
+    return EvalSpec(k=tuple(e.k), prompt_k=e.prompt_k, token_budget=e.token_budget,
+                    min_overlap=e.min_overlap, span_mode=e.span_mode.value)
 
 
 def index_spec(cfg: Config) -> IndexSpec:
     i = cfg.index
-    return IndexSpec(i.kind.value, i.M, i.ef_construction, i.ef_search, i.nlist, i.nprobe,
-                     i.pq_m, i.quantizer.value, i.rescore, i.seed, i.host, i.port)
+    return IndexSpec(kind=i.kind.value, M=i.M, ef_construction=i.ef_construction,
+                     ef_search=i.ef_search, nlist=i.nlist, nprobe=i.nprobe, pq_m=i.pq_m,
+                     quantizer=i.quantizer.value, rescore=i.rescore, seed=i.seed, host=i.host,
+                     port=i.port)
 
 
 def corpus_limits(cfg: Config) -> ParseLimits:
     """The bounds on one parsed file, as `sweep.data.corpus.load_corpus` takes them."""
     c = cfg.corpus
-    return ParseLimits(c.max_pages, c.max_inflated_mb, c.max_html_chars, c.max_html_depth)
+    return ParseLimits(max_pages=c.max_pages, max_inflated_mb=c.max_inflated_mb,
+                       max_html_chars=c.max_html_chars, max_html_depth=c.max_html_depth)
 
 
 def corpus_parsers(cfg: Config) -> dict[str, str]:
@@ -93,24 +111,32 @@ def corpus_parsers(cfg: Config) -> dict[str, str]:
     c = cfg.corpus
     return {"pdf": c.pdf_parser.value, "html": c.html_parser.value, "docx": c.docx_parser.value}
 
-def semantic_params(cfg: Config) -> SemanticParams:
-    """The settings the embedded boundary in use reads (the other one's stay at defaults, so
-    two configurations that cut alike share one memoised chunking)."""
-    c = cfg.chunk
-    if c.boundary.value == "semantic":
-        return SemanticParams(window=c.semantic.window, threshold=float(c.semantic.threshold))
-    return SemanticParams(piece_tokens=c.cluster.piece_tokens)
-
-
-def cut_model(cfg: Config) -> str:
-    """The model that embeds for cutting ("" = the swept embedding)."""
-    c = cfg.chunk
-    return c.semantic.model if c.boundary.value == "semantic" else c.cluster.model
+def cutting_spec(cfg: Config) -> CuttingSpec | None:
+    """An embedded boundary's settings, read where its registry entry says they are: each key
+    of the entry's ``params`` names a section of ``chunk`` and the settings it reads there;
+    ``model`` is the cutting model, the others are `SemanticParams` fields (the ones another
+    boundary reads stay at their defaults, so two configurations that cut alike share one
+    memoised chunking). None for a boundary that cuts without a model."""
+    boundary = cfg.chunk.boundary.value
+    if not BOUNDARY.has(boundary, "needs_embedder"):
+        return None
+    defaults = SemanticParams()
+    values: dict[str, Any] = {}
+    model = ""
+    for section, keys in BOUNDARY.get_entry(boundary).params.items():
+        conf = getattr(cfg.chunk, section)
+        for key in keys:
+            if key == "model":
+                model = getattr(conf, key)
+            else:  # typed as SemanticParams' default (a percentile threshold is a float)
+                values[key] = type(getattr(defaults, key))(getattr(conf, key))
+    return CuttingSpec(params=SemanticParams(**values), model=model)
 
 
 def unit_spec(cfg: Config) -> UnitSpec:
     r = cfg.retrieval
-    return UnitSpec(r.unit.value, r.parent_max_tokens, r.window_sentences)
+    return UnitSpec(unit=r.unit.value, parent_max_tokens=r.parent_max_tokens,
+                    window_sentences=r.window_sentences)
 
 
 # --------------------------------------------------------------------------- the job spec
@@ -262,62 +288,62 @@ class JobSpec:
 
 def corpus_spec(cfg: Config) -> CorpusSpec:
     c = cfg.corpus
-    return CorpusSpec(c.path, tuple(c.extensions), c.on_error,
-                      tuple(corpus_parsers(cfg).items()), c.max_file_mb, corpus_limits(cfg))
+    return CorpusSpec(path=c.path, extensions=tuple(c.extensions), on_error=c.on_error,
+                      parsers=tuple(corpus_parsers(cfg).items()), max_file_mb=c.max_file_mb,
+                      limits=corpus_limits(cfg))
 
 
 def chunking_spec(cfg: Config) -> ChunkingSpec:
     spec = chunk_spec(cfg)
-    cutting = (CuttingSpec(semantic_params(cfg), cut_model(cfg))
-               if BOUNDARY.has(spec.boundary, "needs_embedder") else None)
+    cutting = cutting_spec(cfg)
     context = None
     if HEADER.has(spec.header, "remote"):
         c = cfg.chunk.context
         context = ContextJob(
-            EndpointSpec("chunk.context", c.base_url, c.api_key_env, c.timeout_s,
-                         c.max_retries, c.concurrency),
-            c.model,
-            ContextSpec(c.max_doc_tokens, c.max_tokens, c.price_input_per_mtok,
-                        c.price_output_per_mtok, c.dry_run))
-    return ChunkingSpec(spec, cfg.chunk.tokenizer, cutting, context)
+            endpoint=endpoint_spec("chunk.context", c), model=c.model,
+            spec=ContextSpec(max_doc_tokens=c.max_doc_tokens, max_tokens=c.max_tokens,
+                             price_input_per_mtok=c.price_input_per_mtok,
+                             price_output_per_mtok=c.price_output_per_mtok,
+                             dry_run=c.dry_run))
+    return ChunkingSpec(spec=spec, tokenizer=cfg.chunk.tokenizer, cutting=cutting,
+                        context=context)
 
 
 def retrieval_spec(cfg: Config) -> RetrievalSpec:
     r = cfg.retrieval
-    return RetrievalSpec(r.method.value, r.depth, r.rrf_k, r.dense_weight, r.bm25_weight,
-                         r.diagnose,
-                         Bm25Spec(r.bm25_backend.value, r.bm25_k1, r.bm25_b, r.bm25_stopwords),
-                         unit_spec(cfg))
+    return RetrievalSpec(
+        method=r.method.value, depth=r.depth, rrf_k=r.rrf_k, dense_weight=r.dense_weight,
+        bm25_weight=r.bm25_weight, diagnose=r.diagnose,
+        bm25=Bm25Spec(backend=r.bm25_backend.value, k1=r.bm25_k1, b=r.bm25_b,
+                      stopwords=r.bm25_stopwords),
+        unit=unit_spec(cfg))
 
 
 def rerank_setup(cfg: Config) -> RerankSetup:
+    # Read off the registry: its off value reranks nothing, a remote entry is an endpoint,
+    # any other a local cross-encoder.
     method = cfg.rerank.method.value
     spec: RerankSpec | ServedRerankSpec | None = None
-    if method == "cross_encoder":
-        spec = rerank_spec(cfg)
-    elif method == "cohere":
-        spec = served_rerank_spec(cfg)
-    return RerankSetup(method, cfg.rerank.pool, spec)
+    if method != RERANK.off:
+        spec = served_rerank_spec(cfg) if RERANK.has(method, "remote") else rerank_spec(cfg)
+    return RerankSetup(method=method, pool=cfg.rerank.pool, spec=spec)
 
 
 def generation_spec(cfg: Config) -> GenerationSpec:
     g = cfg.generation
     return GenerationSpec(
-        g.method.value, g.limit, g.max_chars, g.max_sentences,
-        EndpointSpec("generation", g.base_url, g.api_key_env, g.timeout_s, g.max_retries,
-                     g.concurrency),
-        g.model,
-        g.system_prompt, g.prompt, g.temperature, g.max_tokens, g.price_input_per_mtok,
-        g.price_output_per_mtok)
+        method=g.method.value, limit=g.limit, max_chars=g.max_chars,
+        max_sentences=g.max_sentences, endpoint=endpoint_spec("generation", g), model=g.model,
+        system_prompt=g.system_prompt, prompt=g.prompt, temperature=g.temperature,
+        max_tokens=g.max_tokens, price_input_per_mtok=g.price_input_per_mtok,
+        price_output_per_mtok=g.price_output_per_mtok)
 
 
 def judge_spec(cfg: Config) -> JudgeSpec:
     j = cfg.judge
-    return JudgeSpec(j.method.value,
-                     EndpointSpec("judge", j.base_url, j.api_key_env, j.timeout_s,
-                                  j.max_retries, j.concurrency),
-                     j.model,
-                     j.price_input_per_mtok, j.price_output_per_mtok)
+    return JudgeSpec(method=j.method.value, endpoint=endpoint_spec("judge", j), model=j.model,
+                     price_input_per_mtok=j.price_input_per_mtok,
+                     price_output_per_mtok=j.price_output_per_mtok)
 
 
 def build_job_spec(cfg: Config, plain: dict[str, Any] | None = None) -> JobSpec:
@@ -333,11 +359,13 @@ def build_job_spec(cfg: Config, plain: dict[str, Any] | None = None) -> JobSpec:
         retrieval=retrieval_spec(cfg),
         index=index_spec(cfg),
         rerank=rerank_setup(cfg),
-        scoring=ScoringSpec(eval_spec(cfg), cfg.eval.headline, cfg.eval.latency_sample),
+        scoring=ScoringSpec(spec=eval_spec(cfg), headline=cfg.eval.headline,
+                            latency_sample=cfg.eval.latency_sample),
         generation=generation_spec(cfg),
         judge=judge_spec(cfg),
         cache=cache_target(cfg),
-        tracking=TrackingSpec(t.enabled, t.uri, t.experiment, t.store_wait_s),
+        tracking=TrackingSpec(enabled=t.enabled, uri=t.uri, experiment=t.experiment,
+                              store_wait_s=t.store_wait_s),
         force=cfg.sweep.force,
         audit=cfg.sweep.audit,
         plain=to_container(cfg) if plain is None else plain,

@@ -6,7 +6,7 @@ The commands (`sweep baseline check | update`, options and output) are in sweep.
 overrides, its resolved chunk/embedding/retrieval/rerank/eval sections), the number of
 questions, and ``per_question: {qid: first_relevant_rank}`` so that a failing check names the
 questions that went from found to not found. ``check`` runs that configuration in-process
-(``pipeline.run_config``; no MLflow) with any extra overrides on top. ``update`` is a ratchet:
+(``application.gate.evaluate_config``; no MLflow) with any extra overrides on top. ``update`` is a ratchet:
 it refuses to lower a metric unless told ``--allow-regression``.
 """
 
@@ -174,42 +174,6 @@ def read_baseline(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
         raise SweepError(f"{path}: no 'metrics' object")
     return data
-
-
-def evaluate_config(overrides: Sequence[str]) -> dict[str, Any]:
-    """Run the composed configuration in-process; the numbers the gate needs."""
-    from sweep.config.checks import check_config
-    from sweep.config.compose import compose
-    from sweep.config.identity import RESULT_SECTIONS
-    from sweep.config.specs import build_job_spec
-    from sweep.decide import memo
-    from sweep.pipeline.run import run_config
-
-    cfg = compose(list(overrides))
-    check_config(cfg)
-    # Timing is not gated: skip the per-question latency pass (it never changes a metric).
-    # Set before the job spec is built, so that the spec and its plain config agree.
-    cfg.eval.latency_sample = 0
-    job = build_job_spec(cfg)
-    pending = memo.prepare(overrides, job.plain)  # key and inputs taken now
-    result = run_config(job, progress=False)
-    rep = result.report
-    plain = rep["config"]
-    run = {
-        "metrics": dict(rep["metrics"]),
-        "n_questions": int(rep["metrics"].get("n_questions", 0)),
-        "n_scored": int(rep["metrics"].get("n_scored", 0)),
-        "prompt_k": int(plain["eval"]["prompt_k"]),
-        "config": {k: plain[k] for k in (*RESULT_SECTIONS, "corpus", "golden") if k in plain},
-        "config_hash": rep.get("config_hash"),
-        "fingerprints": rep.get("fingerprints", {}),
-        "per_question": {str(r["qid"]): r.get("first_relevant_rank") for r in result.rows},
-    }
-    if isinstance(pending, str):
-        log.info("the gate's run is not memoised: %s", pending)
-    else:
-        memo.store(pending, run)
-    return run
 
 
 def baseline_document(run: Mapping[str, Any], overrides: Sequence[str],

@@ -6,6 +6,7 @@ HTTP layer (`server.py`) only routes, checks headers and encodes.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import secrets
@@ -25,10 +26,10 @@ from sweep.chunking.reference import load_golden, load_reference
 from sweep.common.errors import SweepError
 from sweep.common.paths import resolve_user_path
 from sweep.common.textcheck import clean_text, control_char
+from sweep.config.specs import Bm25Spec, JobSpec
 from sweep.data import drift
-from sweep.data.corpus import DEFAULT_MAX_FILE_MB, Document, corpus_fingerprint, load_corpus
+from sweep.data.corpus import Document, corpus_fingerprint
 from sweep.data.golden import NEEDS, reference_path
-from sweep.data.parsers.limits import ParseLimits
 from sweep.evaluation.relevance import CorpusIndex, resolve_item
 from sweep.evaluation.validate import NumberIndex, check_golden
 from sweep.label import review
@@ -57,26 +58,50 @@ def page_label(doc: Document, start: int, end: int) -> str:
 
 @dataclass
 class LabelSettings:
-    corpus: str
-    golden: str
-    extensions: Sequence[str] = (".md", ".markdown", ".txt")
-    on_error: str = "raise"
-    max_file_mb: float = DEFAULT_MAX_FILE_MB  # corpus.max_file_mb: refused as in a run
-    limits: ParseLimits = field(default_factory=ParseLimits)  # corpus.max_pages, ...: as in a run
-    # Format -> parser, as the sweep reads the corpus: a quote saved from the page is then
-    # exact in a sweep with the same parser.
-    parsers: Mapping[str, str] = field(default_factory=dict)
-    cache_dir: str | None = None
-    # The chunking shown and used for chunk ids when the golden set has no sidecar yet.
-    chunk: ChunkSpec = field(default_factory=ChunkSpec)
-    tokenizer: str = "minilm"
-    bm25_k1: float = 1.5
-    bm25_b: float = 0.75
-    bm25_stopwords: str = "english"
-    tracking_enabled: bool = False
-    tracking_uri: str = ""
-    experiment: str = ""
+    """The page's settings: the `JobSpec` of the sweep's configuration (its corpus read as the
+    sweep reads it, its chunking, BM25, caches and tracking store; nothing restated here) and
+    the passages shown per retriever."""
+
+    job: JobSpec
     top: int = 8
+    # The chunking shown and used for chunk ids when the golden set has no sidecar yet: the
+    # configuration's, without a header (chunk ids name spans, not vectors).
+    chunk: ChunkSpec = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.chunk = dataclasses.replace(self.job.chunking.spec, header="none")
+
+    @property
+    def corpus(self) -> str:
+        return self.job.corpus.path
+
+    @property
+    def golden(self) -> str:
+        return self.job.golden
+
+    @property
+    def tokenizer(self) -> str:
+        return self.job.chunking.tokenizer
+
+    @property
+    def bm25(self) -> Bm25Spec:
+        return self.job.retrieval.bm25
+
+    @property
+    def cache_dir(self) -> str | None:
+        return str(self.job.cache.dir) if self.job.cache is not None else None
+
+    @property
+    def tracking_enabled(self) -> bool:
+        return self.job.tracking.enabled
+
+    @property
+    def tracking_uri(self) -> str:
+        return self.job.tracking.uri
+
+    @property
+    def experiment(self) -> str:
+        return self.job.tracking.experiment
 
 
 @dataclass
@@ -196,8 +221,9 @@ class LabelApp:
         import bm25s  # noqa: F401  (it sets its own logger to DEBUG when imported)
 
         logging.getLogger("bm25s").setLevel(logging.WARNING)
-        self.bm25 = BM25Index([c.text for c in chunks], k1=settings.bm25_k1, b=settings.bm25_b,
-                              backend="bm25s", stopwords=settings.bm25_stopwords)
+        bm25 = settings.bm25
+        self.bm25 = BM25Index([c.text for c in chunks], k1=bm25.k1, b=bm25.b, backend="bm25s",
+                              stopwords=bm25.stopwords)
         self.dense = dense
         self.dense_note = dense_note
         self.numbers = NumberIndex(docs)
@@ -574,15 +600,13 @@ def build_app(settings: LabelSettings, *, dense_spec: Any = None, cache_dir: str
               say: Callable[[str], None] = print) -> LabelApp:
     """Load the corpus, chunk it with the reference chunking, index it for BM25 and (with
     ``dense_spec``, an `EmbeddingSpec`) for dense search, printing progress with ``say``."""
-    from sweep.chunking.chunkers import chunk_corpus
-    from sweep.chunking.tokenizers import load_chunk_tokenizer
+    # Imported here, as the page's other heavy parts: `sweep label --help` loads no pipeline.
+    from sweep.application.corpus import open_corpus_view
     from sweep.pipeline.memo import reference_spec
 
     t0 = time.perf_counter()
-    docs = load_corpus(settings.corpus, extensions=settings.extensions,
-                       on_error=settings.on_error, parsers=settings.parsers,
-                       cache_dir=settings.cache_dir, max_file_mb=settings.max_file_mb,
-                       limits=settings.limits)
+    view = open_corpus_view(settings.job, reread=True)  # as the folder is now
+    docs = view.docs
     store = GoldenFile(settings.golden)
     ref_file = reference_path(store.path)
     if ref_file.exists():
@@ -595,10 +619,7 @@ def build_app(settings: LabelSettings, *, dense_spec: Any = None, cache_dir: str
         say(f"reference chunking (from {ref_file.name}): {spec.boundary}, {spec.size} tokens, "
             f"overlap {spec.overlap}")
     else:
-        spec = ChunkSpec(settings.chunk.boundary, settings.chunk.size, settings.chunk.overlap,
-                         "none")
-        tokenizer = settings.tokenizer
-        settings.chunk = spec
+        spec, tokenizer = settings.chunk, settings.tokenizer
         if store.entries():
             reference_from = ""
             say(f"warning: {store.shown_path} has no {ref_file.name}: items are saved with "
@@ -607,7 +628,7 @@ def build_app(settings: LabelSettings, *, dense_spec: Any = None, cache_dir: str
             reference_from = "new"
             say(f"new golden set: chunk ids will refer to {spec.boundary}/{spec.size}/"
                 f"{spec.overlap}, recorded in {ref_file.name} on the first save")
-    chunks = chunk_corpus(docs, spec, load_chunk_tokenizer(tokenizer))
+    chunks = view.tiled(spec, tokenizer)
     say(f"indexed {len(docs)} documents, {len(chunks)} chunks for BM25 "
         f"({time.perf_counter() - t0:.1f}s)")
     dense = None

@@ -343,27 +343,6 @@ class LabelHandler(BaseHTTPRequestHandler):
 # --------------------------------------------------------------------------- the command
 
 
-def settings_from_job(job: Any, top: int = 8) -> LabelSettings:
-    """The page's settings from a `JobSpec` (`config.specs.build_job_spec`): the corpus read
-    as the sweep reads it, and the chunking and BM25 of the sweep's configuration."""
-    import dataclasses
-
-    c, bm25 = job.corpus, job.retrieval.bm25
-    return LabelSettings(
-        corpus=c.path, golden=job.golden, extensions=c.extensions,
-        on_error=c.on_error, max_file_mb=c.max_file_mb, limits=c.limits, parsers=c.parser_map,
-        cache_dir=_cache_dir(job),
-        # chunk ids name spans, not vectors: no header
-        chunk=dataclasses.replace(job.chunking.spec, header="none"),
-        tokenizer=job.chunking.tokenizer, bm25_k1=bm25.k1, bm25_b=bm25.b,
-        bm25_stopwords=bm25.stopwords, tracking_enabled=job.tracking.enabled,
-        tracking_uri=job.tracking.uri, experiment=job.tracking.experiment, top=top)
-
-
-def _cache_dir(job: Any) -> str | None:
-    return str(job.cache.dir) if job.cache is not None else None
-
-
 def open_queue(app: LabelApp, path: str, target: int = 50) -> LabelQueue:
     """The queue worked from this page; its passages and retrieved documents are opened by
     their corpus path, only when the page may show them."""
@@ -428,7 +407,7 @@ def cmd_label(argv: Sequence[str]) -> int:
     cfg = compose(overrides)
     check_config(cfg)
     job = build_job_spec(cfg)
-    settings = settings_from_job(job, args.top)
+    settings = LabelSettings(job, args.top)
     if args.queue:  # a bad queue is reported before minutes of indexing
         check_queue(Path(args.queue))
 
@@ -441,8 +420,7 @@ def cmd_label(argv: Sequence[str]) -> int:
     dense_spec = None if args.no_dense else job.embedding
     say(f"sweep label: corpus {settings.corpus}, golden {settings.golden}")
     try:
-        app = build_app(settings, dense_spec=dense_spec,
-                        cache_dir=_cache_dir(job), say=say)
+        app = build_app(settings, dense_spec=dense_spec, cache_dir=settings.cache_dir, say=say)
         if args.queue:
             app.queue = open_queue(app, args.queue, args.target)
             c = app.queue.counts()

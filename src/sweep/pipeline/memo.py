@@ -105,6 +105,13 @@ def load_corpus_cached(corpus: CorpusSpec, cache: CacheTarget | None
     return _MEMO.corpora[key]
 
 
+def forget_corpus(corpus: CorpusSpec) -> None:
+    """Drop this process's copy of ``corpus``: the next load reads the folder as it is now
+    (a long-lived page whose corpus is edited between two openings)."""
+    _MEMO.corpora.pop(_corpus_key(corpus), None)
+    _MEMO.parse_logs.pop(_corpus_key(corpus), None)
+
+
 def parsing_summary(corpus: CorpusSpec) -> dict[str, Any]:
     """What reading the corpus cost, for report.json: per file and in total. The corpus is
     loaded once per process, so every job of a sweep process shows the same figures."""

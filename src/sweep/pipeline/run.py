@@ -1,10 +1,11 @@
-"""One configuration, end to end: corpus -> chunks -> embeddings -> ranking -> metrics.
+"""The steps of one configuration's job: corpus -> chunks -> embeddings -> ranking -> metrics.
 
-No Hydra and no MLflow here: `run_config` takes the `JobSpec` built once from the composed
-configuration (`sweep.config.specs.build_job_spec`) and returns plain data; each step takes the
-spec pieces it needs. Work that does not depend on the swept variables (loading the corpus and
-golden set, the reference chunking, query embeddings) is memoised per process
-(`sweep.pipeline.memo`), so a sweep run by the basic launcher pays for it once.
+No Hydra and no MLflow here: each step takes the spec pieces it needs (from the `JobSpec` built
+once by `sweep.config.specs.build_job_spec`) and returns plain data. The application layer
+strings them together (`sweep.application.job.run_job`, `sweep.application.corpus`). Work that
+does not depend on the swept variables (loading the corpus and golden set, the reference
+chunking, query embeddings) is memoised per process (`sweep.pipeline.memo`), so a sweep run by
+the basic launcher pays for it once.
 """
 
 from __future__ import annotations
@@ -21,12 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from sweep.chunking.chunkers import Chunk, chunk_stats
-from sweep.common.errors import SweepError
+from sweep.chunking.chunkers import Chunk
 from sweep.common.memory import release_free_memory
 from sweep.common.progress import Progress
 from sweep.common.store import CacheTarget
-from sweep.config.identity import config_hash
 from sweep.config.specs import (
     ChunkingSpec,
     GenerationSpec,
@@ -35,25 +34,16 @@ from sweep.config.specs import (
     RerankSetup,
     RetrievalSpec,
 )
-from sweep.data.abstentions import Abstention, load_abstentions
+from sweep.data.abstentions import Abstention
 from sweep.data.corpus import Document
-from sweep.data.golden import raise_first_error
 from sweep.embedding.cache import get_cache
 from sweep.embedding.models import Embedder, EmbeddingSpec, get_embedder
 from sweep.endpoints.chat import ChatClient
-from sweep.endpoints.cost import chat_cost_usd, served_usage_before, served_usage_metrics
-from sweep.evaluation.abstention import separation
-from sweep.evaluation.evaluate import EvalSpec, by_needs, by_needs_metrics, evaluate
+from sweep.endpoints.cost import chat_cost_usd
+from sweep.evaluation.evaluate import EvalSpec, evaluate
 from sweep.evaluation.metrics import covered_chars
 from sweep.evaluation.misses import diagnose_misses, miss_views, truncation_cuts
-from sweep.evaluation.relevance import ChunkLocator, ResolvedItem, quote_metrics
-from sweep.evaluation.smell import mean_smell
-from sweep.evaluation.sources import (
-    add_source_columns,
-    headline_names,
-    score_by_source,
-    source_metrics,
-)
+from sweep.evaluation.relevance import ChunkLocator, ResolvedItem
 from sweep.generation.cache import get_judge_cache
 from sweep.generation.run import (
     DIAGNOSES,
@@ -70,16 +60,11 @@ from sweep.pipeline.memo import (
     bm25_for,
     chunks_for,
     cut_texts,
-    golden_drift,
     index_for,
-    item_smells_cached,
     load_corpus_cached,
-    load_golden_cached,
-    parsing_summary,
-    resolve_golden,
     token_starts,
 )
-from sweep.pipeline.strategies import contextual_chunks, cut_embedder, returned
+from sweep.pipeline.strategies import contextual_chunks, cut_embedder
 from sweep.retrieval.bm25 import BM25Index, stopwords_for
 from sweep.retrieval.index import INDEX, IndexSpec, overlap_at_k
 from sweep.retrieval.ranking import Ranking
@@ -328,137 +313,6 @@ def chunk_job(chunking: ChunkingSpec, embedding: EmbeddingSpec, cache: CacheTarg
         chunks, context_metrics = contextual_chunks(
             chunking.context, cache, chunks, docs, token_starts(corpus_fp, tokenizer), progress)
     return chunks, n_cut, context_metrics
-
-
-def run_config(job: JobSpec, *, progress: bool = True) -> JobResult:
-    """Evaluate one configuration. Raises `SweepError` for bad input."""
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    # A served model's usage before this configuration (the process-wide embedder serves every
-    # job of a sweep): what this job sent is the difference. Taken before chunking, so the
-    # requests of a semantic cut with the swept model count too. Building a served embedder
-    # loads nothing.
-    served_embedder = (embedder_for(job.embedding, job.cache)
-                       if job.embedding.served is not None else None)
-    served = served_usage_before(served_embedder)
-    with stage_timer(timings, "load_s"):
-        docs, corpus_fp = load_corpus_cached(job.corpus, job.cache)
-        golden = load_golden_cached(job.golden)
-        resolved = resolve_golden(golden, docs, corpus_fp)
-        raise_first_error([p for r in resolved for p in r.problems])
-        drift = golden_drift(golden, docs, corpus_fp)
-    with stage_timer(timings, "chunk_s"):  # the cutting model and the headers' model included
-        chunks, n_cut, context_metrics = chunk_job(job.chunking, job.embedding, job.cache,
-                                                   docs, corpus_fp, progress)
-        if not chunks:
-            raise SweepError(f"corpus {job.corpus.path} produced no chunks")
-
-    retrieval, espec = job.retrieval, job.scoring.spec
-    questions = [r.item.question for r in resolved]
-    # Questions the corpus cannot answer are searched with the others (the same embedding
-    # pass), then set apart: only their top-1 scores are read (evaluation/abstention.py).
-    abstentions, _ = load_abstentions(job.golden)
-    searched_questions = questions + [a.question for a in abstentions]
-    reranker = load_reranker(retrieval, job.rerank)
-    served.update(served_usage_before(reranker))
-    ix = build_indexes(retrieval, job.embedding, job.cache, chunks, searched_questions, timings,
-                       progress=progress)
-    with stage_timer(timings, "search_s"):
-        search = make_search(chunks, retrieval, job.index, job.rerank.pool, ix.chunk_vecs,
-                             ix.bm25, reranker)
-        results = search.run_all(searched_questions, ix.query_vecs)
-        abstained = [r.final for r in results[len(questions):]]
-        results = results[:len(questions)]
-        if ix.query_vecs is not None:
-            ix.query_vecs = ix.query_vecs[:len(questions)]
-        rankings = [r.final for r in results]
-    uses_dense = retrieval.uses_dense
-    counted = (ix.embedder.timed_now, ix.embedder.timed_from_cache) if ix.embedder else (0, 0)
-    with stage_timer(timings, "latency_s"):
-        latency = measure_latency(
-            lambda: make_search(chunks, retrieval, job.index, job.rerank.pool,
-                                ix.chunk_vecs if uses_dense else None,
-                                ix.bm25 if retrieval.uses_bm25 else None, reranker),
-            job.scoring.latency_sample, ix.embedder, questions)
-    latency_source = latency_origin(job.scoring.latency_sample,
-                                    ix.embedder if uses_dense else None, counted)
-    with stage_timer(timings, "eval_s"):
-        diagnostics = {"dense": [r.dense for r in results], "bm25": [r.bm25 for r in results]}
-        # Scored on what is returned (retrieval.unit): the chunks, or the units around them.
-        searched, rankings_searched = chunks, rankings
-        chunks, rankings, diagnostics = returned(
-            retrieval.unit, chunks, docs, token_starts(corpus_fp, job.chunking.tokenizer),
-            rankings, diagnostics)
-        texts = {d.doc_id: d.text for d in docs}
-        summary, rows = evaluate(resolved, chunks, rankings, espec, diagnostics, texts)
-        if chunks is searched:  # the ANN tax compares chunk rankings (retrieval.unit=chunk)
-            ix.metrics.update(index_report(job.scoring.headline, search, results, ix.query_vecs,
-                                           resolved, espec, summary, rows, texts))
-        add_pages(rows, resolved, rankings, chunks, docs)
-        misses = miss_analysis(resolved, rows, chunks, docs, rankings, diagnostics,
-                               espec.prompt_k, ix.embedder if uses_dense else None,
-                               ix.truncated > 0)
-        summary.update(misses.counts)
-        add_source_columns(rows, resolved, item_smells_cached(golden, corpus_fp, resolved, texts))
-        sources = score_by_source(rows, headline_names(espec.k, espec.prompt_k,
-                                                       job.scoring.headline))
-    timings["total_s"] = time.perf_counter() - t0
-
-    headline = job.scoring.headline
-    if headline not in summary:  # check_config vouches for the name; no question scored it
-        raise SweepError(f"eval.headline={headline!r}: no question could be scored for it "
-                         f"({summary['n_orphans']} orphans, {summary['n_doc_only']} document-"
-                         "level only)")
-    metrics = dict(summary)
-    split = by_needs(rows, need_split_metrics(headline, espec.prompt_k))
-    metrics.update(by_needs_metrics(split))
-    metrics.update(chunk_stats(searched))
-    if chunks is not searched:
-        metrics["n_returned_units"] = len(chunks)
-    metrics.update(context_metrics)
-    if n_cut is not None:  # cache hits included: the cost of a cold cache
-        metrics["n_texts_embedded_for_cutting"] = n_cut
-    metrics.update(ix.metrics)
-    metrics.update(quote_metrics(resolved))
-    metrics.update(latency)
-    if ix.embedder is None or ix.embedder.max_seq_length is not None:
-        # behind an endpoint the model's max_seq_length is unknown: no figure rather than 0
-        metrics["truncated_fraction"] = ix.truncated
-    metrics.update(served_usage_metrics(served, served_embedder, reranker))
-    smell, _ = mean_smell(r["smell"] for r in rows)
-    if smell is not None:
-        metrics["smell_mean"] = smell
-    metrics.update(source_metrics(sources))
-    metrics.update(separation(
-        [top1_score(rk) for rk, row in zip(rankings_searched, rows, strict=True)
-         if row["status"] == "scored"], [top1_score(rk) for rk in abstained]))
-    report = {
-        "status": "FINISHED",
-        "config": job.plain,
-        "config_hash": config_hash(job.plain, corpus_fp, golden.fingerprint),
-        "headline": {"metric": headline, "value": summary[headline]},
-        "by_needs": split,
-        "metrics": metrics,
-        "timings_s": timings,
-        "fingerprints": {"corpus": corpus_fp, "golden": golden.fingerprint,
-                         "model": ix.embedder.fingerprint if ix.embedder else ""},
-        "latency_note": LATENCY_NOTE,
-        "latency_source": latency_source,
-        **row_lists(rows),
-        "golden_warnings": [str(p) for p in golden.problems if p.severity == "warning"]
-        + [str(p) for r in resolved for p in r.problems if p.severity == "warning"],
-        "n_documents": len(docs),
-        "parsing": parsing_summary(job.corpus),
-        **embedding_work(job.cache, ix.metrics),
-        # Not scored, and said so: items a rebase left for review, and a corpus that moved
-        # since the labels were made (sweep.data.drift).
-        "golden_pending_review": len(golden.pending),
-        "golden_corpus_drift": drift.as_dict() if drift else None,
-        "sources": sources,
-        **({"abstentions": abstention_rows(abstentions, abstained, searched)}
-           if abstentions else {}),
-    }
-    return JobResult(report, rows, chunks, list(resolved), rankings, misses.views)
 
 
 def embedding_work(cache: CacheTarget | None, metrics: dict[str, float]) -> dict[str, Any]:

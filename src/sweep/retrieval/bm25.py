@@ -175,10 +175,16 @@ class _Bm25s:
 BACKENDS: dict[str, type[_RankBm25] | type[_Bm25s]] = {"rank_bm25": _RankBm25, "bm25s": _Bm25s}
 
 
+# Okapi BM25's parameters when nothing says otherwise (Robertson and Zaragoza's usual range):
+# the one place they are stated; config.schema's retrieval.bm25_k1/bm25_b defaults read them.
+BM25_K1 = 1.5
+BM25_B = 0.75
+
+
 class BM25Index:
     """A BM25 index over a fixed list of texts; `scores` returns one float64 per text."""
 
-    def __init__(self, texts: Sequence[str], *, k1: float = 1.5, b: float = 0.75,
+    def __init__(self, texts: Sequence[str], *, k1: float = BM25_K1, b: float = BM25_B,
                  backend: str = "rank_bm25", stopwords: str = "english",
                  cache_dir: str | Path | None = None) -> None:
         if backend not in BACKENDS:

@@ -3,6 +3,7 @@ server's security (a real server on an ephemeral port, real HTTP requests)."""
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import json
 import os
@@ -16,11 +17,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from helpers import DEMO
+from helpers import DEMO, label_settings
 from sweep.common.errors import SweepError
 from sweep.data.golden import load_golden
 from sweep.label import store as store_mod
-from sweep.label.app import DenseIndex, LabelApp, LabelSettings, SweepRanks, build_app
+from sweep.label.app import DenseIndex, LabelApp, SweepRanks, build_app
 from sweep.label.checks import question_overlap, suggest_mentions
 from sweep.label.server import LabelServer, bind
 from sweep.label.store import GoldenFile, StaleError, line_digest
@@ -213,7 +214,7 @@ def make_app(tmp_path: Path, *, golden: bool = True, dense: bool = False) -> Lab
         if golden:
             shutil.copy(DEMO / "golden.jsonl", work / "golden.jsonl")
             shutil.copy(DEMO / "golden.reference.yaml", work / "golden.reference.yaml")
-    settings = LabelSettings(corpus=str(work / "corpus"), golden=str(work / "golden.jsonl"))
+    settings = label_settings(work / "corpus", work / "golden.jsonl")
     app = build_app(settings, say=lambda _: None)
     if dense:  # a bag-of-letters "model": enough to fill the dense column
         def vec(text: str) -> np.ndarray:
@@ -417,6 +418,13 @@ def test_list_view_rows_resolve_and_flag_problems(tmp_path: Path) -> None:
     assert any("none of them holds the evidence" in w for w in by_qid["bad2"].warnings)
 
 
+def _track(app: LabelApp, uri: str) -> None:
+    """Tracking on, into ``uri``: the page's settings are its job spec's."""
+    job = app.settings.job
+    app.settings.job = dataclasses.replace(
+        job, tracking=dataclasses.replace(job.tracking, enabled=True, uri=uri))
+
+
 def test_list_view_ranks_from_the_last_sweep(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     import pandas as pd
@@ -425,10 +433,9 @@ def test_list_view_ranks_from_the_last_sweep(tmp_path: Path,
     from sweep.decide.runs import SweepTable
 
     app = make_app(tmp_path)
-    app.settings.tracking_enabled = True
     db = tmp_path / "mlflow.db"
     db.write_bytes(b"")
-    app.settings.tracking_uri = f"sqlite:///{db}"
+    _track(app, f"sqlite:///{db}")
     q1 = app.edit_state("q001")["question"]
     frame = pd.DataFrame([
         {"qid": "q001", "question": q1, "status": "scored", "first_relevant_rank": 3.0,
@@ -465,8 +472,7 @@ def test_list_view_ranks_from_the_last_sweep(tmp_path: Path,
 def test_ranks_say_why_there_are_none(tmp_path: Path) -> None:
     app = make_app(tmp_path)
     assert "tracking is off" in app.sweep_ranks().note
-    app.settings.tracking_enabled = True
-    app.settings.tracking_uri = f"sqlite:///{tmp_path}/none/mlflow.db"
+    _track(app, f"sqlite:///{tmp_path}/none/mlflow.db")
     ranks = app.sweep_ranks(refresh=True)
     assert not ranks.ok and "no tracking store at" in ranks.note
 

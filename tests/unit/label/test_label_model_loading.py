@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from helpers import DEMO, ROOT
-from sweep.label.app import DenseIndex, LabelSettings, build_app
+from helpers import DEMO, ROOT, label_settings
+from sweep.label.app import DenseIndex, build_app
 from sweep.label.server import LabelServer
 
 
@@ -31,8 +31,7 @@ def test_status_says_loading_until_the_model_is_in_memory(tmp_path: Path) -> Non
     shutil.copytree(DEMO / "corpus", tmp_path / "corpus")
     shutil.copy(DEMO / "golden.jsonl", tmp_path / "golden.jsonl")
     shutil.copy(DEMO / "golden.reference.yaml", tmp_path / "golden.reference.yaml")
-    app = build_app(LabelSettings(corpus=str(tmp_path / "corpus"),
-                                  golden=str(tmp_path / "golden.jsonl")), say=lambda _: None)
+    app = build_app(label_settings(tmp_path / "corpus", tmp_path / "golden.jsonl"), say=lambda _: None)
     loaded = threading.Event()
     vecs = np.eye(len(app.chunks), 8, dtype=np.float32)
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from helpers import label_settings
 from pdfgen import make_pdf
 from sweep.data.corpus import Document
-from sweep.label.app import LabelApp, LabelSettings, build_app, page_label
+from sweep.label.app import LabelApp, build_app, page_label
 from sweep.label.pages import doc_fragment, hits_html, items_page
 
 PAGES = [
@@ -57,8 +58,9 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> LabelApp:
     (work / "corpus" / "notes.md").write_text("# Notes\n\nA hard link is also in markdown.\n")
     # a third document: with two, BM25's idf of a word in one of them is 0 (nothing ranks)
     (work / "corpus" / "cats.md").write_text("# Cats\n\nCats sleep most of the day.\n")
-    settings = LabelSettings(corpus=str(work / "corpus"), golden=str(work / "golden.jsonl"),
-                             extensions=(".md", ".pdf"), cache_dir=str(work / "cache"))
+    settings = label_settings(work / "corpus", work / "golden.jsonl",
+                              "corpus.extensions=['.md','.pdf']", "cache.enabled=true",
+                              f"cache.dir={work / 'cache'}")
     return build_app(settings, say=lambda _: None)
 
 

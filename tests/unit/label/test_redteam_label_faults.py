@@ -84,15 +84,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabelServer]:
     """The demo corpus and a copy of its golden set behind a server with a 1 s timeout."""
     import shutil
 
-    from helpers import DEMO
-    from sweep.label.app import LabelSettings, build_app
+    from helpers import DEMO, label_settings
+    from sweep.label.app import build_app
 
     tmp_path = tmp_path_factory.mktemp("stall")
     shutil.copytree(DEMO / "corpus", tmp_path / "corpus")
     shutil.copy(DEMO / "golden.jsonl", tmp_path / "golden.jsonl")
     shutil.copy(DEMO / "golden.reference.yaml", tmp_path / "golden.reference.yaml")
-    app = build_app(LabelSettings(corpus=str(tmp_path / "corpus"),
-                                  golden=str(tmp_path / "golden.jsonl")), say=lambda _: None)
+    app = build_app(label_settings(tmp_path / "corpus", tmp_path / "golden.jsonl"), say=lambda _: None)
     srv = LabelServer(0, app)
     srv.RequestHandlerClass = _QuickTimeout
     srv.start_background()

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from helpers import label_settings
 from sweep.cli.golden import cmd_golden
 from sweep.common.errors import SweepError
 from sweep.data.golden import load_golden
 from sweep.label import review
-from sweep.label.app import LabelSettings, build_app
+from sweep.label.app import build_app
 
 REFUND = "You can return most products within 30 days of delivery for a full refund."
 SHIPPING = "Orders over 50 euros ship free of charge to every country in the European Union."
@@ -43,7 +44,7 @@ def rebased(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 
 def app_for(new: Path, out: Path, queue: Path):
-    app = build_app(LabelSettings(corpus=str(new), golden=str(out)), say=lambda _: None)
+    app = build_app(label_settings(new, out), say=lambda _: None)
     app.review_queue = queue
     return app
 
@@ -146,7 +147,7 @@ def test_the_first_save_records_the_corpus_and_a_moved_corpus_is_warned_at_start
     corpus.mkdir()
     (corpus / "a.md").write_text(f"# A\n\n{REFUND}\n")
     golden = tmp_path / "g.jsonl"
-    app = build_app(LabelSettings(corpus=str(corpus), golden=str(golden)), say=lambda _: None)
+    app = build_app(label_settings(corpus, golden), say=lambda _: None)
     start = app.by_id["a"].text.index(REFUND)
     app.save_new({"question": "refund window?",
                   "evidence": [{"doc_id": "a", "start": start, "end": start + len(REFUND)}]})
@@ -155,7 +156,7 @@ def test_the_first_save_records_the_corpus_and_a_moved_corpus_is_warned_at_start
     (corpus / "a.md").write_text(f"# A\n\nEdited.\n\n{REFUND}\n")
     (corpus / "b.md").write_text("# B\n\nnew\n")
     said: list[str] = []
-    app = build_app(LabelSettings(corpus=str(corpus), golden=str(golden)), say=said.append)
+    app = build_app(label_settings(corpus, golden), say=said.append)
     assert any(s.startswith("warning: 1 document changed since these labels were made") for s in
                said)
     start = app.by_id["b"].text.index("new")

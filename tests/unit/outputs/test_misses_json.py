@@ -14,10 +14,10 @@ from sweep.outputs.misses_html import load_views, write_views
 def _views() -> list[dict[str, Any]]:
     """The views of the demo's BM25 run (no model), computed in-process."""
     from helpers import job_of
-    from sweep.pipeline.run import run_config
+    from sweep.application.job import run_job
 
     job = job_of(["retrieval=bm25", "eval.latency_sample=0", "cache.enabled=false"])
-    return run_config(job, progress=False).views
+    return run_job(job, progress=False).views
 
 
 def _floats(value: Any) -> list[float]:

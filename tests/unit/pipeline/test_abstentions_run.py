@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from helpers import DEMO, job_of
+from sweep.application import job as pipeline
 from sweep.common.errors import SweepError
 from sweep.data.golden import load_golden
 from sweep.evaluation.abstention import separation
 from sweep.pipeline import memo
-from sweep.pipeline import run as pipeline
 
 OFF_TOPIC = ["what is the capital of mongolia", "who won the 1998 world cup",
              "best recipe for sourdough bread"]
@@ -22,7 +22,7 @@ OFF_TOPIC = ["what is the capital of mongolia", "who won the 1998 world cup",
 def _run(folder: Path):
     memo.clear_memo()
     try:
-        return pipeline.run_config(job_of([
+        return pipeline.run_job(job_of([
             f"golden.path={folder / 'golden.jsonl'}", "retrieval=bm25", "retrieval.diagnose=false",
             "eval.latency_sample=0", f"cache.dir={folder / 'cache'}"]), progress=False)
     finally:

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from helpers import job_of
+from sweep.application.job import JobResult, run_job
 from sweep.pipeline import run as pipeline
-from sweep.pipeline.run import JobResult, run_config
 from sweep.retrieval.index import ExactIndex
 from sweep.retrieval.ranking import tiebreak_order
 
@@ -22,8 +22,8 @@ STARVED = ["index=hnsw", "index.M=2", "index.ef_construction=2", "index.ef_searc
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, JobResult]:
     cache = tmp_path_factory.mktemp("cache")
     base = ["chunk.size=128", f"cache.dir={cache}", "eval.latency_sample=0"]
-    return {"exact": run_config(job_of(base), progress=False),
-            "starved": run_config(job_of([*base, *STARVED, "eval.latency_sample=3"]),
+    return {"exact": run_job(job_of(base), progress=False),
+            "starved": run_job(job_of([*base, *STARVED, "eval.latency_sample=3"]),
                                   progress=False)}
 
 
@@ -75,7 +75,7 @@ def test_an_exact_index_measures_no_tax(runs: dict[str, JobResult], tmp_path: Pa
 
     monkeypatch.setattr(pipeline, "index_for", exact_index)
     cache = Path(runs["exact"].report["config"]["cache"]["dir"])
-    got = _metrics(run_config(job_of(["chunk.size=128", f"cache.dir={cache}",
+    got = _metrics(run_job(job_of(["chunk.size=128", f"cache.dir={cache}",
                                        "eval.latency_sample=0", "index=hnsw"]), progress=False))
     assert {k: v for k, v in got.items() if k.startswith("ann_overlap")} == {
         f"ann_overlap_at_{k}": 1.0 for k in (1, 3, 5, 10)}

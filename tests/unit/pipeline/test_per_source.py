@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from helpers import DEMO, job_of
+from sweep.application import job as pipeline
 from sweep.evaluation.smell import synthetic_smell
 from sweep.outputs.report import write_per_question
 from sweep.pipeline import memo
-from sweep.pipeline import run as pipeline
 
 SOURCES = ["log", "synthetic", None]  # None: no source field (unspecified)
 
@@ -32,7 +32,7 @@ def test_per_source_metrics_equal_the_filtered_per_question_csv(tmp_path: Path) 
     golden.write_text("\n".join(lines) + "\n")
     shutil.copy(DEMO / "golden.reference.yaml", tmp_path / "golden.reference.yaml")
     memo.clear_memo()
-    result = pipeline.run_config(job_of([
+    result = pipeline.run_job(job_of([
         f"golden.path={golden}", "retrieval=bm25", "retrieval.diagnose=false",
         "eval.latency_sample=0", f"cache.dir={tmp_path / 'cache'}"]), progress=False)
     memo.clear_memo()

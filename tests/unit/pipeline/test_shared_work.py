@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 
 from helpers import job_of
+from sweep.application.shared import Need, Plan, plan_configs, plan_shared, totals, totals_line
 from sweep.common.sqlite import text_key
 from sweep.common.store import CacheTarget
 from sweep.embedding.cache import EmbeddingCache
 from sweep.embedding.claims import ClaimBoard, take_part
 from sweep.pipeline import memo as pipeline
-from sweep.pipeline.shared import Need, Plan, plan_configs, plan_shared, totals, totals_line
 
 
 def test_plan_shared_by_hand() -> None:

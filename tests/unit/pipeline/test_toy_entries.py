@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from sweep.application.job import JobResult, run_job
 from sweep.chunking.chunkers import BOUNDARY, TokenizedDoc
 from sweep.common.errors import SweepError
 from sweep.common.registry import Entry
@@ -21,7 +22,6 @@ from sweep.config.compose import compose, to_container
 from sweep.config.identity import identity_payload
 from sweep.config.specs import build_job_spec
 from sweep.data.corpus import load_corpus
-from sweep.pipeline.run import JobResult, run_config
 from sweep.retrieval.index import INDEX, IndexSpec
 from sweep.retrieval.ranking import Ranking
 
@@ -86,7 +86,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, JobRe
         out = {}
         for name, overrides in grid.items():
             cfg = compose([*base, *overrides])
-            out[name] = (to_container(cfg), run_config(build_job_spec(cfg), progress=False))
+            out[name] = (to_container(cfg), run_job(build_job_spec(cfg), progress=False))
     return out
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from helpers import job_of
+from sweep.application import job as pipeline
 from sweep.embedding import models
 from sweep.outputs.report import result_metrics
 from sweep.pipeline import memo
-from sweep.pipeline import run as pipeline
 
 
 def _fresh_process() -> None:
@@ -22,7 +22,7 @@ def _fresh_process() -> None:
 def test_warm_job_never_loads_the_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     base = [f"cache.dir={tmp_path}", "retrieval=hybrid"]
     _fresh_process()
-    cold = pipeline.run_config(job_of([*base, "eval.latency_sample=5"]), progress=False)
+    cold = pipeline.run_job(job_of([*base, "eval.latency_sample=5"]), progress=False)
     assert cold.report["metrics"]["n_texts_encoded"] > 0
     # report.json: what was sent to the model beside what the cache answered (a new cache: none)
     assert cold.report["texts_encoded"] == cold.report["metrics"]["n_texts_encoded"]
@@ -30,7 +30,7 @@ def test_warm_job_never_loads_the_model(tmp_path: Path, monkeypatch: pytest.Monk
     assert cold.report["node"]
     assert cold.report["latency_source"] == "measured"
     # A second configuration in the same process times no query again, and says so.
-    other = pipeline.run_config(job_of([*base, "eval.latency_sample=5", "chunk.size=128"]),
+    other = pipeline.run_job(job_of([*base, "eval.latency_sample=5", "chunk.size=128"]),
                                 progress=False)
     assert other.report["latency_source"].endswith("reused from an earlier configuration of "
                                                    "this process")
@@ -41,7 +41,7 @@ def test_warm_job_never_loads_the_model(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(models, "_load_sentence_transformer", refuse)
     for sample in (5, 0):
         _fresh_process()
-        warm = pipeline.run_config(job_of([*base, f"eval.latency_sample={sample}"]),
+        warm = pipeline.run_job(job_of([*base, f"eval.latency_sample={sample}"]),
                                    progress=False)
         assert result_metrics(warm.report["metrics"]) == result_metrics(cold.report["metrics"])
         assert warm.report["metrics"]["n_texts_encoded"] == 0

@@ -8,11 +8,11 @@ import shutil
 from pathlib import Path
 
 from helpers import DEMO
+from sweep.application import job as pipeline
 from sweep.cli.questions import config_of_run, config_places
 from sweep.config.compose import compose, to_container
 from sweep.config.specs import build_job_spec
 from sweep.pipeline import memo
-from sweep.pipeline import run as pipeline
 from sweep.questions.locate import DEPTH, places_disagree, with_sweep_disagreement
 from sweep.questions.merge import Candidate
 from sweep.questions.priority import Signals, prioritise
@@ -58,7 +58,7 @@ def test_a_run_config_re_ranks_as_its_sweep_did(tmp_path: Path) -> None:
     run_cfg = compose([*base, "retrieval=bm25", "chunk.size=96", "chunk.overlap=16"])
     memo.clear_memo()
     try:
-        result = pipeline.run_config(build_job_spec(run_cfg), progress=False)
+        result = pipeline.run_job(build_job_spec(run_cfg), progress=False)
         cfg = config_of_run(compose(base), to_container(run_cfg))
         assert (cfg.chunk.size, cfg.retrieval.method.value) == (96, "bm25")
         questions = [r.item.question for r in result.resolved]

@@ -186,16 +186,16 @@ def test_cross_encoder_rerank_orders_the_pool_by_its_scores(tiny_reranker: Path)
 
 def test_pipeline_scores_the_reranked_list(tiny_reranker: Path, tmp_path: Path) -> None:
     """bm25 + rerank end to end without an embedding model: metrics follow the new order."""
+    from sweep.application.job import run_job
     from sweep.config.compose import compose
     from sweep.config.specs import build_job_spec
-    from sweep.pipeline.run import run_config
 
     base = compose(["retrieval=bm25", "retrieval.diagnose=false", "eval.latency_sample=3"])
     reranked = compose(["retrieval=bm25", "retrieval.diagnose=false", "eval.latency_sample=3",
                         "rerank=cross_encoder", f"rerank.model={tiny_reranker}",
                         "rerank.pool=10"])
-    a = run_config(build_job_spec(base), progress=False)
-    b = run_config(build_job_spec(reranked), progress=False)
+    a = run_job(build_job_spec(base), progress=False)
+    b = run_job(build_job_spec(reranked), progress=False)
     assert a.report["metrics"]["recall_at_10"] == pytest.approx(
         b.report["metrics"]["recall_at_10"])  # the pool (top 10) holds the same chunks
     assert a.report["metrics"]["mrr"] != b.report["metrics"]["mrr"]

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sweep.application.corpus import open_corpus_view
 from sweep.common.errors import SweepError
 from sweep.common.files import read_text_regular
 from sweep.common.progress import Progress
@@ -39,7 +40,6 @@ from sweep.common.store import CacheTarget
 from sweep.config.specs import JobSpec
 from sweep.data.abstentions import load_abstentions
 from sweep.embedding.claims import ClaimBoard, take_part
-from sweep.pipeline.memo import chunks_for, load_corpus_cached, load_golden_cached, resolve_golden
 from sweep.pipeline.run import embedder_for
 
 log = logging.getLogger(__name__)
@@ -115,13 +115,11 @@ def need_of(job: JobSpec) -> Need | None:
     if not _plannable(job):
         return None
     embedder = embedder_for(job.embedding, job.cache)
-    docs, corpus_fp = load_corpus_cached(job.corpus, job.cache)
-    golden = load_golden_cached(job.golden)
-    resolved = resolve_golden(golden, docs, corpus_fp)
+    view = open_corpus_view(job)
+    resolved = view.resolve()
     abstentions, _ = load_abstentions(job.golden)
-    chunks = chunks_for(docs, corpus_fp, job.chunking.spec, job.chunking.tokenizer,
-                        cache_dir=job.cache)
-    # what run_config embeds: the chunks, then the scored questions and the abstentions
+    chunks = view.tiled()
+    # what run_job embeds: the chunks, then the scored questions and the abstentions
     return Need(embedder.fingerprint, tuple(c.embed_text for c in chunks),
                 tuple([r.item.question for r in resolved] + [a.question for a in abstentions]),
                 embedder.spec.document_prefix, embedder.spec.query_prefix)

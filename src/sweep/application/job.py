@@ -1,0 +1,249 @@
+"""`run_job(JobSpec) -> JobResult`: one configuration, end to end (corpus -> chunks ->
+embeddings -> ranking -> metrics).
+
+No Hydra and no MLflow here: the job takes the `JobSpec` built once from the composed
+configuration (`sweep.config.specs.build_job_spec`) and returns plain data. The chain it reads
+(corpus, golden set, chunks, indexes, search) comes from `open_corpus_view`; each step is a
+stage call of `sweep.pipeline.run`. Work that does not depend on the swept variables (loading
+the corpus and golden set, the reference chunking, query embeddings) is memoised per process
+(`sweep.pipeline.memo`), so a sweep run by the basic launcher pays for it once.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sweep.application.corpus import CorpusView, open_corpus_view
+from sweep.chunking.chunkers import Chunk, chunk_stats
+from sweep.common.errors import SweepError
+from sweep.config.identity import config_hash
+from sweep.config.specs import JobSpec
+from sweep.data.abstentions import Abstention, load_abstentions
+from sweep.data.golden import raise_first_error
+from sweep.endpoints.cost import served_usage_before, served_usage_metrics
+from sweep.evaluation.abstention import separation
+from sweep.evaluation.evaluate import by_needs, by_needs_metrics, evaluate
+from sweep.evaluation.relevance import ResolvedItem, quote_metrics
+from sweep.evaluation.smell import mean_smell
+from sweep.evaluation.sources import (
+    add_source_columns,
+    headline_names,
+    score_by_source,
+    source_metrics,
+)
+from sweep.pipeline.memo import golden_drift, item_smells_cached, parsing_summary
+from sweep.pipeline.run import (
+    LATENCY_NOTE,
+    Indexes,
+    JobResult,
+    MissAnalysis,
+    abstention_rows,
+    add_pages,
+    embedder_for,
+    embedding_work,
+    index_report,
+    latency_origin,
+    measure_latency,
+    miss_analysis,
+    need_split_metrics,
+    row_lists,
+    stage_timer,
+    top1_score,
+)
+from sweep.pipeline.strategies import returned
+from sweep.retrieval.ranking import Ranking
+from sweep.retrieval.search import ConfigSearch, SearchResult
+
+__all__ = ["JobResult", "run_job"]
+
+
+@dataclass
+class _Searched:
+    """The search half of a job: what the scoring half reads."""
+
+    ix: Indexes
+    search: ConfigSearch
+    results: list[SearchResult]
+    rankings: list[Ranking]
+    abstentions: list[Abstention]
+    abstained: list[Ranking]
+    latency: dict[str, float]
+    latency_source: str
+
+
+@dataclass
+class _Scored:
+    """The scoring half: the summary, the rows and what they were scored on."""
+
+    summary: dict[str, float]
+    rows: list[dict[str, Any]]
+    chunks: list[Chunk]  # what is returned (retrieval.unit): the chunks or their units
+    searched: list[Chunk]  # the chunks searched
+    rankings: list[Ranking]
+    rankings_searched: list[Ranking]
+    misses: MissAnalysis
+    sources: dict[str, Any]
+
+
+def run_job(job: JobSpec, *, progress: bool = True) -> JobResult:
+    """Evaluate one configuration. Raises `SweepError` for bad input."""
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    view = open_corpus_view(job, progress=progress)
+    # A served model's usage before this configuration (the process-wide embedder serves every
+    # job of a sweep): what this job sent is the difference. Taken before chunking, so the
+    # requests of a semantic cut with the swept model count too. Building a served embedder
+    # loads nothing.
+    served_embedder = (embedder_for(job.embedding, job.cache)
+                       if job.embedding.served is not None else None)
+    served = served_usage_before(served_embedder)
+    with stage_timer(timings, "load_s"):
+        golden = view.golden
+        resolved = view.resolve()
+        raise_first_error([p for r in resolved for p in r.problems])
+        drift = golden_drift(golden, view.docs, view.fingerprint)
+    with stage_timer(timings, "chunk_s"):  # the cutting model and the headers' model included
+        view.chunks  # noqa: B018  (cut now, inside the timer)
+    s = _search(view, resolved, timings, served)
+    with stage_timer(timings, "eval_s"):
+        scored = _score(view, resolved, s)
+    timings["total_s"] = time.perf_counter() - t0
+    metrics = _headline_checked(job, scored.summary)
+    split = by_needs(scored.rows, need_split_metrics(job.scoring.headline,
+                                                     job.scoring.spec.prompt_k))
+    metrics.update(by_needs_metrics(split))
+    metrics.update(_other_metrics(view, resolved, s, scored, served, served_embedder))
+    report = {
+        "status": "FINISHED",
+        "config": job.plain,
+        "config_hash": config_hash(job.plain, view.fingerprint, golden.fingerprint),
+        "headline": {"metric": job.scoring.headline,
+                     "value": scored.summary[job.scoring.headline]},
+        "by_needs": split,
+        "metrics": metrics,
+        "timings_s": timings,
+        "fingerprints": {"corpus": view.fingerprint, "golden": golden.fingerprint,
+                         "model": s.ix.embedder.fingerprint if s.ix.embedder else ""},
+        "latency_note": LATENCY_NOTE,
+        "latency_source": s.latency_source,
+        **row_lists(scored.rows),
+        "golden_warnings": [str(p) for p in golden.problems if p.severity == "warning"]
+        + [str(p) for r in resolved for p in r.problems if p.severity == "warning"],
+        "n_documents": len(view.docs),
+        "parsing": parsing_summary(job.corpus),
+        **embedding_work(job.cache, s.ix.metrics),
+        # Not scored, and said so: items a rebase left for review, and a corpus that moved
+        # since the labels were made (sweep.data.drift).
+        "golden_pending_review": len(golden.pending),
+        "golden_corpus_drift": drift.as_dict() if drift else None,
+        "sources": scored.sources,
+        **({"abstentions": abstention_rows(s.abstentions, s.abstained, scored.searched)}
+           if s.abstentions else {}),
+    }
+    return JobResult(report, scored.rows, scored.chunks, list(resolved), scored.rankings,
+                     scored.misses.views)
+
+
+def _search(view: CorpusView, resolved: list[ResolvedItem], timings: dict[str, float],
+            served: dict[str, Any]) -> _Searched:
+    """Embed, index and search the scored questions and the abstentions; then the latency
+    pass."""
+    job = view.job
+    retrieval = job.retrieval
+    questions = [r.item.question for r in resolved]
+    # Questions the corpus cannot answer are searched with the others (the same embedding
+    # pass), then set apart: only their top-1 scores are read (evaluation/abstention.py).
+    abstentions, _ = load_abstentions(job.golden)
+    searched_questions = questions + [a.question for a in abstentions]
+    reranker = view.reranker
+    served.update(served_usage_before(reranker))
+    ix = view.indexes(searched_questions, timings)
+    with stage_timer(timings, "search_s"):
+        search = view.search(ix)
+        results = search.run_all(searched_questions, ix.query_vecs)
+        abstained = [r.final for r in results[len(questions):]]
+        results = results[:len(questions)]
+        if ix.query_vecs is not None:
+            ix.query_vecs = ix.query_vecs[:len(questions)]
+        rankings = [r.final for r in results]
+    uses_dense = retrieval.uses_dense
+    counted = (ix.embedder.timed_now, ix.embedder.timed_from_cache) if ix.embedder else (0, 0)
+    with stage_timer(timings, "latency_s"):
+        latency = measure_latency(
+            lambda: view.search(ix, dense=uses_dense, bm25=retrieval.uses_bm25),
+            job.scoring.latency_sample, ix.embedder, questions)
+    latency_source = latency_origin(job.scoring.latency_sample,
+                                    ix.embedder if uses_dense else None, counted)
+    return _Searched(ix, search, results, rankings, abstentions, abstained, latency,
+                     latency_source)
+
+
+def _score(view: CorpusView, resolved: list[ResolvedItem], s: _Searched) -> _Scored:
+    """Score what is returned, the ANN tax, the pages, the misses and the sources."""
+    job = view.job
+    espec = job.scoring.spec
+    docs = view.docs
+    results = s.results
+    diagnostics = {"dense": [r.dense for r in results], "bm25": [r.bm25 for r in results]}
+    # Scored on what is returned (retrieval.unit): the chunks, or the units around them.
+    searched, rankings_searched = view.chunks, s.rankings
+    chunks, rankings, diagnostics = returned(
+        job.retrieval.unit, searched, docs, view.token_starts(), s.rankings, diagnostics)
+    texts = {d.doc_id: d.text for d in docs}
+    summary, rows = evaluate(resolved, chunks, rankings, espec, diagnostics, texts)
+    if chunks is searched:  # the ANN tax compares chunk rankings (retrieval.unit=chunk)
+        s.ix.metrics.update(index_report(job.scoring.headline, s.search, results,
+                                         s.ix.query_vecs, resolved, espec, summary, rows, texts))
+    add_pages(rows, resolved, rankings, chunks, docs)
+    misses = miss_analysis(resolved, rows, chunks, docs, rankings, diagnostics,
+                           espec.prompt_k, s.ix.embedder if job.retrieval.uses_dense else None,
+                           s.ix.truncated > 0)
+    summary.update(misses.counts)
+    add_source_columns(rows, resolved,
+                       item_smells_cached(view.golden, view.fingerprint, resolved, texts))
+    sources = score_by_source(rows, headline_names(espec.k, espec.prompt_k,
+                                                   job.scoring.headline))
+    return _Scored(summary, rows, chunks, searched, rankings, rankings_searched, misses,
+                   sources)
+
+
+def _headline_checked(job: JobSpec, summary: dict[str, float]) -> dict[str, float]:
+    """The summary as the first metrics, once the headline is known to be in it."""
+    headline = job.scoring.headline
+    if headline not in summary:  # check_config vouches for the name; no question scored it
+        raise SweepError(f"eval.headline={headline!r}: no question could be scored for it "
+                         f"({summary['n_orphans']} orphans, {summary['n_doc_only']} document-"
+                         "level only)")
+    return dict(summary)
+
+
+def _other_metrics(view: CorpusView, resolved: list[ResolvedItem], s: _Searched,
+                   scored: _Scored, served: dict[str, Any], served_embedder: Any
+                   ) -> dict[str, float]:
+    """The metrics after the summary and its split by passages needed, in report order."""
+    metrics: dict[str, float] = {}
+    metrics.update(chunk_stats(scored.searched))
+    if scored.chunks is not scored.searched:
+        metrics["n_returned_units"] = len(scored.chunks)
+    chunking = view.chunking
+    metrics.update(chunking.context_metrics)
+    if chunking.n_cut is not None:  # cache hits included: the cost of a cold cache
+        metrics["n_texts_embedded_for_cutting"] = chunking.n_cut
+    ix = s.ix
+    metrics.update(ix.metrics)
+    metrics.update(quote_metrics(resolved))
+    metrics.update(s.latency)
+    if ix.embedder is None or ix.embedder.max_seq_length is not None:
+        # behind an endpoint the model's max_seq_length is unknown: no figure rather than 0
+        metrics["truncated_fraction"] = ix.truncated
+    metrics.update(served_usage_metrics(served, served_embedder, view.reranker))
+    smell, _ = mean_smell(r["smell"] for r in scored.rows)
+    if smell is not None:
+        metrics["smell_mean"] = smell
+    metrics.update(source_metrics(scored.sources))
+    metrics.update(separation(
+        [top1_score(rk) for rk, row in zip(scored.rankings_searched, scored.rows, strict=True)
+         if row["status"] == "scored"], [top1_score(rk) for rk in s.abstained]))
+    return metrics

@@ -1,0 +1,198 @@
+"""The Hydra sweep callback: one MLflow parent run per multirun, and the sweep's end.
+
+A thin adapter: `on_multirun_start` plans the shared work and starts the parent run;
+`on_multirun_end` reads the jobs' reports, hands them to `sweep.application.sweep.finish_sweep`
+(the table, verdicts, power, axis effects, Pareto fronts, audit, shared-work totals, as data),
+then prints the outcome, has the MLflow worker draw the plots and closes the parent run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from sweep.application.sweep import SweepOutcome, SweepSpec, finish_sweep
+from sweep.cli.prewarm import prewarm_sweep
+from sweep.cli.sweep_session import SESSION, Starting, run_name, sweep_parent, ui_command
+from sweep.common.errors import SweepError
+from sweep.config.compose import config_error_line
+from sweep.config.schema import Config
+from sweep.config.specs import JobSpec, build_job_spec
+from sweep.decide.decision import plot_data
+from sweep.outputs import report as rp
+from sweep.outputs import tracking, tracking_worker
+
+log = logging.getLogger("sweep")
+
+
+def sweep_job(config: DictConfig) -> JobSpec | None:
+    """The job spec of a multirun's callback config (its ``config`` holds ``hydra`` too); None
+    with a warning when it does not convert."""
+    try:
+        plain = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
+        merged = OmegaConf.merge(OmegaConf.structured(Config), plain)
+        return build_job_spec(OmegaConf.to_object(merged))  # type: ignore[arg-type]
+    except OmegaConfBaseException as exc:
+        log.warning("the golden set's audit was not written: %s", config_error_line(exc))
+        return None
+    except SweepError as exc:  # a cache target that does not validate
+        log.warning("the golden set's audit was not written: %s", exc)
+        return None
+
+
+def _check_output_dir(path: str) -> None:
+    """Hydra creates the job folder itself and would die with a traceback; say it in a line."""
+    target = Path(path).absolute()
+    existing = next((p for p in [target, *target.parents] if p.exists()), None)
+    if existing is None or not existing.is_dir() or not os.access(existing, os.W_OK):
+        print(f"error: cannot create the output folder {target}: {existing} is not a writable "
+              "folder (set hydra.run.dir / hydra.sweep.dir elsewhere)", file=sys.stderr)
+        sys.exit(1)
+
+
+def _fetch_resumed(found: list[tuple[Path, dict[str, Any]]], uri: str | None) -> None:
+    """A resumed job's per_question.csv comes from its run in MLflow."""
+    if uri is None:
+        return
+    for folder, rep in found:
+        run_id = rep.get("resumed_from_run")
+        if run_id and not (folder / rp.PER_QUESTION).is_file():
+            with contextlib.suppress(SweepError, OSError):
+                tracking_worker.call(tracking.download_artifact, uri, run_id,
+                                     rp.PER_QUESTION, folder)
+
+
+def _audit_job(config: DictConfig, found: list[tuple[Path, dict[str, Any]]]) -> JobSpec | None:
+    # Converted only when an audit will be written: some configuration finished.
+    if not any(r.get("status") == "FINISHED" for _, r in found):
+        return None
+    if not OmegaConf.select(config, "sweep.audit", default=True):
+        return None
+    return sweep_job(config)
+
+
+class MlflowSweepCallback(Callback):
+    """One MLflow parent run per multirun, and the comparison table at its end."""
+
+    def __init__(self) -> None:
+        self.parent: str | None = None
+        self.uri: str | None = None
+        self.experiment_id: str | None = None
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _check_output_dir(str(config.hydra.run.dir))
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _check_output_dir(str(config.hydra.sweep.dir))
+        os.environ.pop(tracking.PARENT_ENV, None)
+        try:  # before the fan-out: the texts several configurations need, planned once
+            prewarm_sweep(config)
+        except SweepError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(1)
+        if not config.tracking.enabled:
+            return
+        sweep_dir = str(config.hydra.sweep.dir)
+        overrides = list(config.hydra.overrides.task)
+        self.uri = str(config.tracking.uri)
+        tracking_worker.set_store_wait(float(config.tracking.get("store_wait_s",
+                                                                 tracking.STORE_WAIT_S)))
+        try:
+            tracking.preflight(self.uri)  # here: what can be checked without MLflow
+        except SweepError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(1)
+        experiment = str(config.tracking.experiment)
+        # Sent, not waited for: the worker may still be importing MLflow, and nothing needs
+        # the parent before the first job's run is logged (`sweep_parent`).
+        parent = tracking_worker.begin(
+            tracking.start_parent, self.uri, experiment,
+            run_name=f"sweep {Path(sweep_dir).parent.name} {Path(sweep_dir).name}",
+            params={"overrides": " ".join(overrides)[:6000]},
+            tags={"sweep_dir": str(Path(sweep_dir).resolve())},
+        )
+        # Sweeps of this experiment killed before their end (SIGKILL), and their configuration
+        # runs: all at once here, instead of one configuration per job (a job of another
+        # experiment, e.g. of a swept corpus.name, still asks for its own).
+        tracking_worker.submit(tracking.close_stale, self.uri, experiment, "sweep",
+                               on_error=lambda exc: log.warning("%s", exc))
+        stale = tracking_worker.begin(tracking.close_stale, self.uri, experiment, "config")
+        SESSION.stale_closed.add((self.uri, experiment))
+        SESSION.not_logged.clear()
+        SESSION.starting = Starting(self, self.uri, parent, stale)
+        launcher = str(config.hydra.launcher.get("_target_", ""))
+        # Jobs in other processes read the parent's id from the environment at launch; without
+        # the worker, the parent exists already (and a store that failed says so now).
+        if not launcher.endswith(".BasicLauncher") or tracking_worker.worker_pid() is None:
+            sweep_parent()
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        # The queued child runs first: their failures are in the reports read below (a Ctrl-C
+        # while this waits still closes the parent KILLED).
+        sweep_parent()
+        tracking_worker.drain()
+        SESSION.active_parent = None
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        found = rp.read_reports(sweep_dir)
+        _fetch_resumed(found, self.uri)
+        outcome = finish_sweep(SweepSpec(sweep_dir, _audit_job(config, found), self.parent),
+                               found)
+        # (a launcher's job process logs its own run and writes the error to the report)
+        not_logged = list(SESSION.not_logged) or [
+            f"{run_name(r.get('config') or {})}: {r['tracking_error']}"
+            for r in outcome.reports if r.get("tracking_error")]
+        self._show(outcome, sweep_dir)
+        if self.parent and self.uri:
+            self._close_parent(outcome)
+        error = outcome.error(not_logged)
+        if error is not None:
+            print(f"error: {error}", file=sys.stderr)
+            sys.exit(1)
+
+    def _show(self, outcome: SweepOutcome, sweep_dir: Path) -> None:
+        """The table and the lines after it; the plots drawn meanwhile by the MLflow worker
+        where there is one (it imported matplotlib while the jobs ran), else here."""
+        axes, rows, decision = outcome.axes, outcome.rows, outcome.decision
+        drawings = [tracking_worker.begin(tracking.plot_sweep, axes, rows,
+                                          sweep_dir / "comparison.png")]
+        if decision is not None:
+            drawings.append(tracking_worker.begin(
+                tracking.plot_axes, plot_data(decision, decision["rows"], decision["metric"]),
+                sweep_dir / "axes.png"))
+        rp.print_comparison(axes, rows)
+        for line in outcome.lines:
+            print(line)
+        for drawing in drawings:
+            drawn = drawing.result()
+            if drawn[0] == "oserror":
+                raise OSError(*drawn[1:])
+            if drawn[1] is not None:
+                outcome.artifacts.append(drawn[1])
+        for line in outcome.totals_lines:
+            print(line)
+
+    def _close_parent(self, outcome: SweepOutcome) -> None:
+        assert self.parent is not None and self.uri is not None
+        run = outcome.parent
+        try:
+            tracking_worker.call(
+                tracking.finish_parent, self.uri, self.parent, status=run.status,
+                metrics=run.metrics, tags={**run.tags, tracking.NOTE_TAG: run.note},
+                artifacts=outcome.artifacts)
+        except SweepError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(1)
+        finally:
+            os.environ.pop(tracking.PARENT_ENV, None)
+        link = tracking.ui_link(self.uri, self.experiment_id or "0")
+        if link:
+            how = ui_command(self.uri)
+            print(f"MLflow runs of this sweep: {link}" + (f" (after `{how}`)" if how else ""))
