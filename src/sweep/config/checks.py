@@ -76,6 +76,7 @@ def check_backend(cfg: Config) -> None:
     from sweep.config.specs import embedding_spec
 
     embedding_spec(cfg).check_backend()
+    embedding_spec(cfg).check_long_text()
 
 
 def check_served(cfg: Config) -> None:

@@ -56,7 +56,7 @@ def embedding_spec(cfg: Config) -> EmbeddingSpec:
             e.max_texts_per_request, e.max_tokens_per_request, e.price_per_mtok)
     return EmbeddingSpec(e.name, e.family.value, e.distill_from, e.pca_dims, e.batch_size,
                          e.query_prefix, e.document_prefix, e.device, served,
-                         e.backend.value, e.precision.value)
+                         e.backend.value, e.precision.value, e.long_text.value)
 
 
 def rerank_spec(cfg: Config) -> RerankSpec:
