@@ -84,6 +84,9 @@ def _needs_tracking(argv: list[str]) -> bool:
 def main() -> None:
     # First, before Hydra and the pipeline are imported: MLflow's import and the store's
     # opening then run in the worker on the other core while this process sets up the sweep.
+    from sweep.cli.main import say_no_project
+
+    say_no_project()
     if _needs_tracking(sys.argv[1:]):
         tracking_worker.start()
     tune_gc()
