@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from sweep.cli.prewarm import prewarm_sweep
+from sweep.common import paths
 from sweep.common.errors import SweepError
 from sweep.common.paths import PROJECT_ROOT
 from sweep.config.checks import check_config
@@ -288,16 +289,22 @@ def _exit_or_nan(message: str, multirun: bool, exc: BaseException) -> float:
 
 def ui_command(uri: str) -> str | None:
     """The command that serves the UI of the store ``uri`` on the port `ui_link` names: `make
-    ui` only for the store it serves (the project's ./mlflow.db); an http(s) store is its own
-    UI (None)."""
+    ui` only in the clone, for the store it serves (the clone's ./mlflow.db); in a user's
+    project (no Makefile there) `sweep ui`, with ``--tracking-uri`` unless the store is the
+    one it opens by default (./mlflow.db); an http(s) store is its own UI (None)."""
     import shlex
 
     path = tracking.sqlite_path(uri)
     if path is None:
         return None
-    if Path(path).resolve() == (PROJECT_ROOT / "mlflow.db").resolve():
+    here = Path(path).resolve()
+    if (paths.in_clone() and PROJECT_ROOT == paths.CLONE_ROOT
+            and here == (PROJECT_ROOT / "mlflow.db").resolve()):
         return "make ui"
-    return f"python -m sweep.cli ui --tracking-uri {shlex.quote(uri)}"
+    command = "python -m sweep.cli ui" if paths.in_clone() else "sweep ui"
+    if here == (Path.cwd() / "mlflow.db").resolve() and not paths.in_clone():
+        return command
+    return f"{command} --tracking-uri {shlex.quote(uri)}"
 
 
 def _print_summary(rep: dict[str, Any], job_dir: Path, multirun: bool) -> None:
