@@ -24,7 +24,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from sweep.cli.prewarm import prewarm_sweep
+from sweep.cli.prewarm import check_every_job, prewarm_sweep
 from sweep.common import paths
 from sweep.common.errors import SweepError
 from sweep.common.paths import PROJECT_ROOT
@@ -501,6 +501,11 @@ class MlflowSweepCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         _check_output_dir(str(config.hydra.sweep.dir))
         os.environ.pop(tracking.PARENT_ENV, None)
+        try:  # before any job and before the parent run: every combination checked
+            check_every_job(config)
+        except SweepError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(1)
         try:  # before the fan-out: the texts several configurations need, planned once
             prewarm_sweep(config)
         except SweepError as exc:
