@@ -97,9 +97,11 @@ def _needs_tracking(argv: list[str]) -> bool:
 def main() -> None:
     # First, before Hydra and the pipeline are imported: MLflow's import and the store's
     # opening then run in the worker on the other core while this process sets up the sweep.
-    from sweep.cli.main import say_no_project
+    from sweep.common.paths import no_project_note
 
-    say_no_project()
+    note = no_project_note()  # outside a clone, never the bundled demo silently
+    if note:
+        print(note, file=sys.stderr)
     if _needs_tracking(sys.argv[1:]):
         tracking_worker.start()
     tune_gc()
