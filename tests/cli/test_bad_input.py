@@ -550,9 +550,12 @@ CASES = [
       ["{golden}:1: answer_must_mention[0]:", "'60 days'"], also=["FAILED"]),
 
     # ---------------------------------------------------------------- config
-    C("config-unknown-key", None, R, ["chunk.sise=3"], 1, ["Key 'sise' not in 'ChunkConfig'"]),
+    # "did you mean", not Hydra's advice to add the typo with `+`
+    C("config-unknown-key", None, R, ["chunk.sise=3"], 1,
+      ["error: config: chunk.sise: no such key (did you mean chunk.size?)"]),
     C("config-unknown-group-option", None, R, ["embedding=nonexistent"], 1,
-      ["Could not find 'embedding/nonexistent'"], also=["minilm_static"]),
+      ["error: config: embedding=nonexistent: no such option of embedding"],
+      also=["minilm_static"]),
     C("config-unknown-boundary", None, R, ["chunk.boundary=words"], 1,
       ["Invalid value 'words'", "expected one of [fixed, sentence, paragraph, heading, "
                                  "recursive, token_text, langchain_recursive, semantic, cluster]"]),
@@ -583,8 +586,10 @@ CASES = [
       ["retrieval=bm25", "retrieval.diagnose=false", "rerank=cross_encoder",
        "rerank.model={tmp}/no-reranker"], 1,
       ["error:", "rerank.model=", "{tmp}/no-reranker"]),
+    # refused before the first job, each bad combination named
     C("config-multirun-all-bad", None, M, ["chunk.size=0,-1"], 1,
-      ["error:", "2 of 2 configurations failed", "chunk.size=0"]),
+      ["error: nothing ran", "chunk.size=0 must be at least 1 token [chunk.size=0]",
+       "chunk.size=-1 must be at least 1 token [chunk.size=-1]"]),
 
     # ---------------------------------------------------------------- environment
     C("env-output-folder-under-a-file", a_regular_file, R, ["hydra.run.dir={tmp}/afile/sub"],

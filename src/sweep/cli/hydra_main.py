@@ -48,8 +48,21 @@ def _own_write_errors() -> None:
 
     def run_and_report(func: Any) -> Any:
         def guarded() -> Any:
+            from hydra.errors import ConfigCompositionException
+
             try:
                 return func()
+            except ConfigCompositionException as exc:
+                # a misspelt option or key of the command line, before any job: one line with
+                # "did you mean" (Hydra's text prints its search path, or advises `+key`,
+                # which adds the typo; a missing option is also an OSError to Python, and no
+                # file failed)
+                if os.environ.get("HYDRA_FULL_ERROR") == "1":
+                    raise
+                from sweep.config.compose import composition_error_line
+
+                print(f"error: {composition_error_line(exc)}", file=sys.stderr)
+                sys.exit(1)
             except (OSError, ValueError) as exc:
                 # logging.config wraps the OSError of a log file it cannot open
                 cause = exc if isinstance(exc, OSError) else exc.__cause__
@@ -84,6 +97,11 @@ def _needs_tracking(argv: list[str]) -> bool:
 def main() -> None:
     # First, before Hydra and the pipeline are imported: MLflow's import and the store's
     # opening then run in the worker on the other core while this process sets up the sweep.
+    from sweep.common.paths import no_project_note
+
+    note = no_project_note()  # outside a clone, never the bundled demo silently
+    if note:
+        print(note, file=sys.stderr)
     if _needs_tracking(sys.argv[1:]):
         tracking_worker.start()
     tune_gc()

@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from sweep.application.sweep import SweepOutcome, SweepSpec, finish_sweep
-from sweep.cli.prewarm import prewarm_sweep
+from sweep.cli.prewarm import check_every_job, prewarm_sweep
 from sweep.cli.sweep_session import SESSION, Starting, run_name, sweep_parent, ui_command
 from sweep.common.errors import SweepError
 from sweep.config.compose import config_error_line
@@ -93,6 +93,11 @@ class MlflowSweepCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         _check_output_dir(str(config.hydra.sweep.dir))
         os.environ.pop(tracking.PARENT_ENV, None)
+        try:  # before any job and before the parent run: every combination checked
+            check_every_job(config)
+        except SweepError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(1)
         try:  # before the fan-out: the texts several configurations need, planned once
             prewarm_sweep(config)
         except SweepError as exc:

@@ -109,6 +109,20 @@ def usage() -> str:
     return "\n".join(lines) + "\n"
 
 
+# Commands that read no project configuration: no note that none was found.
+NO_PROJECT_COMMANDS = frozenset({"init", "import", "ui"})
+
+
+def say_no_project() -> None:
+    """Outside a clone, a command run where no project is found says that it uses the bundled
+    demo's configuration (`sweep.common.paths.no_project_note`) instead of doing so silently."""
+    from sweep.common.paths import no_project_note
+
+    note = no_project_note()
+    if note:
+        print(note, file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if hasattr(signal, "SIGPIPE"):  # `sweep validate | head` should not end in a traceback
@@ -123,6 +137,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             return
         argv = [argv[1], "--help"]  # `sweep help compare`: that command's options
     if argv and argv[0] in COMMANDS:
+        if argv[0] not in NO_PROJECT_COMMANDS:
+            say_no_project()
         debug = "--debug" in argv or os.environ.get("CHUNK_SWEEP_DEBUG") == "1"
         argv = [a for a in argv if a != "--debug"]
         try:

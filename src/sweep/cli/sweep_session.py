@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sweep.common import paths
 from sweep.common.errors import SweepError
 from sweep.common.paths import PROJECT_ROOT, resolve_user_path
 from sweep.config.naming import command_line_keys, config_name
@@ -77,14 +78,20 @@ def write_error(folder: Path | None, exc: OSError) -> SweepError:
 
 def ui_command(uri: str) -> str | None:
     """The command that serves the UI of the store ``uri`` on the port `ui_link` names: `make
-    ui` only for the store it serves (the project's ./mlflow.db); an http(s) store is its own
-    UI (None)."""
+    ui` only in the clone, for the store it serves (the clone's ./mlflow.db); in a user's
+    project (no Makefile there) `sweep ui`, with ``--tracking-uri`` unless the store is the
+    one it opens by default (./mlflow.db); an http(s) store is its own UI (None)."""
     path = tracking.sqlite_path(uri)
     if path is None:
         return None
-    if resolve_user_path(path, "tracking.uri") == (PROJECT_ROOT / "mlflow.db").resolve():
+    here = resolve_user_path(path, "tracking.uri")
+    if (paths.in_clone() and PROJECT_ROOT == paths.CLONE_ROOT
+            and here == (PROJECT_ROOT / "mlflow.db").resolve()):
         return "make ui"
-    return f"python -m sweep.cli ui --tracking-uri {shlex.quote(uri)}"
+    command = "python -m sweep.cli ui" if paths.in_clone() else "sweep ui"
+    if here == (Path.cwd() / "mlflow.db").resolve() and not paths.in_clone():
+        return command
+    return f"{command} --tracking-uri {shlex.quote(uri)}"
 
 
 def sweep_parent(*, exit_on_error: bool = True) -> str | None:

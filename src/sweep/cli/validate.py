@@ -20,6 +20,7 @@ from sweep.config.compose import compose
 from sweep.config.specs import build_job_spec
 from sweep.data.abstentions import abstentions_path, load_abstentions
 from sweep.data.drift import corpus_drift
+from sweep.data.quotes import LEVELS
 from sweep.evaluation.sources import UNSPECIFIED
 from sweep.evaluation.validate import cap_problems, check_golden
 from sweep.outputs.audit_report import audit_text
@@ -56,7 +57,7 @@ def print_quote_levels(levels: dict[str, dict[str, list[str]]]) -> None:
         flat = [lv for lvs in levels[c].values() for lv in lvs]
         found = len(flat) - flat.count("missing")
         print(f"{c}: {found}/{len(flat)} quotes found (" + ", ".join(
-            f"{flat.count(lv)} {lv}" for lv in ("exact", "normalised", "loose", "missing")) + ")")
+            f"{flat.count(lv)} {lv}" for lv in (*LEVELS, "missing")) + ")")
 
 
 def cmd_validate(argv: Sequence[str]) -> int:

@@ -6,7 +6,8 @@ Two layouts:
   ``experiments/``, ``evals/``, ``data/demo`` and ``.cache``, as it always has;
 - **an installed wheel**: the package carries ``sweep/conf`` (the configuration groups and
   the shipped experiments) and ``sweep/demo`` (the demo corpus and golden set); the project is
-  the folder the command runs in, whose own ``conf/`` is layered over the bundled one on
+  the nearest folder from the working one up that holds a ``conf/`` (`project_root`), whose
+  own ``conf/`` is layered over the bundled one on
   Hydra's search path (``hydra_plugins/chunk_sweep_searchpath``) and which receives
   ``experiments/winners/``, ``evals/``, ``.cache`` and ``mlflow.db``.
 
@@ -35,16 +36,48 @@ def in_clone() -> bool:
                                                           ).is_file()
 
 
+def find_project(start: Path, marker: Path = Path("conf")) -> Path | None:
+    """The nearest folder from ``start`` up holding ``marker`` (a project's ``conf/``, or
+    `PROJECT_MARKER`), so a command run from a sub-folder (``cd docs && sweep validate``)
+    works for the project; the search stops at the top of a git repository, so a ``conf/``
+    above the user's repository is never taken for theirs. None when there is none."""
+    for folder in (start, *start.parents):
+        if (folder / marker).is_dir():
+            return folder
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
 def project_root(cwd: Path | None = None) -> Path:
-    """The project the command works for: ``$CHUNK_SWEEP_PROJECT_ROOT``; else the working
-    folder when it holds ``conf/project/`` or when the package is installed; else the clone."""
+    """The project the command works for: ``$CHUNK_SWEEP_PROJECT_ROOT``; else the nearest
+    folder from the working folder up with ``conf/project/`` (`sweep init`'s marker); else,
+    with the package installed, the nearest one with ``conf/``, or the working folder itself
+    (then the bundled demo configuration is used, and `no_project_note` says so); in a clone,
+    the clone."""
     env = os.environ.get(ROOT_ENV)
     if env:
         return Path(env).resolve()
     here = (cwd or Path.cwd()).resolve()
-    if not in_clone() or (here / PROJECT_MARKER).is_dir():
-        return here
+    marked = find_project(here, PROJECT_MARKER)
+    if marked is not None:
+        return marked
+    if not in_clone():
+        return find_project(here) or here
     return CLONE_ROOT
+
+
+def no_project_note(cwd: Path | None = None) -> str | None:
+    """One line when a command outside a clone found no project (no ``conf/`` from the working
+    folder up): it runs on the bundled demo's configuration, which is never silent."""
+    if os.environ.get(ROOT_ENV) or in_clone():
+        return None
+    here = (cwd or Path.cwd()).resolve()
+    if find_project(here) is not None:
+        return None
+    return (f"note: no conf/ in {here} or any folder above it (up to the repository's top): "
+            "using chunk-sweep's bundled demo configuration; `sweep init` makes this folder a "
+            "project, or run the command from the project's folder")
 
 
 # Read once, at import: every command runs for one project.

@@ -27,6 +27,12 @@ def check_config(cfg: Config) -> None:
                              f"{cfg.chunk.boundary.value} takes no overlap (set chunk.overlap=0)")
     if cfg.cache.prewarm not in ("auto", "on", "off"):
         raise SweepError(f"cache.prewarm={cfg.cache.prewarm!r} is not one of auto, on, off")
+    for key, value in (("corpus.path", cfg.corpus.path), ("golden.path", cfg.golden.path)):
+        # an empty path is the current folder to the file system: a built site, a home folder
+        if not str(value or "").strip():
+            raise SweepError(f"{key} is empty: set it to a "
+                             + ("folder of documents" if key == "corpus.path" else
+                                "golden set file") + f" ({key}=PATH)")
     if cfg.corpus.on_error not in ("raise", "skip"):
         raise SweepError(f"corpus.on_error={cfg.corpus.on_error!r} is not one of raise, skip")
     corpus_limits(cfg).validate()
@@ -77,6 +83,7 @@ def check_backend(cfg: Config) -> None:
     from sweep.config.specs import embedding_spec
 
     embedding_spec(cfg).check_backend()
+    embedding_spec(cfg).check_long_text()
 
 
 def check_served(cfg: Config) -> None:

@@ -56,6 +56,66 @@ def config_error_line(exc: BaseException) -> str:
     return "config: " + ": ".join(parts)
 
 
+def _close(word: str, choices: Sequence[str]) -> list[str]:
+    import difflib
+
+    return difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)
+
+
+def _schema_keys(section: str) -> list[str]:
+    """The keys of one section of the schema (``chunk`` -> size, overlap, ...)."""
+    import dataclasses
+
+    from sweep.config.schema import Config
+
+    field = {f.name: f for f in dataclasses.fields(Config)}.get(section)
+    kind = field.type if field is not None else None
+    if isinstance(kind, str):  # postponed annotations: the dataclass's own default instead
+        kind = type(field.default_factory()) if callable(field.default_factory) else None
+    return [f.name for f in dataclasses.fields(kind)] if dataclasses.is_dataclass(kind) else []
+
+
+def composition_error_line(exc: BaseException) -> str:
+    """One line for a composition error, with "did you mean" for a misspelt option of a
+    config group (``embedding=bge_small``) or a misspelt key (``chunk.sise=128``): Hydra's
+    own text lists its search path, or advises ``+chunk.sise``, which adds the typo."""
+    import re
+
+    text = "\n".join(str(e) for e in _chain(exc))
+    missing = re.search(r"Could not (?:find|load) '([\w/.-]+)/([\w.-]+)'", text)
+    if missing and "Available options" in text:
+        group, option = missing.group(1), missing.group(2)
+        block = text.split("Available options", 1)[1].splitlines()[1:]
+        options = []
+        for line in block:
+            if not line.startswith(("\t", " ")) or not line.strip():
+                break
+            options.append(line.strip())
+        near = _close(option, options)
+        hint = (f"did you mean {' or '.join(f'{group}={o}' for o in near)}? " if near
+                else "") + f"the options are {', '.join(options)}"
+        return f"config: {group}={option}: no such option of {group} ({hint})"
+    key = re.search(r"Could not override '([\w.]+)'", text)
+    if key and re.search(r"Key '[\w]+' not in", text) and "." in key.group(1):
+        section, _, name = key.group(1).rpartition(".")
+        known = _schema_keys(section) if "." not in section else []
+        near = _close(name, known)
+        hint = (f"did you mean {' or '.join(f'{section}.{k}' for k in near)}?" if near
+                else f"the keys of {section} are {', '.join(known)}" if known
+                else "check its spelling")
+        return f"config: {key.group(1)}: no such key ({hint})"
+    return config_error_line(exc)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in out:
+        out.append(current)
+        current = current.__cause__ or current.__context__
+    return out
+
+
 def yaml_error_line(exc: BaseException) -> str:
     """``config: FILE:LINE:COL: problem`` for a YAML syntax error in a config file (PyYAML's
     marks are 0-based; shown 1-based, as editors count)."""
@@ -74,7 +134,6 @@ def compose(overrides: Sequence[str]) -> Any:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from sweep.config.compose import config_error_line
     from sweep.config.schema import Config, conf_dir, register
 
     register()
@@ -88,7 +147,7 @@ def compose(overrides: Sequence[str]) -> Any:
         typed: Config = OmegaConf.to_object(cfg)  # type: ignore[assignment]
         return typed
     except (HydraException, OmegaConfBaseException) as exc:
-        raise SweepError(config_error_line(exc)) from None
+        raise SweepError(composition_error_line(exc)) from None
     except yaml.YAMLError as exc:
         raise SweepError(yaml_error_line(exc)) from None
 

@@ -91,6 +91,13 @@ def refresh_axes() -> None:
             names[enum_name] = _axis(enum_name, AXES[axis])
 
 
+class LongText(StrEnum):
+    """What a local model embeds of a text longer than its window (max_seq_length)."""
+
+    truncate = "truncate"  # the first window only: what every model did before this key
+    window_mean = "window_mean"  # the mean of the embeddings of consecutive windows
+
+
 class SpanMode(StrEnum):
     exact = "exact"
     chroma = "chroma"
@@ -199,6 +206,9 @@ class EmbeddingConfig:
     # measured against. Not every backend runs every precision (`check_config` says which).
     backend: EncodeBackend = EncodeBackend["torch"]
     precision: Precision = Precision["fp32"]
+    # A text longer than the model's window: cut it (what the model does on its own), or embed
+    # each window and take the mean (normalised), so the vector covers the whole chunk.
+    long_text: LongText = LongText.truncate
     # family=openai: a model behind an OpenAI-compatible endpoint (docs/guide/served-models.md). `model` is the name the endpoint serves; `name` stays the label in tables.
     base_url: str = ""
     model: str = ""

@@ -62,7 +62,7 @@ def embedding_spec(cfg: Config) -> EmbeddingSpec:
                          pca_dims=e.pca_dims, batch_size=e.batch_size,
                          query_prefix=e.query_prefix, document_prefix=e.document_prefix,
                          device=e.device, served=served, backend=e.backend.value,
-                         precision=e.precision.value)
+                         precision=e.precision.value, long_text=e.long_text.value)
 
 
 def endpoint_spec(section: str, conf: Any, **limits: Any) -> EndpointSpec:

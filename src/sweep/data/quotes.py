@@ -14,6 +14,12 @@ what a parser made of the file. Three levels, tried in order, the first that mat
   backticks, ``[``/``]`` and link targets ``](url "title")``, the brackets of an autolink
   ``<https://...>``, backslash escapes), and all whitespace
   removed (PDF extractors that drop the spaces between words, "Therearetwomethods...").
+- ``blocks``: the loose level across a block boundary, for a quote copied as one passage from
+  a sentence into the code block after it ("... configure it as: # dpkg-reconfigure locales"):
+  also ignored, on both sides, a code fence's whole line (its language tag is no visible text)
+  and a shell or REPL prompt (``$``, ``#``, ``%``, ``>>>`` standing alone before a blank,
+  wherever it is: the quote has it mid-line where the page had it at a line start). Tried last,
+  so a quote found at an earlier level keeps its match.
 
 Each normalised view is built with an index map (view position -> text offset), so a match is
 returned as a span of the original text: every metric stays a character-span metric.
@@ -26,7 +32,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-LEVELS: tuple[str, ...] = ("exact", "normalised", "loose")
+LEVELS: tuple[str, ...] = ("exact", "normalised", "loose", "blocks")
 MAX_PLACES = 50  # occurrences counted per quote (enough to say "not unique")
 
 _QUOTES = str.maketrans({c: '"' for c in "\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb"}
@@ -34,10 +40,11 @@ _QUOTES = str.maketrans({c: '"' for c in "\u201c\u201d\u201e\u201f\u2033\u00ab\u
 _DROP_CHARS = frozenset("-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u00ad|*_`[]\\")
 # Markup a converter adds, dropped as whole matches (on the text and on the quote alike), but
 # for a group named "keep".
+# a table's separator row: only pipes, dashes, colons and blanks (`_loose_view` wants a
+# pipe and three dashes); one character class, so linear on a line of a million spaces
+_TABLE_SEPARATOR = re.compile(r"^[ \t|:-]*$", re.MULTILINE)
 _MARKUP = [
-    # a table's separator row: only pipes, dashes, colons and blanks (`_is_markup` wants a
-    # pipe and three dashes); one character class, so linear on a line of a million spaces
-    re.compile(r"^[ \t|:-]*$", re.MULTILINE),
+    _TABLE_SEPARATOR,
     re.compile(r"^[ \t]*(?:[-*+\u2022\u25cf\u25e6\u2023]|\d{1,3}[.)]|#{1,6}|>+)(?=[ \t])",
                re.MULTILINE),
     # ](target "title") of a link; the title may hold escaped quotes (markdownify writes
@@ -47,6 +54,12 @@ _MARKUP = [
     # its URL so); the URL itself is visible text
     re.compile(r"<(?P<keep>(?:https?|ftp|mailto):[^\s<>]+)>", re.IGNORECASE),
     re.compile(r"!(?=\[)"),  # the ! of an image
+]
+# The `blocks` level's additions: a fence line (```` ```sh ````, ``~~~``) and a prompt token.
+_BLOCK_MARKUP = [
+    *_MARKUP,
+    re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^\n]*$", re.MULTILINE),
+    re.compile(r"(?<!\S)(?:[$#%]|>>>)(?=[ \t])"),
 ]
 
 
@@ -74,11 +87,12 @@ def _normalised_view(text: str) -> tuple[str, list[int]]:
     return "".join(out), index
 
 
-def _loose_view(text: str) -> tuple[str, list[int]]:
+def _loose_view(text: str, markup: Sequence[re.Pattern[str]] = _MARKUP
+                ) -> tuple[str, list[int]]:
     keep = bytearray(b"\x01") * len(text)
-    for pattern in _MARKUP:
+    for pattern in markup:
         for m in pattern.finditer(text):
-            if pattern is _MARKUP[0] and ("|" not in m.group() or "---" not in m.group()):
+            if pattern is _TABLE_SEPARATOR and ("|" not in m.group() or "---" not in m.group()):
                 continue
             keep[m.start():m.end()] = bytes(m.end() - m.start())
             if "keep" in pattern.groupindex:
@@ -97,6 +111,13 @@ def _loose_view(text: str) -> tuple[str, list[int]]:
     return "".join(out), index
 
 
+def _blocks_view(text: str) -> tuple[str, list[int]]:
+    return _loose_view(text, _BLOCK_MARKUP)
+
+
+_VIEWS = {"normalised": _normalised_view, "loose": _loose_view, "blocks": _blocks_view}
+
+
 def quote_key(quote: str, level: str) -> str:
     """The quote as it is searched at ``level``."""
     if level == "exact":
@@ -104,7 +125,7 @@ def quote_key(quote: str, level: str) -> str:
     quote = unicodedata.normalize("NFC", quote)
     if level == "normalised":
         return _normalised_view(quote.strip())[0]
-    return _loose_view(quote)[0]
+    return _VIEWS[level](quote)[0]
 
 
 class QuoteIndex:
@@ -119,8 +140,7 @@ class QuoteIndex:
             return self.texts[doc_id], None
         key = (doc_id, level)
         if key not in self._views:
-            build = _normalised_view if level == "normalised" else _loose_view
-            self._views[key] = build(self.texts[doc_id])
+            self._views[key] = _VIEWS[level](self.texts[doc_id])
         return self._views[key]
 
     def find(self, quote: str, doc_ids: Iterable[str] | None = None

@@ -53,6 +53,16 @@ class EmbeddingSpec:
     # (sweep.embedding.backends; torch fp32 is the reference).
     backend: str = "torch"
     precision: str = "fp32"
+    # A text longer than the model's window: truncate (the model's own cut) or window_mean
+    # (`sweep.embedding.models.window_mean`).
+    long_text: str = "truncate"
+
+    def check_long_text(self) -> None:
+        """window_mean needs the model's tokenizer and window: a local model."""
+        if self.long_text != "truncate" and self.served is not None:
+            raise SweepError(f"embedding.long_text={self.long_text} applies to local models "
+                             f"only, not family={self.family} (an endpoint cuts or refuses a "
+                             "long text its own way): leave it at truncate")
 
     def check_backend(self) -> None:
         """A pair the backend runs, on a model it can run (a transformer in a

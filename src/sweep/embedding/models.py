@@ -200,9 +200,12 @@ class LocalEmbedder:
         backend = ("" if (spec.backend, spec.precision) == REFERENCE else
                    f"|{spec.backend}|{spec.precision}|"
                    f"{export_key(path, spec.backend, spec.precision)}")
+        # A long text's vector under window_mean is no truncated vector: its own key (truncate,
+        # what every model did before, adds nothing).
+        long_text = "" if spec.long_text == "truncate" else f"|{spec.long_text}"
         self.fingerprint = hashlib.sha256(
             f"{folder_signature(path)}|{spec.query_prefix}|{spec.document_prefix}|"
-            f"{self.max_seq_length}|l2{backend}".encode()
+            f"{self.max_seq_length}|l2{backend}{long_text}".encode()
         ).hexdigest()[:16]
         self._cache: dict[bytes, np.ndarray] = {}
         self._lengths: dict[bytes, int] = {}
@@ -272,6 +275,8 @@ class LocalEmbedder:
                        else None)
             if lengths is not None and limit:
                 lengths = [min(n, limit) for n in lengths]
+            if self.spec.long_text == "window_mean" and not query and limit:
+                return self._window_mean(todo, prefix, limit, progress)
             return encode_by_batch(self.model, todo, self.spec.batch_size,
                                    progress and len(todo) > self.spec.batch_size, lengths,
                                    desc=f"embed {self.spec.name}")
@@ -289,6 +294,32 @@ class LocalEmbedder:
         if not keys:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.stack([self._cache[k] for k in keys])
+
+    def _window_mean(self, prefixed: list[str], prefix: str, limit: int, progress: bool
+                     ) -> np.ndarray:
+        """``embedding.long_text=window_mean``: a text the model reads whole is embedded as it
+        is; a longer one is cut into consecutive windows the model reads whole (the prefix on
+        each), and its vector is the mean of theirs, normalised."""
+        lengths = self._lengths_of(prefixed) or [0] * len(prefixed)
+        tokenizer = self.model.tokenizer
+        specials = tokenizer.num_special_tokens_to_add(pair=False)
+        room = limit - specials - len(tokenizer(prefix, add_special_tokens=False)["input_ids"])
+        pieces: list[str] = []
+        owner: list[int] = []
+        for i, (text, n) in enumerate(zip(prefixed, lengths, strict=True)):
+            body = text[len(prefix):]
+            if n <= limit or room < 1:
+                spans = [(0, len(body))]
+            else:
+                offsets = tokenizer(body, add_special_tokens=False,
+                                    return_offsets_mapping=True)["offset_mapping"]
+                spans = token_windows(offsets, room) or [(0, len(body))]
+            pieces.extend(prefix + body[a:b] for a, b in spans)
+            owner.extend([i] * len(spans))
+        vecs = encode_by_batch(self.model, pieces, self.spec.batch_size,
+                               progress and len(pieces) > self.spec.batch_size,
+                               desc=f"embed {self.spec.name} (window_mean)")
+        return mean_by_owner(vecs, owner, len(prefixed))
 
     def encode_uncached(self, text: str, *, query: bool = True) -> np.ndarray:
         """One text straight through the model (for latency: what a live query costs)."""
@@ -395,6 +426,31 @@ class LocalEmbedder:
         for i, key in zip(over, keys, strict=True):
             out[i] = int(self._kept[key])
         return out
+
+
+def token_windows(offsets: Sequence[Sequence[int]], size: int) -> list[tuple[int, int]]:
+    """Character spans of consecutive windows of ``size`` tokens, from a tokenizer's offset
+    mapping (one ``(start, end)`` per token): each window runs from its first token's start to
+    its last token's end, so the text between windows (a blank) falls in none."""
+    return [(int(offsets[i][0]), int(offsets[min(i + size, len(offsets)) - 1][1]))
+            for i in range(0, len(offsets), size)]
+
+
+def mean_by_owner(vecs: np.ndarray, owner: Sequence[int], n: int) -> np.ndarray:
+    """Row ``i``: the mean of the ``vecs`` rows whose owner is ``i``, L2-normalised (a text of
+    one window keeps its own vector, which is normalised already)."""
+    out = np.zeros((n, vecs.shape[1]), dtype=np.float64)
+    counts = np.zeros(n, dtype=np.int64)
+    np.add.at(out, np.asarray(owner), vecs.astype(np.float64))
+    np.add.at(counts, np.asarray(owner), 1)
+    single = counts == 1
+    out[~single] /= np.maximum(np.linalg.norm(out[~single], axis=1, keepdims=True), 1e-12)
+    result = out.astype(np.float32)
+    # a one-window text's vector bit for bit as the model gave it
+    idx = {o: j for j, o in enumerate(owner)}
+    for i in np.flatnonzero(single):
+        result[i] = vecs[idx[int(i)]]
+    return result
 
 
 def encode_by_batch(model: Any, texts: list[str], batch_size: int, progress: bool,

@@ -6,7 +6,8 @@ relevant when it overlaps an evidence span by at least ``min_overlap`` of the sh
 
 Resolution order per item:
 1. explicit ``evidence`` (a span, or a quote located in levels by `sweep.data.quotes`: exact,
-   whitespace-normalised, loose; a quote without a document is searched in every document);
+   whitespace-normalised, loose, across blocks; a quote without a document is searched in every
+   document);
 2. else ``relevant_chunk_ids`` mapped to their spans in the reference chunking, narrowed to the
    ``answer_must_mention`` occurrences inside them when there are any;
 3. else ``relevant_doc_ids``: document-level metrics only.
@@ -41,7 +42,7 @@ class ResolvedItem:
     source: str  # evidence | chunk_ids | doc_ids | none
     problems: tuple[Problem, ...] = ()
     # One entry per quote in `evidence`: the level it was found at (exact | normalised |
-    # loose) or "missing".
+    # loose | blocks) or "missing".
     quote_levels: tuple[str, ...] = ()
     orphan_reason: str = ""  # set when a quote was not found in a parser's output
     # The item's passages: groups of indexes into ``spans``, one group per place its answer
@@ -112,7 +113,9 @@ def locate_quote(text: str, quote: str) -> tuple[int, int, str, int] | None:
 
 _LEVEL_WORDS = {"normalised": "only with whitespace normalised",
                 "loose": "only at the loose level (quotes, dashes, hyphens, markup and spaces "
-                         "ignored)"}
+                         "ignored)",
+                "blocks": "only across a block boundary (the loose level with code fences and "
+                          "shell prompts such as '$ ' or '# ' also ignored)"}
 
 
 def _mention_spans(doc: Document, start: int, end: int, mentions: Sequence[str]) -> list[Span]:
@@ -345,7 +348,10 @@ def quote_metrics(resolved: Sequence[ResolvedItem]) -> dict[str, float]:
     levels = [lv for r in resolved for lv in r.quote_levels]
     out: dict[str, float] = {"n_quotes": float(len(levels))}
     for level in LEVELS:
-        out[f"n_quotes_{level}"] = float(levels.count(level))
+        # the last level's count only where it matched: a metric set without it (every run
+        # before that level existed) stays the same set
+        if level != "blocks" or level in levels:
+            out[f"n_quotes_{level}"] = float(levels.count(level))
     out["n_quotes_missing"] = float(levels.count("missing"))
     if levels:
         out["evidence_found_fraction"] = (len(levels) - levels.count("missing")) / len(levels)

@@ -280,6 +280,7 @@ def comparison_rows(reports: Sequence[dict[str, Any]], folders: Sequence[Path] |
         for name in TABLE_METRICS:
             row[name] = metrics.get(name)
         row.update({k: v for k, v in metrics.items() if k.startswith("quant_tax_")})
+        row["truncated_fraction"] = metrics.get("truncated_fraction")
         row["misses"] = miss_summary(rep.get("metrics") or {})
         row["error"] = rep.get("error", "")
         row["found_only_by"] = rep.get("found_only_by") or {}
@@ -326,6 +327,34 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+# The column that marks a configuration whose model saw cut chunks (`cut_cell`); in a table only
+# when a row has one.
+CUT = "model saw"
+
+
+def cut_cell(row: Mapping[str, Any]) -> str:
+    """``cut 91%``: the share of the row's chunks the embedding model read only the start of
+    (longer than its window, embedding.long_text=truncate); ``whole`` when it read them all."""
+    value = row.get("truncated_fraction")
+    if not isinstance(value, int | float) or not value > 0:
+        return "whole"
+    return f"cut {100 * value:.0f}%" if value >= 0.005 else "cut <1%"
+
+
+def _cut(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    return [CUT] if any(cut_cell(r) != "whole" for r in rows) else []
+
+
+def cut_line(row: Mapping[str, Any]) -> str | None:
+    """What the best line adds when the best configuration's model saw cut chunks."""
+    if cut_cell(row) == "whole":
+        return None
+    return (f"  the model saw cut chunks: it read only the first max_seq_length tokens of "
+            f"{cut_cell(row).removeprefix('cut ')} of this configuration's chunks, and returns "
+            "them whole (embedding.long_text=window_mean, smaller chunks or a model with a "
+            "longer window read them whole)")
+
+
 def _verdict(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """The verdict column, when the sweep's statistics gave one (sweep.decide.decision)."""
     return ["verdict"] if any(r.get("verdict") for r in rows) else []
@@ -334,7 +363,8 @@ def _verdict(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 def write_comparison(sweep_dir: Path, axes: Sequence[str], rows: Sequence[dict[str, Any]]
                      ) -> list[Path]:
     """``comparison.csv`` and ``comparison.md`` in the sweep folder (also logged to the parent)."""
-    columns = [*axes, "status", "headline_metric", "headline", *_verdict(rows),
+    columns = [*axes, "status", "headline_metric", "headline",
+               *(["truncated_fraction"] if _cut(rows) else []), *_verdict(rows),
                *table_metrics(rows), "misses", "error"]
     csv_path = write_csv(Path(sweep_dir) / "comparison.csv", columns,
                          ([row.get(k) for k in columns] for row in rows))
@@ -347,10 +377,10 @@ def comparison_markdown(axes: Sequence[str], rows: Sequence[dict[str, Any]],
                         max_chars: int | None = None) -> str:
     """The comparison as a markdown table, best first; with ``max_chars``, whole rows up to
     that length and a line saying how many were left out (an MLflow tag holds 8000)."""
-    shown = [*axes, "headline", *_verdict(rows), *table_metrics(rows), "misses"]
+    shown = [*axes, "headline", *_cut(rows), *_verdict(rows), *table_metrics(rows), "misses"]
     lines = ["| rank | " + " | ".join(shown) + " |", "|" + "---|" * (len(shown) + 1)]
     for i, row in enumerate(rows, start=1):
-        cells = [format_value(row.get(c)) for c in shown]
+        cells = [cut_cell(row) if c == CUT else format_value(row.get(c)) for c in shown]
         lines.append(f"| {i} | " + " | ".join(cells) + " |")
     if max_chars is not None:
         kept = 2
@@ -373,7 +403,7 @@ def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> Non
     for axis in axes:
         table.add_column(axis)
     table.add_column(str(metric), justify="right", style="bold")
-    shown = [*_verdict(rows),
+    shown = [*_cut(rows), *_verdict(rows),
              *(m for m in table_metrics(rows)
                if m != metric and any(r.get(m) is not None for r in rows))]
     if any(r.get("misses") for r in rows):
@@ -387,7 +417,7 @@ def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> Non
             continue
         table.add_row(str(i), *[format_value(row.get(a)) for a in axes],
                       format_value(row.get("headline")),
-                      *[format_value(row.get(m)) for m in shown])
+                      *[cut_cell(row) if m == CUT else format_value(row.get(m)) for m in shown])
     headers = [*axes, str(metric), *shown]
     needed = 8 + sum(max(len(h), 7) + 3 for h in headers)
     console = Console()
@@ -404,7 +434,11 @@ def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> Non
         best, second = finished[0], finished[1]
         print(f"best: {', '.join(f'{a}={best.get(a)}' for a in axes)} "
               f"({metric}={format_value(best['headline'])}, "
-              f"{format_value(best['headline'] - second['headline'])} ahead of the runner-up)")
+              f"{format_value(best['headline'] - second['headline'])} ahead of the runner-up"
+              + ("" if cut_cell(best) == "whole" else f"; model saw {cut_cell(best)}") + ")")
+        cut = cut_line(best)
+        if cut:
+            print(cut)
     if finished:
         by_source = summary_line(finished[0].get("sources") or {}, str(metric))
         if by_source:

@@ -87,14 +87,23 @@ class JobResult:
 
 
 def truncation(embedder: Embedder, texts: list[str], name: str) -> float:
-    """Fraction of chunks longer than the model's max_seq_length (silently cut by the model)."""
+    """Fraction of chunks longer than the model's max_seq_length (silently cut by the model;
+    none under ``embedding.long_text=window_mean``, which reads them a window at a time)."""
     lengths = embedder.token_lengths(texts)
     if lengths is None or not embedder.max_seq_length:
         return 0.0
     over = sum(n > embedder.max_seq_length for n in lengths)
+    if over and embedder.spec.long_text == "window_mean":
+        # read whole, a window at a time: nothing is cut, nothing to blame on a cut
+        log.info("%d of %d chunks (%.0f%%) exceed %s's max_seq_length (%d tokens): each embedded "
+                 "as the mean of its windows (embedding.long_text=window_mean)", over,
+                 len(lengths), 100 * over / len(lengths), name, embedder.max_seq_length)
+        return 0.0
     if over:
         log.warning("%d of %d chunks (%.0f%%) exceed %s's max_seq_length (%d tokens, special "
-                    "tokens included) and are silently truncated by the model", over,
+                    "tokens included) and are silently truncated by the model (smaller chunks, "
+                    "embedding.long_text=window_mean or a model with a longer window read them "
+                    "whole)", over,
                     len(lengths), 100 * over / len(lengths), name, embedder.max_seq_length)
     return over / len(lengths)
 

@@ -301,3 +301,27 @@ def test_backend_and_precision_keep_the_hash_of_runs_recorded_before_them() -> N
     assert len(hashes) == 6  # every pair is its own configuration
     payload = identity_payload(_plain(["embedding.backend=onnx"]), "c", "g")["embedding"]
     assert payload["backend"] == "onnx" and "precision" not in payload
+
+
+def test_long_text_enters_the_hash_only_off_truncate() -> None:
+    # truncate is what every model did before embedding.long_text: every recorded hash holds
+    plain = _plain([])
+    assert plain["embedding"]["long_text"] == "truncate"
+    before = copy.deepcopy(plain)
+    del before["embedding"]["long_text"]
+    assert config_hash(plain, "c", "g") == config_hash(before, "c", "g")
+    assert "long_text" not in identity_payload(plain, "c", "g")["embedding"]
+    mean = _plain(["embedding.long_text=window_mean"])
+    assert identity_payload(mean, "c", "g")["embedding"]["long_text"] == "window_mean"
+    assert config_hash(mean, "c", "g") != config_hash(plain, "c", "g")
+
+
+def test_long_text_window_mean_is_refused_for_a_served_model() -> None:
+    from sweep.common.errors import SweepError
+    from sweep.config.checks import check_config
+    from sweep.config.compose import compose
+
+    cfg = compose(["embedding=served_minilm", "embedding.long_text=window_mean"])
+    with pytest.raises(SweepError, match="long_text=window_mean applies to local models"):
+        check_config(cfg)
+    check_config(compose(["embedding.long_text=window_mean"]))  # a local model: fine

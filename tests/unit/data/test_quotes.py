@@ -182,3 +182,100 @@ def test_orphans_per_parser_are_counted_listed_and_not_scored() -> None:
     assert [(r["qid"], r["orphan_reason"]) for r in orphan] == [
         ("q2", "evidence[0]: not found in pypdf output")]
     assert pdf_s["recall_at_1"] == 1.0  # averaged over the 2 scored, the orphan not as a 0
+
+
+# --------------------------------------------------------------------------- across blocks
+
+# A sentence and the command shown in the code block after it, as each converter writes them
+# (the Debian Reference's `<p>...configure it as:</p><pre class="screen"># dpkg-reconfigure
+# locales</pre>`), quoted as a user copies it: one line.
+PROSE = "The locales package has no compiled data. You need to configure it as:"
+ACROSS = [
+    ("markdown fence", PROSE + "\n\n```\n# dpkg-reconfigure locales\n```\n\nThis takes 2 steps.",
+     "You need to configure it as: # dpkg-reconfigure locales"),
+    ("fence with a language tag", PROSE + "\n\n```sh\n# dpkg-reconfigure locales\n```\n",
+     "You need to configure it as: # dpkg-reconfigure locales"),
+    ("tilde fence, user prompt", "List the log as:\n~~~console\n$ journalctl -b\n~~~\n",
+     "List the log as: $ journalctl -b"),
+    ("quote without the prompt", "List the log as:\n\n```\n$ journalctl -b\n```\n",
+     "List the log as: journalctl -b"),
+    ("python REPL", "Try it:\n\n```python\n>>> print(1 + 1)\n2\n```\n", "Try it: >>> print(1 + 1) 2"),
+]
+
+
+@pytest.mark.parametrize(("case", "text", "quote"), ACROSS, ids=[c[0] for c in ACROSS])
+def test_quote_across_a_block_boundary(case: str, text: str, quote: str) -> None:
+    # no earlier level finds it (levels are tried in order): the prompt is mid-line in the
+    # quote and at a line start in the text (dropped there as a heading marker, or kept), or a
+    # fence's tag is in between
+    level, matched = find(text, quote)
+    assert level == "blocks", case
+    assert matched is not None and matched.endswith(quote[-1])
+    first_word = quote.split()[0]
+    assert matched.startswith(first_word)
+
+
+def test_across_blocks_is_tried_only_after_loose() -> None:
+    # The loose level finds it (the `$` is kept on both sides there): it keeps its level, and
+    # the new level moves no quote an earlier level found.
+    text = "List the log as:\n\n```\n$ journalctl -b\n```\n"
+    assert find(text, "List the log as: $ journalctl -b")[0] == "loose"
+    assert find(text, "journalctl -b") == ("exact", "journalctl -b")
+
+
+def test_across_blocks_does_not_drop_a_word_or_a_dollar_amount() -> None:
+    # a prompt is a `$`/`#`/`%`/`>>>` standing alone before a blank: "$5" and "C#" stay text
+    assert find("It costs $5 a month.", "It costs 5 a month.") == (None, None)
+    assert find("Written in C# mostly.", "Written in C mostly.") == (None, None)
+    # and a fence's tag is no wildcard: other text between the blocks is still text
+    assert find("Run it as:\n\nsee below\n\n```\n# ls\n```\n", "Run it as: # ls") == (None, None)
+
+
+def test_across_blocks_resolves_and_is_counted_under_its_own_level() -> None:
+    text = PROSE + "\n\n```\n# dpkg-reconfigure locales\n```\n"
+    quote = "configure it as: # dpkg-reconfigure locales"
+    corpus = CorpusIndex([doc("ch08", text, "trafilatura")])
+    r = resolve_item(item(EvidenceRef(doc_id="ch08", quote=quote)), corpus, None)
+    assert r.level != "orphan" and r.quote_levels == ("blocks",)
+    ((_, a, b),) = r.spans
+    assert text[a:b] == text[text.index("configure"):text.index("locales\n") + len("locales")]
+    m = quote_metrics([r])
+    assert (m["n_quotes"], m["n_quotes_blocks"], m["n_quotes_loose"]) == (1, 1, 0)
+    # a markdown file (no parser) says at which level it was found
+    md = CorpusIndex([doc("notes", text)])
+    r = resolve_item(item(EvidenceRef(doc_id="notes", quote=quote)), md, None)
+    assert [p.severity for p in r.problems] == ["warning"]
+    assert "across a block boundary" in r.problems[0].message
+
+
+def test_metric_set_without_a_blocks_match_is_unchanged() -> None:
+    # every run before the level existed has these keys and no other
+    corpus = CorpusIndex([doc("book", HTML_TEXT, "trafilatura")])
+    r = resolve_item(item(EvidenceRef(quote=QUOTE)), corpus, None)
+    assert set(quote_metrics([r])) == {"n_quotes", "n_quotes_exact", "n_quotes_normalised",
+                                       "n_quotes_loose", "n_quotes_missing",
+                                       "evidence_found_fraction"}
+
+
+PAGE = b"""<html><head><title>Locales</title></head><body><div class="chapter">
+<h1>8. I18N and L10N</h1>
+<p>In order for the system to access a particular locale, the locale data must be compiled
+from the locale database, which is a long sentence to make this a paragraph of prose.</p>
+<p>The <code class="literal">locales</code> package does <strong>not</strong> come with
+pre-compiled locale data.  You need to configure it as:</p>
+<pre class="screen"># dpkg-reconfigure locales</pre>
+<p>This process involves 2 steps, each of them explained in the next paragraphs here.</p>
+</div></body></html>"""
+
+
+@pytest.mark.parametrize("parser", ["trafilatura", "markitdown"])
+def test_html_quote_across_a_block_boundary_under_each_parser(parser: str) -> None:
+    from sweep.data.parsers.registry import get_parser
+
+    text = get_parser("html", parser).fn(PAGE, "ch08.html").text
+    quote = "You need to configure it as: # dpkg-reconfigure locales"
+    corpus = CorpusIndex([doc("ch08", text, parser)])
+    r = resolve_item(item(EvidenceRef(doc_id="ch08", quote=quote)), corpus, None)
+    assert r.quote_levels == ("blocks",) and r.level != "orphan", text
+    ((_, a, b),) = r.spans
+    assert text[a:b].startswith("You need") and text[a:b].endswith("reconfigure locales")

@@ -200,3 +200,36 @@ def test_an_experiment_option_is_no_axis_its_keys_are() -> None:
     axes, rows = comparison_rows(reports)
     assert axes == ["chunk.size"]
     assert [r["chunk.size"] for r in rows] == [128, 256] and "experiment" not in rows[0]
+
+
+def test_a_configuration_whose_model_saw_cut_chunks_is_marked(capsys, tmp_path: Path) -> None:
+    from sweep.outputs.report import print_comparison, write_comparison
+
+    cut, whole = _report(512, "fixed", 0.8), _report(128, "fixed", 0.7)
+    cut["metrics"]["truncated_fraction"] = 0.9135
+    whole["metrics"]["truncated_fraction"] = 0.0
+    axes, rows = comparison_rows([whole, cut])
+    md = comparison_markdown(axes, rows)
+    assert md.startswith("| rank | chunk.size | headline | model saw |")
+    assert "| 1 | 512 | 0.800 | cut 91% |" in md and "| 2 | 128 | 0.700 | whole |" in md
+    print_comparison(axes, rows)
+    out = capsys.readouterr().out
+    best = next(line for line in out.splitlines() if line.startswith("best:"))
+    assert best.endswith("ahead of the runner-up; model saw cut 91%)")
+    assert "read only the first max_seq_length tokens of 91% of this configuration's" in out
+    csv_path, _ = write_comparison(tmp_path, axes, rows)
+    header, first = csv_path.read_text().splitlines()[:2]
+    assert "truncated_fraction" in header.split(",") and "0.9135" in first.split(",")
+
+
+def test_no_cut_no_marker(capsys) -> None:
+    # a sweep whose model read every chunk whole keeps the table it always had
+    a, b = _report(128, "fixed", 0.8), _report(256, "fixed", 0.7)
+    a["metrics"]["truncated_fraction"] = 0.0
+    axes, rows = comparison_rows([a, b])
+    assert "model saw" not in comparison_markdown(axes, rows)
+    from sweep.outputs.report import print_comparison
+
+    print_comparison(axes, rows)
+    out = capsys.readouterr().out
+    assert "model saw" not in out and "cut" not in out
