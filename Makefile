@@ -15,7 +15,7 @@ export TOKENIZERS_PARALLELISM := false
 .DEFAULT_GOAL := help
 .PHONY: help install wheel demo test test-unit test-slow test-all lint docs docs-serve ui clean compare gate mlflow-server bench bench-backends bench-big bench-index browser repro-chroma chroma-venv chroma-start chroma-stop \
 	infinity-venv model-server model-server-stop postgres postgres-stop ray-venv ray-start ray-stop \
-	llm-venv llm-server llm-stop
+	llm-venv llm-server llm-stop demo-answers
 
 help: ## show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -52,7 +52,7 @@ test-unit: install ## the quick tier: tests/unit only (a few minutes)
 	@echo ">> tests/unit: the quick tier (a few minutes; make test runs the whole fast suite)"
 	$(PY) -m pytest tests/unit -m "not slow" -q -x
 
-test-slow: install browser chroma-venv infinity-venv ray-venv ## the slow suite, tests/e2e (real model, real MLflow store, browser, Chroma and infinity servers, a Ray cluster)
+test-slow: install browser chroma-venv infinity-venv ray-venv llm-venv ## the slow suite, tests/e2e (real model, real MLflow store, browser, Chroma and infinity servers, a Ray cluster)
 	$(PY) -m pytest -m slow -q
 
 # The `sweep label` browser test drives Debian's chromium; apt-get only when one is missing.
@@ -231,3 +231,13 @@ llm-server: $(LLM_STAMP) ## start the local model on 127.0.0.1:$(LLM_PORT) (gene
 
 llm-stop: ## stop the server `make llm-server` started
 	@STATE=$(abspath $(LLM_DIR)) PORT=$(LLM_PORT) servers/llm.sh stop
+
+# Both halves on the bundled demo: the retrieval sweep, then its best 3 configurations answered
+# live and oracle by the local model (sweep rerun --top 3 generation=local), and whether the
+# retrieval winner also wins on answers. QUESTIONS (20) per configuration keeps it under
+# 15 minutes on 2 cores; the server is left running (make llm-stop).
+DEMO_ANSWERS_OUT ?= /tmp/chunk-sweep-demo-answers
+QUESTIONS ?= 20
+demo-answers: install llm-server ## the demo's best 3 configurations answered by the local model: accuracy live/oracle, the tax, the diagnosis, does the retrieval winner win on answers
+	$(PY) benchmarks/demo_answers.py --out $(DEMO_ANSWERS_OUT) --questions $(QUESTIONS) \
+		--base-url http://127.0.0.1:$(LLM_PORT)/v1
