@@ -210,12 +210,14 @@ ray-stop: ## stop the cluster `make ray-start` started
 # 127.0.0.1:$(LLM_PORT) for generation=local, judge=local, +chunk/context=local and
 # `sweep questions generate`. Its own small venv (~130 MB), every package pinned by sha256
 # in locks/llm-server.txt. LLM_DIR=... puts the pid file and the log elsewhere (.ci/run uses
-# a temporary folder); LLM_THREADS (2) and LLM_CTX (4096 tokens) size it.
+# a temporary folder); LLM_THREADS (1) and LLM_CTX (4096 tokens) size it. One thread: llama.cpp's
+# threads meet at a barrier every layer, so on a busy machine a descheduled second thread stalls
+# the first (measured on 2 cores at load ~17: 2.6 s a token with 2 threads, 20 ms with 1).
 LLM_VENV := .venv-llm
 LLM_STAMP := $(LLM_VENV)/.installed-stamp
 LLM_DIR ?= .cache/llm-server
 LLM_PORT ?= 8088
-LLM_THREADS ?= 2
+LLM_THREADS ?= 1
 LLM_CTX ?= 4096
 
 $(LLM_STAMP): locks/llm-server.txt

@@ -5,7 +5,10 @@ statement: answer accuracy live/oracle, the retrieval tax and the diagnosis per 
 whether the retrieval winner also wins on answers (paired intervals), and the rank agreement.
 
     python benchmarks/demo_answers.py [--out DIR] [--questions 20] [--top 3]
-        [--base-url http://127.0.0.1:8088/v1]
+        [--base-url http://127.0.0.1:8088/v1] [--grid OVERRIDE ...]
+
+--grid replaces axes of the grid for a quicker look (e.g. --grid chunk.size=128
+chunk.header=none: the five boundaries at one size).
 
 Everything it writes (MLflow store, job folders) goes to --out; the embedding cache is the
 usual cache.dir. Re-running it answers from the answer cache (cache.dir/answers.sqlite).
@@ -59,6 +62,8 @@ def main() -> int:
     ap.add_argument("--questions", type=int, default=20, help="generation.limit")
     ap.add_argument("--top", type=int, default=3)
     ap.add_argument("--base-url", default="http://127.0.0.1:8088/v1")
+    ap.add_argument("--grid", nargs="*", default=[],
+                    help="overrides of the retrieval sweep's axes (default: the whole grid)")
     args = ap.parse_args()
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -70,8 +75,8 @@ def main() -> int:
     uri = f"sqlite:///{out}/mlflow.db"
     py = [sys.executable, "-m"]
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    t_retrieval = _run([*py, "sweep", "-m", "experiment=chunking_grid", f"tracking.uri={uri}",
-                        f"hydra.sweep.dir={out}/retrieval-{stamp}"], out)
+    t_retrieval = _run([*py, "sweep", "-m", "experiment=chunking_grid", *args.grid,
+                        f"tracking.uri={uri}", f"hydra.sweep.dir={out}/retrieval-{stamp}"], out)
     answers = out / f"answers-{stamp}"
     t_answers = _run([*py, "sweep.cli", "rerun", "--top", str(args.top), "--tracking-uri", uri,
                       "generation=local", f"generation.base_url={args.base_url}",

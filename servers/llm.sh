@@ -9,7 +9,7 @@
 #   servers/llm.sh status
 #   servers/llm.sh alias     # the model name it serves (carries the file's sha256 prefix)
 #
-# Env: VENV (.venv-llm) HOST (127.0.0.1) PORT (8088) THREADS (2) CTX (4096: the context window,
+# Env: VENV (.venv-llm) HOST (127.0.0.1) PORT (8088) THREADS (1) CTX (4096: the context window,
 # tokens) STATE (.cache/llm-server: pid file and log) WAIT_S (120)
 # The venv is made by `make llm-venv` from locks/llm-server.txt.
 set -euo pipefail
@@ -17,7 +17,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="${VENV:-$ROOT/.venv-llm}"
 HOST="${HOST:-127.0.0.1}"
 PORT="${PORT:-8088}"
-THREADS="${THREADS:-2}"
+THREADS="${THREADS:-1}"
 CTX="${CTX:-4096}"
 STATE="${STATE:-$ROOT/.cache/llm-server}"
 PIDFILE="$STATE/llm_$PORT.pid"

@@ -57,7 +57,7 @@ def _start(state: Path, port: int) -> dict[str, str]:
         pytest.fail(f"no {VENV}: run `make llm-venv` (locks/llm-server.txt) or set "
                     "CHUNK_SWEEP_TEST_LLM", pytrace=False)
     env = {**os.environ, "VENV": str(VENV), "PORT": str(port), "STATE": str(state),
-           "THREADS": "2"}
+           "THREADS": "1"}
     res = subprocess.run([str(SCRIPT), "start"], env=env, capture_output=True, text=True,
                          timeout=300)
     if res.returncode != 0:
