@@ -36,6 +36,7 @@ SCRIPT = ROOT / "servers" / "llm.sh"
 VENV = ROOT / ".venv-llm"
 LOCAL = yaml.safe_load((ROOT / "conf" / "generation" / "local.yaml").read_text())
 MODEL = LOCAL["model"]
+N = 10  # questions per configuration in the oracle-vs-live test (two arms: 2 * N answers)
 
 
 def _models(url: str) -> list[str] | None:
@@ -125,7 +126,7 @@ def test_oracle_and_live_on_two_configurations_and_a_rerun_from_the_cache(
         llm: str, tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     common = ["-m", "sweep", "-m", "chunk.size=128,256", "generation=local",
-              f"generation.base_url={llm}/v1", "generation.limit=10", f"tracking.uri={uri}",
+              f"generation.base_url={llm}/v1", f"generation.limit={N}", f"tracking.uri={uri}",
               f"cache.dir={tmp_path}/cache", "eval.latency_sample=0"]
     res = run_cli(*common, f"hydra.sweep.dir={tmp_path}/first", cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -143,14 +144,14 @@ def test_oracle_and_live_on_two_configurations_and_a_rerun_from_the_cache(
     for size in (128, 256):
         (first, rows1), (again, rows2) = reports[("first", size)], reports[("again", size)]
         m1, m2 = first["metrics"], again["metrics"]
-        assert m1["n_generated"] == 10 and m1["gen_calls"] == 20  # two arms, ten questions
+        assert m1["n_generated"] == N and m1["gen_calls"] == 2 * N  # two arms
         assert m1["gen_cache_hits"] == 0 and m1["gen_prompt_tokens"] > 0
         assert m1["gen_completion_tokens"] > 0
-        assert m2["gen_calls"] == 0 and m2["gen_cache_hits"] == 20
+        assert m2["gen_calls"] == 0 and m2["gen_cache_hits"] == 2 * N
         assert "gen_prompt_tokens" not in m2  # nothing asked, nothing reported
         assert first["config_hash"] == again["config_hash"]
         generated = [r for r in rows1 if r["diagnosis"]]
-        assert len(generated) == 10
+        assert len(generated) == N
         for r in generated:
             assert r["oracle_answer"].strip() and r["live_answer"].strip()
             if mentions.get(r["qid"]):  # substring grading, recomputed here
@@ -166,7 +167,7 @@ def test_oracle_and_live_on_two_configurations_and_a_rerun_from_the_cache(
         assert m1["answer_accuracy_oracle"] == pytest.approx(acc_o)
         assert m1["retrieval_tax"] == pytest.approx(acc_o - acc_l)
         assert sum(m1[f"n_{d}"] for d in ("ok", "retrieval_bug", "generation_bug",
-                                          "oracle_fail", "ungraded")) == 10
+                                          "oracle_fail", "ungraded")) == N
         # the cache gives back the very answers: the second run's numbers are the first's
         assert [(r["oracle_answer"], r["live_answer"]) for r in rows2 if r["diagnosis"]] == \
             [(r["oracle_answer"], r["live_answer"]) for r in generated]

@@ -266,7 +266,7 @@ class ChatReader:
         if todo:
             self.client.complete_all([batches[i] for i in todo], self.temperature,
                                      self.max_tokens, progress, "generate", on_answer=keep)
-        return [a if a is not None else Answer("") for a in out]
+        return [a for a in out if a is not None]  # complete_all raised unless all arrived
 
 
 class Judge:
