@@ -225,17 +225,21 @@ def test_contextual_headers_on_two_documents(llm: str, tmp_path: Path) -> None:
 
 def test_questions_generate_on_three_passages(llm: str, tmp_path: Path) -> None:
     out = tmp_path / "queue.jsonl"
-    args = ["-m", "sweep.cli", "questions", "generate", "--passages", "3", "--per-passage",
-            "2", "--out", str(out), "generation=local", "+questions=local",
-            f"generation.base_url={llm}/v1", f"cache.dir={tmp_path}/cache"]
-    res = run_cli(*args, cwd=tmp_path)
+
+    def args(queue: Path) -> list[str]:
+        return ["-m", "sweep.cli", "questions", "generate", "--passages", "3",
+                "--per-passage", "2", "--out", str(queue), "generation=local",
+                "+questions=local", f"generation.base_url={llm}/v1",
+                f"cache.dir={tmp_path}/cache"]
+
+    res = run_cli(*args(out), cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("generated "))
     assert " from 3 passages: 3 calls, 0 from the cache" in line, line
     rows = [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
     assert rows and all(r["source"] == "synthetic" and r["question"].strip() for r in rows)
     assert len({r["passage"]["doc_id"] + str(r["passage"]["start"]) for r in rows}) <= 3
-    res = run_cli(*args[:7], str(tmp_path / "again.jsonl"), *args[8:], cwd=tmp_path)
+    res = run_cli(*args(tmp_path / "again.jsonl"), cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "3 calls" not in res.stdout and "3 from the cache" in res.stdout, res.stdout
 
