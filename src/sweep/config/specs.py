@@ -244,6 +244,7 @@ class GenerationSpec:
     max_tokens: int
     price_input_per_mtok: float
     price_output_per_mtok: float
+    cache_answers: bool = False
 
 
 @dataclass(frozen=True)
@@ -336,7 +337,7 @@ def generation_spec(cfg: Config) -> GenerationSpec:
         max_sentences=g.max_sentences, endpoint=endpoint_spec("generation", g), model=g.model,
         system_prompt=g.system_prompt, prompt=g.prompt, temperature=g.temperature,
         max_tokens=g.max_tokens, price_input_per_mtok=g.price_input_per_mtok,
-        price_output_per_mtok=g.price_output_per_mtok)
+        price_output_per_mtok=g.price_output_per_mtok, cache_answers=g.cache_answers)
 
 
 def judge_spec(cfg: Config) -> JudgeSpec:

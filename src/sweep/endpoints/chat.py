@@ -15,7 +15,7 @@ at a time would hold a run for as long as it likes (`_deadline_client`).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
@@ -82,6 +82,14 @@ class ChatClient:
         back-off first)."""
         self.ep.preflight(timeout, "start the server or fix the URL")
 
+    def served_models(self, timeout: float = 5.0) -> list[str]:
+        """The model names the endpoint lists at ``GET {base_url}/models``."""
+        try:
+            page = self._client.with_options(timeout=timeout, max_retries=0).models.list()
+            return [str(m.id) for m in page.data]
+        except Exception as exc:
+            raise self._error(exc) from None
+
     def complete(self, messages: Sequence[dict[str, str]], temperature: float,
                  max_tokens: int) -> Answer:
         self._budget.take(0)  # the SDK's own retries are not counted against it
@@ -104,9 +112,12 @@ class ChatClient:
                       usage is not None)
 
     def complete_all(self, batches: Sequence[Sequence[dict[str, str]]], temperature: float,
-                     max_tokens: int, progress: bool, desc: str) -> list[Answer]:
+                     max_tokens: int, progress: bool, desc: str,
+                     on_answer: Callable[[int, Answer], None] | None = None) -> list[Answer]:
         """``complete`` for each message list, ``concurrency`` at a time, results in order.
-        The first failure cancels what has not started and is raised."""
+        The first failure cancels what has not started and is raised. ``on_answer(i, answer)``
+        runs in the calling thread as each answer arrives (an answer cache stores it there, so
+        a failure later in the batch loses none that finished)."""
         out: list[Answer | None] = [None] * len(batches)
         pool = ThreadPoolExecutor(max_workers=max(1, self.ep.concurrency))
         try:
@@ -114,7 +125,10 @@ class ChatClient:
                        for i, m in enumerate(batches)}
             for fut in tqdm(as_completed(futures), total=len(futures), desc=desc,
                             disable=not show_progress(progress), leave=False):
-                out[futures[fut]] = fut.result()
+                i = futures[fut]
+                out[i] = fut.result()
+                if on_answer is not None:
+                    on_answer(i, out[i])
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         return [a for a in out if a is not None]
@@ -140,6 +154,13 @@ class ChatClient:
                    "base_url without its /v1)")
         elif isinstance(exc, openai.RateLimitError):
             msg = f"{s}: still rate-limited (HTTP 429) {tries}; lower {s}.concurrency"
+        elif isinstance(exc, openai.BadRequestError) and _context_overflow(exc) is not None:
+            # llama.cpp refuses (HTTP 400) a prompt longer than its window rather than cut it.
+            n_prompt, n_ctx = _context_overflow(exc) or (0, 0)
+            msg = (f"{s}: the prompt ({n_prompt} tokens) is longer than the context window of "
+                   f"the model at {url} ({n_ctx} tokens); the server refused it rather than cut "
+                   "it: lower eval.prompt_k or chunk.size, or serve a larger window "
+                   "(servers/llm.sh: CTX=...)")
         elif isinstance(exc, openai.APIStatusError):
             msg = f"{s}: HTTP {exc.status_code} from {url} {tries}: {str(exc)[:200]}"
         else:
@@ -183,3 +204,16 @@ def _deadline_client(total_s: float) -> Any:
             self.inner.close()
 
     return httpx.Client(transport=Deadline(), timeout=total_s, follow_redirects=True)
+
+
+def _context_overflow(exc: Exception) -> tuple[int, int] | None:
+    """(prompt tokens, context window) when ``exc`` is llama.cpp's refusal of a prompt longer
+    than its context window (``exceed_context_size_error``), else None."""
+    body = getattr(exc, "body", None)
+    err = body.get("error", body) if isinstance(body, dict) else None
+    if not isinstance(err, dict) or err.get("type") != "exceed_context_size_error":
+        return None
+    try:
+        return int(err.get("n_prompt_tokens", 0)), int(err.get("n_ctx", 0))
+    except (TypeError, ValueError):
+        return None

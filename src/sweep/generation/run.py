@@ -27,7 +27,7 @@ import numpy as np
 from sweep.chunking.chunkers import split_sentences
 from sweep.common.registry import Entry, Registry, Traits
 from sweep.endpoints.chat import Answer, ChatClient, ChatUsage
-from sweep.generation.cache import JudgeCache
+from sweep.generation.cache import AnswerCache, JudgeCache
 
 log = logging.getLogger(__name__)
 
@@ -222,13 +222,15 @@ class ChatReader:
     name = "openai"
 
     def __init__(self, client: ChatClient, system: str, template: str, temperature: float,
-                 max_tokens: int) -> None:
+                 max_tokens: int, cache: AnswerCache | None = None) -> None:
         self.client = client
         self.system = system
         self.template = template
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.usage = ChatUsage()
+        self.usage = ChatUsage()  # what was asked of the endpoint (cached answers cost nothing)
+        self.cache = cache
+        self.cached_hits = 0
 
     def messages(self, question: str, passages: Sequence[Passage]) -> list[dict[str, str]]:
         user = (self.template.replace("{context}", format_context(passages))
@@ -239,11 +241,32 @@ class ChatReader:
     def answer_all(self, questions: Sequence[str], contexts: Sequence[Sequence[Passage]],
                    progress: bool = True) -> list[Answer]:
         batches = [self.messages(q, c) for q, c in zip(questions, contexts, strict=True)]
-        answers = self.client.complete_all(batches, self.temperature, self.max_tokens,
-                                           progress, "generate")
-        for a in answers:
+        if self.cache is None:
+            answers = self.client.complete_all(batches, self.temperature, self.max_tokens,
+                                               progress, "generate")
+            for a in answers:
+                self.usage.add(a)
+            return answers
+        cache = self.cache
+        keys = [AnswerCache.key(self.client.model, b, self.temperature, self.max_tokens)
+                for b in batches]
+        out: list[Answer | None] = []
+        for k in keys:
+            hit = cache.get(k)
+            out.append(None if hit is None else Answer(*hit))
+        todo = [i for i, a in enumerate(out) if a is None]
+        self.cached_hits += len(batches) - len(todo)
+
+        def keep(j: int, a: Answer) -> None:  # stored as it arrives: a later failure loses none
+            i = todo[j]
+            out[i] = a
             self.usage.add(a)
-        return answers
+            cache.put(keys[i], a.text, a.prompt_tokens, a.completion_tokens, a.usage_reported)
+
+        if todo:
+            self.client.complete_all([batches[i] for i in todo], self.temperature,
+                                     self.max_tokens, progress, "generate", on_answer=keep)
+        return [a for a in out if a is not None]  # complete_all raised unless all arrived
 
 
 class Judge:
@@ -350,6 +373,8 @@ def run_generation(items: Sequence[GenItem], reader: Reader, judge: Judge | None
     for d, n in counts.items():
         summary[f"n_{d}"] = float(n)
     usage = {"gen": reader.usage}
+    if getattr(reader, "cache", None) is not None:
+        summary["gen_cache_hits"] = float(getattr(reader, "cached_hits", 0))
     if judge is not None:
         usage["judge"] = judge.usage
         summary["judge_cache_hits"] = float(judge.cached_hits)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from sweep.chunking.chunkers import Chunk
+from sweep.common.errors import SweepError
 from sweep.common.memory import release_free_memory
 from sweep.common.progress import Progress
 from sweep.common.store import CacheTarget
@@ -44,7 +45,7 @@ from sweep.evaluation.evaluate import EvalSpec, evaluate
 from sweep.evaluation.metrics import covered_chars
 from sweep.evaluation.misses import diagnose_misses, miss_views, truncation_cuts
 from sweep.evaluation.relevance import ChunkLocator, ResolvedItem
-from sweep.generation.cache import get_judge_cache
+from sweep.generation.cache import get_answer_cache, get_judge_cache
 from sweep.generation.run import (
     DIAGNOSES,
     GENERATION,
@@ -444,7 +445,20 @@ def make_reader(gen: GenerationSpec, embedding: EmbeddingSpec, cache: CacheTarge
                                 gen.max_sentences)
     client = ChatClient(gen.endpoint, gen.model)
     client.preflight()
-    return ChatReader(client, gen.system_prompt, gen.prompt, gen.temperature, gen.max_tokens)
+    answers = None
+    if gen.cache_answers and cache is not None:
+        # The cache is keyed on the model's name: a name the endpoint does not serve could be
+        # answered by another model (llama.cpp answers whatever name it is sent).
+        served = client.served_models()
+        if gen.model not in served:
+            raise SweepError(f"generation.model={gen.model!r} is not what "
+                             f"{gen.endpoint.base_url} serves ({', '.join(served) or 'nothing'})"
+                             "; generation.cache_answers keys answers on that name",
+                             hint="set generation.model to the served name (servers/llm.sh "
+                             "alias prints it)")
+        answers = get_answer_cache(cache.dir)
+    return ChatReader(client, gen.system_prompt, gen.prompt, gen.temperature, gen.max_tokens,
+                      answers)
 
 
 def make_judge(judge: JudgeSpec, cache: CacheTarget | None) -> Judge | None:
