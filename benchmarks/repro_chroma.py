@@ -1,7 +1,7 @@
 """`make repro-chroma`: Chroma's chunking-evaluation table, reproduced with chunk-sweep.
 
 Imports ../shared/data/chroma_chunking_eval with `sweep import chroma` into OUT/data, then runs
-each published row through the pipeline (`run_config`): chunk.boundary=langchain_recursive
+each published row through the pipeline (`run_job`): chunk.boundary=langchain_recursive
 ("Recursive") or token_text ("TokenText") sized in cl100k tokens, all-MiniLM-L6-v2, exact
 search over ONE index of all five corpora, every question, k = 5 (and 10 and "Min" for the
 appendix rows), eval.span_mode=chroma (chunks placed as Chroma's code places them). It writes
@@ -112,11 +112,11 @@ def main(argv: list[str] | None = None) -> int:
                              "(M=16, ef_construction=100, ef_search=50)")
     args = parser.parse_args(argv)
 
+    from sweep.application.job import run_job
     from sweep.common.errors import SweepError
     from sweep.config.schema import Boundary
     from sweep.config.specs import build_job_spec
     from sweep.data.importers import run_import
-    from sweep.pipeline.run import run_config
 
     if not args.data.is_dir():
         print(f"repro-chroma: {args.data} not found (the shared data folder)", file=sys.stderr)
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         cfg = config_for(data, cache, boundary, size, overlap, args.omega_only, args.index)
         try:
-            result = run_config(build_job_spec(cfg), progress=False)
+            result = run_job(build_job_spec(cfg), progress=False)
         except SweepError as exc:
             print(f"repro-chroma: {chunker} {size}/{overlap}: {exc}", file=sys.stderr)
             return 1

@@ -3,7 +3,7 @@ few configurations (``make demo-answers``, or any sweep run with ``generation=..
 
 Pure over plain data: each configuration is its name, its retrieval headline value and its
 per-question answer verdicts (1/0, live and oracle). The paired intervals are
-`sweep.decide.table.paired_bootstrap` over the questions both configurations graded; the rank
+`sweep.decide.stats.paired_bootstrap` over the questions both configurations graded; the rank
 agreement is `sweep.decide.rerun.agreement` (Kendall's concordance of the retrieval order with
 the live answer accuracy).
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sweep.decide.rerun import agreement
-from sweep.decide.table import paired_bootstrap
+from sweep.decide.stats import paired_bootstrap
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import DEMO
+from helpers import DEMO, label_settings
 from sweep.common.errors import SweepError
 from sweep.common.textcheck import clean_text, control_char
 from sweep.data.golden import parse_golden_lines
-from sweep.label.app import LabelSettings, build_app
+from sweep.label.app import build_app
 from sweep.questions.build import build_queue, summary
 from sweep.questions.merge import Merger, cid_of
 from sweep.questions.rows import Row
@@ -96,8 +96,8 @@ def test_golden_loader_names_file_line_and_field(field: str, obj: dict, message:
 def test_label_page_save_cleans_the_question_and_refuses_a_bad_qid(tmp_path: Path) -> None:
     work = tmp_path / "demo"
     shutil.copytree(DEMO / "corpus", work / "corpus")
-    app = build_app(LabelSettings(corpus=str(work / "corpus"),
-                                  golden=str(tmp_path / "golden.jsonl")), say=lambda _: None)
+    app = build_app(label_settings(work / "corpus", tmp_path / "golden.jsonl"),
+                    say=lambda _: None)
     doc = next(iter(app.servable.values()))
     quote = doc.text.strip().split("\n")[-1].strip()[:40]
     start = doc.text.index(quote)
