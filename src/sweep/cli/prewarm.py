@@ -83,7 +83,11 @@ def check_every_job(config: Any) -> int:
     from omegaconf.errors import OmegaConfBaseException
 
     from sweep.config.checks import check_config
-    from sweep.config.compose import composition_error_line, derive_job_config
+    from sweep.config.compose import (
+        composition_error_line,
+        derive_job_config,
+        remember_composed,
+    )
 
     sweeper = str(OmegaConf.select(config, "hydra.sweeper._target_", default=""))
     if not sweeper.endswith(".BasicSweeper"):
@@ -113,6 +117,7 @@ def check_every_job(config: Any) -> int:
             if cfg is None:
                 cfg = loader.load_sweep_config(config, job)
                 composed.append((job, cfg))
+                remember_composed(config, job, cfg)  # the sweeper's check takes it
             plain = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
             typed: Config = OmegaConf.to_object(  # type: ignore[assignment]
                 OmegaConf.merge(OmegaConf.structured(Config), plain))

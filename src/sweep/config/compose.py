@@ -46,7 +46,10 @@ def config_error_line(exc: BaseException) -> str:
         lines = [ln.strip() for ln in str(current).splitlines() if ln.strip()]
         if lines and lines[0] not in seen:
             seen.add(lines[0])
-            parts.append(lines[0])
+            # "ConfigKeyError raised while composing config:" announces the reason on the
+            # next line (Key 'api_key' not in 'GenerationConfig'): keep it
+            parts.append(f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1
+                         and not lines[1].startswith("Available options") else lines[0])
             if "Available options" in str(current):
                 idx = next(i for i, ln in enumerate(lines) if ln.startswith("Available options"))
                 options = [ln for ln in lines[idx + 1 :] if not ln.startswith(("Config search",
@@ -154,6 +157,21 @@ def compose(overrides: Sequence[str]) -> Any:
 
 
 _COMPOSE_ONCE = "_chunk_sweep_compose_once"
+# Jobs composed before the sweeper's own check (`remember_composed`: the sweep's up-front check
+# of every combination), by (master config, overrides): that check takes them instead of
+# composing each again.
+_EARLY: dict[tuple[int, tuple[str, ...]], tuple[Any, Any]] = {}
+
+
+def remember_composed(master_config: Any, overrides: Sequence[str], cfg: Any) -> None:
+    """Keep a job's config composed from ``master_config`` before the sweep starts, for the
+    sweeper's batch check (`compose_jobs_once`) to take instead of composing it again."""
+    _EARLY[(id(master_config), tuple(overrides))] = (master_config, cfg)
+
+
+def _take_early(master_config: Any, overrides: Sequence[str]) -> Any:
+    entry = _EARLY.pop((id(master_config), tuple(overrides)), None)
+    return entry[1] if entry is not None and entry[0] is master_config else None
 
 
 def compose_jobs_once() -> None:
@@ -198,7 +216,7 @@ def compose_jobs_once() -> None:
                 if cfg is not None:
                     break
             if cfg is None:
-                cfg = compose_job(loader, self.config, job)
+                cfg = _take_early(self.config, job) or compose_job(loader, self.config, job)
                 composed.append((job, cfg))
             checked.setdefault((id(loader), id(self.config), tuple(overrides)), []).append(
                 (loader, self.config, cfg))
