@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_cli
+from helpers import DEMO, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -88,22 +88,40 @@ def test_same_configuration_twice_gives_identical_metrics(tmp_path: Path) -> Non
     assert reports[1]["metrics"]["n_texts_encoded"] == 0
 
 
-def test_a_failing_config_does_not_stop_the_sweep(tmp_path: Path) -> None:
+def test_a_combination_the_checks_refuse_stops_the_sweep_before_any_job(tmp_path: Path) -> None:
+    # Issue 45: every check that can run before the first job runs before it, for every
+    # combination: the valid job does not run first and leave a half sweep behind.
     db = tmp_path / "mlflow.db"
     res = run_cli("-m", "sweep", "-m", "chunk.size=64", "chunk.overlap=0,64",
                   f"tracking.uri=sqlite:///{db}", f"hydra.sweep.dir={tmp_path}/multirun",
                   cwd=tmp_path)
     assert res.returncode == 1
-    assert "1 of 2 configurations failed" in res.stderr
     assert "chunk.overlap=64 must be >= 0 and smaller than chunk.size=64" in res.stderr
     assert "Traceback" not in res.stderr
+    assert not list((tmp_path / "multirun").glob("*/report.json"))
+    if db.exists():  # no parent run and no configuration run was created
+        _, runs = _runs(db)
+        assert runs == []
+
+
+def test_a_config_failing_at_run_time_does_not_stop_the_sweep(tmp_path: Path) -> None:
+    # A folder with no document passes the checks and fails when the job reads it.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    db = tmp_path / "mlflow.db"
+    res = run_cli("-m", "sweep", "-m", f"corpus.path={DEMO / 'corpus'},{empty}",
+                  "retrieval=bm25", f"tracking.uri=sqlite:///{db}",
+                  f"hydra.sweep.dir={tmp_path}/multirun", cwd=tmp_path)
+    assert res.returncode == 1
+    assert "1 of 2 configurations failed" in res.stderr
+    assert "Traceback" not in res.stderr
     _, runs = _runs(db)
-    status = sorted((r.info.status, r.data.params.get("chunk.overlap")) for r in runs
+    status = sorted((r.info.status, r.data.params.get("corpus.path")) for r in runs
                     if "mlflow.parentRunId" in r.data.tags)
-    assert status == [("FAILED", "64"), ("FINISHED", "0")]
+    assert status == [("FAILED", str(empty)), ("FINISHED", str(DEMO / "corpus"))]
     failed = next(r for r in runs if r.info.status == "FAILED" and "mlflow.parentRunId"
                   in r.data.tags)
-    assert "chunk.overlap=64" in failed.data.tags["error"]
+    assert failed.data.tags["error"]
     # The finished job's files are intact.
     done = [json.loads(p.read_text()) for p in (tmp_path / "multirun").glob("*/report.json")]
     assert sorted(r["status"] for r in done) == ["FAILED", "FINISHED"]
