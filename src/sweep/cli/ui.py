@@ -95,7 +95,10 @@ def _serve(server: subprocess.Popen[bytes], base: str, ready: str) -> int:
         stop.append(signum)
         raise KeyboardInterrupt
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
+    # SIGINT too, not left to Python's default: a process started in the background by a
+    # non-interactive shell inherits SIGINT ignored, and Ctrl-C (or `kill -INT`) would not stop it
+    previous = {s: signal.signal(s, on_signal)
+                for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         started = time.monotonic()
         reminded = started
