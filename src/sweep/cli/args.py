@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 
 def selection_args(parser: argparse.ArgumentParser) -> None:
@@ -24,15 +25,23 @@ def correction_arg(parser: argparse.ArgumentParser) -> None:
                         "share of false 'worse' <= 5%%) or none")
 
 
-def _detect(value: str) -> float:
-    try:
-        d = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
-    if not 0 < d <= 1:
-        raise argparse.ArgumentTypeError(f"{value}: the difference to detect must be in (0, 1] "
-                                         "(0.03 = 3 points)")
-    return d
+def _fraction(what: str, example: str) -> Callable[[str], float]:
+    """An argparse type: a number in (0, 1], named ``what`` in its error (``example`` says how
+    it reads, e.g. "0.03 = 3 points")."""
+    def parse(value: str) -> float:
+        try:
+            d = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+        if not 0 < d <= 1:
+            raise argparse.ArgumentTypeError(f"{value}: {what} must be in (0, 1] ({example})")
+        return d
+
+    return parse
+
+
+_detect = _fraction("the difference to detect", "0.03 = 3 points")
+_margin = _fraction("the margin", "0.02 = 2 points")
 
 
 def detect_arg(parser: argparse.ArgumentParser) -> None:
@@ -42,17 +51,6 @@ def detect_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--detect", type=_detect, default=DEFAULT_DETECT, metavar="D",
                         help="size the golden set for this difference of the metric "
                         f"(default {DEFAULT_DETECT}: {100 * DEFAULT_DETECT:g} points)")
-
-
-def _margin(value: str) -> float:
-    try:
-        d = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
-    if not 0 < d <= 1:
-        raise argparse.ArgumentTypeError(f"{value}: the margin must be in (0, 1] "
-                                         "(0.02 = 2 points)")
-    return d
 
 
 def margin_arg(parser: argparse.ArgumentParser) -> None:

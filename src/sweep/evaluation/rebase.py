@@ -44,7 +44,7 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any
@@ -500,6 +500,18 @@ class Rebaser:
         return Carried("removed", old, None, f"{old_doc.source} is gone from the new version "
                        "and the passage is nowhere in it", True)
 
+    def _windows(self, docs: Sequence[Document], span: int
+                 ) -> Iterator[tuple[Document, int, int, Counter[str]]]:
+        """Every run of 1 to ``span`` consecutive sentences of ``docs``: its document, start,
+        end and word bag (the bag grows in place as the run does: read it before the next)."""
+        for doc in docs:
+            sentences = self._sentences(doc)
+            for i in range(len(sentences)):
+                bag: Counter[str] = Counter()
+                for j in range(i, min(len(sentences), i + span)):
+                    bag += sentences[j][2]
+                    yield doc, sentences[i][0], sentences[j][1], bag
+
     def _sentences(self, doc: Document) -> list[tuple[int, int, Counter[str]]]:
         if doc.source not in self._sentence_cache:
             cuts = [0] + [m.end() for m in _SENTENCE_END.finditer(doc.text)] + [len(doc.text)]
@@ -523,17 +535,12 @@ class Rebaser:
         # proposal must be at least half as long as what it replaces.
         least_words = sum(want.values()) / 2
         best: tuple[float, str, int, int] | None = None
-        for doc in docs:
-            sentences = self._sentences(doc)
-            for i in range(len(sentences)):
-                bag: Counter[str] = Counter()
-                for j in range(i, min(len(sentences), i + span)):
-                    bag += sentences[j][2]
-                    if sum(bag.values()) < least_words:
-                        continue
-                    score = _dice(want, bag)
-                    if best is None or score > best[0]:
-                        best = (score, doc.source, sentences[i][0], sentences[j][1])
+        for doc, a, b, bag in self._windows(docs, span):
+            if sum(bag.values()) < least_words:
+                continue
+            score = _dice(want, bag)
+            if best is None or score > best[0]:
+                best = (score, doc.source, a, b)
         if best is None or best[0] < least:
             return None
         score, source, a, b = best
@@ -554,15 +561,9 @@ class Rebaser:
         span = len(_SENTENCE_END.findall(old.text.strip())) + 2
         low = [m.lower() for m in mentions]
         scored: list[tuple[bool, float, str, int, int]] = []
-        for doc in docs:
-            sentences = self._sentences(doc)
-            for i in range(len(sentences)):
-                bag: Counter[str] = Counter()
-                for j in range(i, min(len(sentences), i + span)):
-                    bag += sentences[j][2]
-                    a, b = sentences[i][0], sentences[j][1]
-                    holds = bool(low) and all(m in doc.text[a:b].lower() for m in low)
-                    scored.append((holds, _dice(want, bag), doc.source, a, b))
+        for doc, a, b, bag in self._windows(docs, span):
+            holds = bool(low) and all(m in doc.text[a:b].lower() for m in low)
+            scored.append((holds, _dice(want, bag), doc.source, a, b))
         scored.sort(key=lambda x: (not x[0], -x[1], x[2], x[3], x[4]))
         out: list[dict[str, Any]] = []
         for holds, score, source, a, b in scored:
