@@ -339,3 +339,23 @@ def postgres_server(tmp_path_factory: Any) -> Iterator[str]:
     finally:
         subprocess.run([script, "stop"], env=env, capture_output=True, timeout=120)
         patch.undo()
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (for a server a test starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def served_model_ids(url: str) -> list[str] | None:
+    """The model ids an OpenAI-compatible server at ``url`` (without /v1) lists, or None when
+    it does not answer."""
+    import json
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{url}/v1/models", timeout=3) as resp:
+            return [m["id"] for m in json.load(resp)["data"]]
+    except OSError:
+        return None

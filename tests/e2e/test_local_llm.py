@@ -16,19 +16,17 @@ from __future__ import annotations
 import csv
 import json
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from helpers import ROOT, mlflow_runs, run_cli
+from helpers import ROOT, free_port, mlflow_runs, run_cli, served_model_ids
 
 pytestmark = pytest.mark.slow
 
@@ -37,20 +35,6 @@ VENV = ROOT / ".venv-llm"
 LOCAL = yaml.safe_load((ROOT / "conf" / "generation" / "local.yaml").read_text())
 MODEL = LOCAL["model"]
 N = 10  # questions per configuration in the oracle-vs-live test (two arms: 2 * N answers)
-
-
-def _models(url: str) -> list[str] | None:
-    try:
-        with urllib.request.urlopen(f"{url}/v1/models", timeout=3) as resp:
-            return [m["id"] for m in json.load(resp)["data"]]
-    except OSError:
-        return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _start(state: Path, port: int) -> dict[str, str]:
@@ -76,7 +60,7 @@ def llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     given = os.environ.get("CHUNK_SWEEP_TEST_LLM")
     if given:
         url = given.rstrip("/").removesuffix("/v1")
-        models = _models(url)
+        models = served_model_ids(url)
         if models is None:
             pytest.fail(f"CHUNK_SWEEP_TEST_LLM={given}: nothing answers at {url}/v1/models",
                         pytrace=False)
@@ -85,10 +69,10 @@ def llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         assert MODEL in models, (models, MODEL)
         yield url
         return
-    env = _start(tmp_path_factory.mktemp("llm-server"), _free_port())
+    env = _start(tmp_path_factory.mktemp("llm-server"), free_port())
     try:
         url = f"http://127.0.0.1:{env['PORT']}"
-        assert MODEL in (_models(url) or []), (_models(url), MODEL)
+        assert MODEL in (served_model_ids(url) or []), (served_model_ids(url), MODEL)
         yield url
     finally:
         _stop(env)
@@ -280,7 +264,7 @@ def test_a_prompt_over_the_context_window_is_refused_with_its_reason(llm: str) -
 
 def test_a_server_killed_mid_run_keeps_its_answers_and_the_same_command_resumes(
         tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     env = _start(tmp_path / "state", port)
     url = f"http://127.0.0.1:{port}"
     answers = tmp_path / "cache" / "answers.sqlite"

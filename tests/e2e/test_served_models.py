@@ -13,11 +13,8 @@ the local CrossEncoder on the same folder.
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import subprocess
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import ROOT, run_cli
+from helpers import ROOT, free_port, run_cli, served_model_ids
 
 pytestmark = pytest.mark.slow
 
@@ -39,20 +36,6 @@ class Server:
     reranker: Path  # the cross-encoder folder it serves as "test-cross-encoder"
 
 
-def _models(url: str) -> list[str] | None:
-    try:
-        with urllib.request.urlopen(f"{url}/v1/models", timeout=3) as resp:
-            return [m["id"] for m in json.load(resp)["data"]]
-    except OSError:
-        return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _require_minilm(url: str, models: list[str]) -> None:
     if "all-MiniLM-L6-v2" not in models:
         pytest.fail(f"{url} serves {models}, not all-MiniLM-L6-v2", pytrace=False)
@@ -62,7 +45,7 @@ def _require_minilm(url: str, models: list[str]) -> None:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     given = os.environ.get("CHUNK_SWEEP_TEST_SERVER")
     if given:
-        models = _models(given)
+        models = served_model_ids(given)
         if models is None:
             pytest.fail(f"CHUNK_SWEEP_TEST_SERVER={given}: nothing answers at {given}/v1/models",
                         pytrace=False)
@@ -78,7 +61,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
     state = tmp_path_factory.mktemp("model-server")
     reranker = make_untrained_cross_encoder(state / "test-cross-encoder")
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "VENV": str(INFINITY.parent.parent), "PORT": str(port),
            "STATE": str(state), "RERANK_MODEL": str(reranker)}
     script = str(ROOT / "servers" / "infinity.sh")
@@ -89,7 +72,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             last = (res.stderr.strip().splitlines() or ["(no output)"])[0]
             pytest.fail(f"infinity did not start on port {port}: {last}", pytrace=False)
         url = f"http://127.0.0.1:{port}"
-        models = _models(url) or []
+        models = served_model_ids(url) or []
         _require_minilm(url, models)
         yield Server(url, models, reranker)
     finally:
