@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import random
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -70,6 +72,36 @@ def cache_error(exc: BaseException, path: Path, what: str) -> CacheUnusable:
 BUSY_TIMEOUT_S = 120
 
 
+def _locked(exc: sqlite3.Error) -> bool:
+    low = str(exc).lower()
+    return "locked" in low or "busy" in low
+
+
+def prepare(db: sqlite3.Connection, schema: str) -> None:
+    """WAL mode and ``schema`` on a fresh connection, waiting (up to ``BUSY_TIMEOUT_S``) while
+    another process holds the file.
+
+    Several jobs opening one new cache at once (parallel Hydra jobs, Ray workers) race to
+    switch it to WAL and create its tables; SQLite answers the loser "database is locked" at
+    once, without its busy handler (a writer waiting on a reader that waits on it would
+    deadlock), so the wait is ours: retried with a growing, jittered pause."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    pause = 0.01
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(schema)
+            return
+        except sqlite3.OperationalError as exc:
+            if not _locked(exc) or time.monotonic() + pause > deadline:
+                raise
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+        time.sleep(pause * (1 + random.random()))
+        pause = min(pause * 2, 0.5)
+
+
 def open_db(path: Path, schema: str, what: str) -> sqlite3.Connection:
     """A SQLite file in WAL mode (readers never wait for the writer; a busy writer is waited
     for up to two minutes), autocommit, with ``schema`` applied."""
@@ -78,9 +110,7 @@ def open_db(path: Path, schema: str, what: str) -> sqlite3.Connection:
         db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None,
                              factory=CacheDB)
         db.where, db.what = path, what
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.executescript(schema)
+        prepare(db, schema)
     except (OSError, sqlite3.Error) as exc:
         raise cache_error(exc, path, what) from None
     return db

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 from sweep.common.errors import SweepError
 from sweep.common.paths import resolve_user_path
 from sweep.common.secret import scrub, scrub_urls, url_has_secret_query
-from sweep.common.sqlite import BUSY_TIMEOUT_S, cache_error
+from sweep.common.sqlite import BUSY_TIMEOUT_S, cache_error, prepare
 
 log = logging.getLogger(__name__)
 
@@ -132,9 +132,7 @@ class SQLiteStore:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.executescript(";\n".join(_ddl(t, "sqlite") for t in tables) + ";")
+            prepare(self.db, ";\n".join(_ddl(t, "sqlite") for t in tables) + ";")
         except (OSError, sqlite3.Error) as exc:
             raise cache_error(exc, path, what) from None
         self.what = what

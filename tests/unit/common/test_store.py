@@ -3,6 +3,9 @@ dialect gets from one table declaration."""
 
 from __future__ import annotations
 
+import multiprocessing as mp
+from pathlib import Path
+
 import pytest
 
 from sweep.common.errors import SweepError
@@ -48,3 +51,39 @@ def test_one_table_two_dialects() -> None:
     assert _ddl(t, "postgres") == ("CREATE TABLE IF NOT EXISTS t (k BYTEA NOT NULL, n BIGINT "
                                    "NOT NULL, v DOUBLE PRECISION NOT NULL, c BYTEA, PRIMARY KEY "
                                    "(k))")
+
+
+def _open_at_once(kind: str, folder: str, go: object, out: object) -> None:
+    from sweep.common.sqlite import open_db
+    from sweep.common.store import SQLiteStore
+    path = Path(folder) / "cache.sqlite"
+    go.wait(60)  # type: ignore[attr-defined]  # every process opens the new file together
+    try:
+        if kind == "store":
+            SQLiteStore(path, [Table("t", (("key", "BLOB"), ("v", "INTEGER")), ("key",))],
+                        "test cache").close()
+        else:
+            open_db(path, "CREATE TABLE IF NOT EXISTS t (key BLOB PRIMARY KEY, v INTEGER);",
+                    "test cache").close()
+        out.put("ok")  # type: ignore[attr-defined]
+    except Exception as exc:  # the parent asserts on what each one met
+        out.put(str(exc))  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("kind", ["store", "open_db"])
+def test_jobs_opening_one_new_cache_together_all_get_it(tmp_path: Path, kind: str) -> None:
+    # Four jobs switching a new file to WAL at once: SQLite told the losers "database is
+    # locked" without waiting (about half of such rounds failed before the retry), and the
+    # message claimed a two-minute wait that never happened.
+    ctx = mp.get_context("spawn")
+    for trial in range(6):
+        folder = tmp_path / str(trial)
+        go, out = ctx.Barrier(4), ctx.Queue()
+        procs = [ctx.Process(target=_open_at_once, args=(kind, str(folder), go, out))
+                 for _ in range(4)]
+        for p in procs:
+            p.start()
+        met = [out.get(timeout=120) for _ in procs]
+        for p in procs:
+            p.join(30)
+        assert met == ["ok"] * 4, (trial, met)
