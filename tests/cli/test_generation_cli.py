@@ -9,13 +9,12 @@ chat endpoint is tests/chat_protocol_server.py on 127.0.0.1 (scripted replies, n
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import pytest
 
 from chat_protocol_server import ChatProtocolServer, Reply
-from helpers import mlflow_runs, run_cli
+from helpers import free_port, mlflow_runs, run_cli
 from sweep.generation.run import JUDGE_SYSTEM
 
 KEY_ENV = "CHUNK_SWEEP_TEST_KEY"
@@ -23,16 +22,10 @@ PLANTED = "sk-planted-7f3a9c1e5b2d4068aa11"
 FAST = ["retrieval=bm25", "retrieval.diagnose=false", "eval.latency_sample=0"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_unreachable_endpoint_fails_in_one_line_and_keeps_retrieval_metrics(
         tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    url = f"http://127.0.0.1:{_free_port()}/v1"
+    url = f"http://127.0.0.1:{free_port()}/v1"
     res = run_cli("-m", "sweep", *FAST, "generation=openai", f"generation.base_url={url}",
                   "generation.model=some-model", f"tracking.uri={uri}",
                   f"hydra.run.dir={tmp_path}/run", f"cache.dir={tmp_path}/cache", cwd=tmp_path)

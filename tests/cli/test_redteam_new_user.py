@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, free_port
 from sweep.cli.hydra_job import ui_command
 
 # A stand-in for `chroma run --path P --host H --port N`: answers the heartbeat after DELAY s;
@@ -41,12 +41,6 @@ except OSError as exc:
     sys.exit(1)
 srv.serve_forever()
 '''
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _script(tmp_path: Path, action: str, port: int, **env: str) -> subprocess.CompletedProcess:
@@ -75,7 +69,7 @@ def _alive(pid: int) -> bool:
 
 def test_chroma_start_waits_refuses_twice_and_stop_stops_the_real_one(
         tmp_path: Path, fake_venv: Path) -> None:
-    port = _free_port()
+    port = free_port()
     pidfile = tmp_path / "state" / "chroma.pid"
     try:
         started = time.monotonic()
@@ -99,7 +93,7 @@ def test_chroma_start_waits_refuses_twice_and_stop_stops_the_real_one(
 
 def test_chroma_start_gives_up_after_its_bound_and_names_the_log(tmp_path: Path,
                                                                  fake_venv: Path) -> None:
-    port = _free_port()
+    port = free_port()
     try:
         res = _script(tmp_path, "start", port, FAKE_CHROMA_DELAY="30", WAIT_S="1")
         assert res.returncode == 1
@@ -110,7 +104,7 @@ def test_chroma_start_gives_up_after_its_bound_and_names_the_log(tmp_path: Path,
 
 
 def test_a_server_it_did_not_start_is_left_alone(tmp_path: Path, fake_venv: Path) -> None:
-    port = _free_port()
+    port = free_port()
     other = subprocess.Popen([str(fake_venv / "chroma"), "run", "--port", str(port)])
     try:
         deadline = time.monotonic() + 10

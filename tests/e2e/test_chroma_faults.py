@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import subprocess
 import time
 import urllib.request
@@ -21,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import ROOT, TcpRelay
+from helpers import ROOT, TcpRelay, free_port
 from sweep.common.errors import SweepError
 from sweep.retrieval.index import (
     ABANDONED_AFTER_S,
@@ -33,12 +32,6 @@ from sweep.retrieval.ranking import dense_search, tiebreak_order
 
 pytestmark = pytest.mark.slow
 chromadb = pytest.importorskip("chromadb")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _healthy(port: int) -> bool:
@@ -59,7 +52,7 @@ def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     binary = Path(os.environ.get("CHUNK_SWEEP_CHROMA") or ROOT / ".venv-chroma" / "bin" / "chroma")
     if not binary.is_file():
         pytest.fail(f"no Chroma server at {binary}: run `make chroma-venv`")
-    chosen = _free_port()
+    chosen = free_port()
     proc = subprocess.Popen([str(binary), "run", "--path", str(tmp_path_factory.mktemp("ch")),
                              "--host", "127.0.0.1", "--port", str(chosen)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -204,7 +197,7 @@ def test_two_sweeps_building_one_index_at_once(port: int) -> None:
 def test_a_sweep_with_no_chroma_server_is_one_line_and_exit_1(tmp_path: Path) -> None:
     from helpers import run_cli
 
-    closed = _free_port()
+    closed = free_port()
     res = run_cli("-m", "sweep", "index=chroma", f"index.port={closed}", "tracking=off",
                   f"cache.dir={tmp_path}/cache", f"hydra.run.dir={tmp_path}/run", cwd=tmp_path)
     assert res.returncode == 1, res.stderr[-2000:]

@@ -6,7 +6,6 @@ The server comes from `make chroma-venv` (.venv-chroma/bin/chroma) or $CHUNK_SWE
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 import urllib.request
@@ -16,18 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, free_port
 from sweep.common.errors import SweepError
 from sweep.retrieval.index import IndexSpec, build_index, overlap_at_k
 from sweep.retrieval.ranking import dense_search, tiebreak_order
 
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +29,7 @@ def chroma_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     if not binary.is_file():
         pytest.fail(f"no Chroma server at {binary}: run `make chroma-venv` "
                     "(or set CHUNK_SWEEP_CHROMA to a `chroma` executable)")
-    port = _free_port()
+    port = free_port()
     data = tmp_path_factory.mktemp("chroma")
     proc = subprocess.Popen([str(binary), "run", "--path", str(data), "--host", "127.0.0.1",
                              "--port", str(port)], stdout=subprocess.DEVNULL,
@@ -96,6 +89,6 @@ def test_same_vectors_reuse_the_collection_and_agree_with_faiss_hnsw(chroma_port
 def test_no_server_is_one_line() -> None:
     x, _ = _clustered(50)
     with pytest.raises(SweepError) as err:
-        build_index(IndexSpec("chroma", port=_free_port()), x, tiebreak_order(list("x" * 50)))
+        build_index(IndexSpec("chroma", port=free_port()), x, tiebreak_order(list("x" * 50)))
     assert "no Chroma server at http://127.0.0.1:" in str(err.value)
     assert "\n" not in str(err.value)
