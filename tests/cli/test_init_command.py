@@ -155,3 +155,22 @@ def test_init_checks_every_target_before_writing_any(tmp_path: Path, plain_file:
     assert len(lines) == 1 and "Traceback" not in proc.stderr
     assert f"{plain_file} is a file where a folder must be" in lines[0]
     assert [p.name for p in tmp_path.iterdir()] == [plain_file]
+
+
+def test_init_says_where_ci_installs_chunk_sweep_from(tmp_path: Path) -> None:
+    spec = "git+https://example.org/you/chunk-sweep@v0.1.0"
+    proc = run_cli("-m", "sweep.cli", "init", "--install", spec, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"CI installs chunk-sweep with pip install {spec} (CHUNK_SWEEP_INSTALL" in proc.stdout
+    gh = yaml.safe_load((tmp_path / ".github/workflows/retrieval-gate.yml").read_text())
+    assert gh["env"]["CHUNK_SWEEP_INSTALL"] == spec
+    other = tmp_path / "other"
+    other.mkdir()
+    proc = run_cli("-m", "sweep.cli", "init", cwd=other)
+    assert proc.returncode == 0, proc.stderr
+    assert "CI installs chunk-sweep from wheels/chunk_sweep-" in proc.stdout
+    assert "not on PyPI" in proc.stdout
+    assert ".venv/" in (other / ".gitignore").read_text().splitlines()
+    bad = run_cli("-m", "sweep.cli", "init", "--install", "two words", cwd=tmp_path / "corpus")
+    assert bad.returncode == 1 and bad.stderr.startswith("error: --install 'two words'")
+    assert list((tmp_path / "corpus").iterdir()) == []

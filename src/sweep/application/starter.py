@@ -22,7 +22,7 @@ import yaml
 from sweep.common.errors import SweepError
 from sweep.common.paths import resolve_user_path
 
-GITIGNORE = [".cache/", "mlflow.db", "mlflow.db.lock", "mlartifacts/", "outputs/", "multirun/"]
+GITIGNORE = [".venv/", ".cache/", "mlflow.db", "mlflow.db.lock", "mlartifacts/", "outputs/", "multirun/"]
 
 
 
@@ -44,9 +44,40 @@ def _omegaconf_literal(text: str) -> str:
     return text.replace("${", "\\${")
 
 
-def project_files(name: str, corpus: str) -> dict[str, str]:
+def default_install() -> str:
+    """Where the generated CI installs chunk-sweep from unless told (``sweep init --install``):
+    the wheel `make wheel` builds in chunk-sweep's clone, committed to the user's repository
+    under ``wheels/``. chunk-sweep is not on a package index, so ``pip install chunk-sweep``
+    would fail."""
+    from sweep import __version__
+
+    return f"wheels/chunk_sweep-{__version__}-py3-none-any.whl"
+
+
+def check_install(spec: str) -> str:
+    """``spec`` if pip can take it as one argument (a path, a VCS reference, a name)."""
+    if not spec or any(c.isspace() for c in spec) or spec.startswith("-"):
+        raise SweepError(f"--install {spec!r}: give one wheel path, VCS reference or package "
+                         "name, without spaces (e.g. git+https://host/you/chunk-sweep@v0.1.0)")
+    return spec
+
+
+def install_note(install: str | None) -> str:
+    """What `sweep init` says about the CI files' install line."""
+    where = ("CHUNK_SWEEP_INSTALL at the top of .github/workflows/retrieval-gate.yml and "
+             ".gitlab-ci.yml")
+    if install is not None:
+        return f"CI installs chunk-sweep with pip install {install} ({where}; change it there)"
+    return (f"CI installs chunk-sweep from {default_install()}: commit that wheel there (`make "
+            f"wheel` in chunk-sweep's clone builds it), or set {where} to a VCS reference "
+            "(or run sweep init --install SPEC); chunk-sweep is not on PyPI")
+
+
+def project_files(name: str, corpus: str, install: str | None = None) -> dict[str, str]:
     """The starter project's files, by path relative to the project root (``corpus``: the
-    corpus folder relative to the root, or absolute)."""
+    corpus folder relative to the root, or absolute; ``install``: what the CI files give pip
+    for chunk-sweep, `default_install` unless set)."""
+    install_value = yaml_scalar(check_install(default_install() if install is None else install))
     corpus_path = (_omegaconf_literal(corpus) if os.path.isabs(corpus)
                    else "${project_root:}/" + _omegaconf_literal(corpus))
     watched = [] if os.path.isabs(corpus) else [corpus.rstrip("/") + "/**"]
@@ -110,6 +141,13 @@ hydra:
 # The retrieval gate (`sweep init`): on a pull request that touches the corpus, the golden set or
 # the configuration, score the default configuration against evals/baseline.json.
 name: retrieval-gate
+
+# SET ONCE: where pip gets chunk-sweep (it is not on PyPI): a wheel committed to this
+# repository (`make wheel` in chunk-sweep's clone builds it), a VCS reference such as
+# git+https://host/you/chunk-sweep@v0.1.0, or its name on your team's package index.
+env:
+  CHUNK_SWEEP_INSTALL: {install_value}
+
 on:
   pull_request:
     paths:
@@ -127,10 +165,10 @@ jobs:
         with:
           python-version: "3.11"
       - name: install
-        # the CPU build of torch first; then chunk-sweep from wherever your team gets it
+        # the CPU build of torch first; then chunk-sweep from CHUNK_SWEEP_INSTALL (above)
         run: |
           pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
-          pip install chunk-sweep
+          pip install "$CHUNK_SWEEP_INSTALL"
       - uses: actions/cache@v4
         with:
           path: .cache
@@ -143,6 +181,10 @@ jobs:
 retrieval-gate:
   image: python:3.11
   variables:
+    # SET ONCE: where pip gets chunk-sweep (it is not on PyPI): a wheel committed to this
+    # repository (`make wheel` in chunk-sweep's clone builds it), a VCS reference such as
+    # git+https://host/you/chunk-sweep@v0.1.0, or its name on your team's package index.
+    CHUNK_SWEEP_INSTALL: {install_value}
     HF_HUB_OFFLINE: "1"
   rules:
     - if: $CI_PIPELINE_SOURCE == "merge_request_event"
@@ -154,7 +196,7 @@ retrieval-gate:
       - .cache/
   script:
     - pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
-    - pip install chunk-sweep
+    - pip install "$CHUNK_SWEEP_INSTALL"
     - sweep baseline check tracking=off
 """,
     }

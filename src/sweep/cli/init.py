@@ -18,7 +18,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from sweep.application.starter import default_name, project_files, write_project
+from sweep.application.starter import (
+    default_install,
+    default_name,
+    install_note,
+    project_files,
+    write_project,
+)
 from sweep.common.errors import SweepError
 from sweep.common.paths import CLONE_ROOT, in_clone, resolve_user_path
 
@@ -59,6 +65,11 @@ def cmd_init(argv: Sequence[str]) -> int:
                         help="the corpus folder (default: corpus/); runs sweep validate at the end")
     parser.add_argument("--name", help="the corpus and golden groups' name (default: from the "
                                        "corpus folder's name)")
+    parser.add_argument("--install", metavar="SPEC",
+                        help="what the CI files give pip for chunk-sweep, which is not on "
+                             "PyPI: a wheel path in the repository, a VCS reference "
+                             "(git+https://host/you/chunk-sweep@v0.1.0) or a package name "
+                             f"(default: {default_install()})")
     args = parser.parse_args(argv)
     root = resolve_user_path(Path.cwd(), "the working folder")
     if in_clone() and root == CLONE_ROOT.resolve():
@@ -74,10 +85,11 @@ def cmd_init(argv: Sequence[str]) -> int:
     if not _NAME.match(name):
         raise SweepError(f"--name {name!r}: use lower-case letters, digits and _ "
                          "(it names config files)")
-    written = write_project(root, project_files(name, rel.replace(os.sep, "/")),
-                            [] if args.corpus is not None else [corpus])
+    files = project_files(name, rel.replace(os.sep, "/"), args.install)
+    written = write_project(root, files, [] if args.corpus is not None else [corpus])
     for rel_path in written:
         print(f"wrote {rel_path}")
+    print(install_note(args.install))
     if args.corpus is None:
         print(f"put your documents in {corpus}/, then: sweep validate")
         return 0
