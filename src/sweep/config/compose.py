@@ -445,3 +445,19 @@ def check_duplicate_overrides(overrides: Sequence[str]) -> list[str]:
         warnings.append(f"{key} is given twice ({first.input_line} and {o.input_line}); "
                         f"using the last, {o.input_line}")
     return warnings
+
+
+def config_of_run(cfg: Any, run_config: dict[str, Any]) -> Any:
+    """``cfg`` (corpus, caches) with a sweep run's result sections (chunk, embedding,
+    retrieval, rerank, index) from its config.yaml."""
+    from omegaconf.errors import OmegaConfBaseException
+
+    from sweep.config.identity import RESULT_SECTIONS
+
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(cfg),
+                                 {k: run_config[k] for k in RESULT_SECTIONS if k in run_config})
+        return OmegaConf.to_object(merged)
+    except OmegaConfBaseException as exc:
+        raise SweepError(f"the sweep's config.yaml does not fit this version's schema: "
+                         f"{' '.join(str(exc).split())[:200]}") from None

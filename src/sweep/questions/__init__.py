@@ -10,5 +10,6 @@
 
 The package sits with the stages (pyproject's layers contract): it takes plain rows, specs and
 arrays, and imports no config, tracking or command. MLflow traces are read by
-`sweep.outputs.traces`, which returns the same `Row`s; `sweep.cli.questions` joins the two.
+`sweep.outputs.tracking`, and `sweep.application.questions` turns them into the same `Row`s
+(`questions.traces`) and joins the two.
 """

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from helpers import DEMO
 from sweep.application import job as pipeline
-from sweep.cli.questions import config_of_run, config_places
-from sweep.config.compose import compose, to_container
+from sweep.application.questions import config_places
+from sweep.config.compose import compose, config_of_run, to_container
 from sweep.config.specs import build_job_spec
 from sweep.pipeline import memo
 from sweep.questions.locate import DEPTH, places_disagree, with_sweep_disagreement
