@@ -35,7 +35,7 @@ document whose diff runs past its deadline, is not guessed at: its passages are 
 the quote search, and what that cannot find is ``unplaced`` with candidates.
 
 Everything here is a pure function over documents and parsed items; reading folders, git
-revisions and writing files is the command's job (`sweep.cli.golden`).
+revisions and writing files is `sweep.application.golden`'s job.
 """
 
 from __future__ import annotations
