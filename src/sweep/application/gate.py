@@ -5,9 +5,68 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from sweep.common.errors import SweepError
+from sweep.decide import memo
+from sweep.decide.baseline import (
+    Finding,
+    baseline_document,
+    compare_metrics,
+    config_differences,
+    flipped,
+    portable,
+    tolerance_warning,
+)
+
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GateCheck:
+    """`sweep baseline check`'s answer: the run (measured now, or its memo), how each gated
+    metric compares with the baseline, and what else changed."""
+
+    overrides: list[str]
+    tolerance: float
+    run: dict[str, Any]
+    reused: str  # the memo's description when the run was not measured again, else ""
+    findings: list[Finding]
+    k: int  # the rank the lost/gained questions are counted at
+    lost: list[str]
+    gained: list[str]
+    warning: str | None
+    diffs: list[str]
+
+    @property
+    def failed(self) -> list[Finding]:
+        return [f for f in self.findings if not f.ok]
+
+    def as_json(self) -> dict[str, Any]:
+        """What `sweep baseline check --json` prints."""
+        return {
+            "ok": not self.failed, "tolerance": self.tolerance, "overrides": self.overrides,
+            "metrics": [{"metric": f.metric, "got": f.got, "baseline": f.baseline,
+                         "ok": f.ok} for f in self.findings],
+            "lost": self.lost, "gained": self.gained, "warning": self.warning,
+            "config_changes": self.diffs, "reused": self.reused or None,
+        }
+
+
+def check_baseline(base: dict[str, Any], overrides: list[str], metrics: Sequence[str],
+                   tolerance: float, *, rerun: bool = False) -> GateCheck:
+    """The gated configuration (``overrides``) against the baseline document ``base``: from
+    the memo of a run with the same inputs unless ``rerun``, else measured now."""
+    run, reused = (None, "") if rerun else memo.lookup(overrides)
+    if run is None:
+        run, reused = evaluate_config(overrides), ""
+    findings = compare_metrics(run["metrics"], base["metrics"], metrics, tolerance)
+    k = int(base.get("found_at_k", run["prompt_k"]))
+    lost, gained = flipped(base.get("per_question", {}), run["per_question"], k)
+    return GateCheck(list(overrides), tolerance, run, reused, findings, k, lost, gained,
+                     tolerance_warning(tolerance, run["n_scored"]),
+                     config_differences(base.get("config", {}), portable(run["config"])))
 
 
 def evaluate_config(overrides: Sequence[str]) -> dict[str, Any]:
@@ -19,7 +78,6 @@ def evaluate_config(overrides: Sequence[str]) -> dict[str, Any]:
     from sweep.config.compose import compose
     from sweep.config.identity import RESULT_SECTIONS
     from sweep.config.specs import build_job_spec
-    from sweep.decide import memo
 
     cfg = compose(list(overrides))
     check_config(cfg)
@@ -46,3 +104,15 @@ def evaluate_config(overrides: Sequence[str]) -> dict[str, Any]:
     else:
         memo.store(pending, run)
     return run
+
+
+def measure_baseline(overrides: list[str], metrics: Sequence[str]
+                     ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`sweep baseline update`'s run of ``overrides`` and the baseline document gating
+    ``metrics`` (each must be one the run computed)."""
+    run = evaluate_config(overrides)
+    missing = [m for m in metrics if m not in run["metrics"]]
+    if missing:
+        raise SweepError(f"unknown metric {missing[0]!r} (computed: "
+                         f"{', '.join(sorted(k for k in run['metrics'] if not k.startswith('n_')))})")
+    return run, baseline_document(run, overrides, metrics)

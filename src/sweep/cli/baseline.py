@@ -1,4 +1,5 @@
-"""``sweep baseline``: the CI gate (logic in sweep.decide.baseline).
+"""``sweep baseline``: the CI gate (the check in sweep.application.gate, the comparisons in
+sweep.decide.baseline).
 
     sweep baseline check  [--tolerance 0.05] [--metrics recall_at_5,mrr,evidence_recall_at_5]
                           [--baseline PATH] [--json] [--rerun] [overrides...]
@@ -14,24 +15,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from sweep.application.gate import evaluate_config
+from sweep.application.gate import check_baseline, measure_baseline
 from sweep.common.errors import SweepError
 from sweep.common.files import atomic_write
-from sweep.decide import memo
 from sweep.decide.baseline import (
     BASELINE_PATH,
     DEFAULT_TOLERANCE,
     GATED,
-    baseline_document,
-    compare_metrics,
-    config_differences,
     export_override,
-    flipped,
     lowered,
     measured,
-    portable,
     read_baseline,
-    tolerance_warning,
 )
 
 
@@ -61,50 +55,37 @@ def _check(argv: Sequence[str]) -> int:
     base = read_baseline(args.baseline)
     metrics = _metrics_arg(args.metrics, list(base["metrics"]))
     overrides = [*base.get("overrides", []), *args.overrides]
-    run, reused = (None, "") if args.rerun else memo.lookup(overrides)
-    if run is None:
-        run, reused = evaluate_config(overrides), ""
-    findings = compare_metrics(run["metrics"], base["metrics"], metrics, args.tolerance)
-    k = int(base.get("found_at_k", run["prompt_k"]))
-    lost, gained = flipped(base.get("per_question", {}), run["per_question"], k)
-    warning = tolerance_warning(args.tolerance, run["n_scored"])
-    diffs = config_differences(base.get("config", {}), portable(run["config"]))
-    failed = [f for f in findings if not f.ok]
+    c = check_baseline(base, overrides, metrics, args.tolerance, rerun=args.rerun)
     if args.json:
-        print(json.dumps({
-            "ok": not failed, "tolerance": args.tolerance, "overrides": overrides,
-            "metrics": [{"metric": f.metric, "got": f.got, "baseline": f.baseline,
-                         "ok": f.ok} for f in findings],
-            "lost": lost, "gained": gained, "warning": warning, "config_changes": diffs,
-            "reused": reused or None,
-        }, indent=2))
-        return 1 if failed else 0
-    if reused:
-        print(f"note: {reused}: the corpus, golden set, models, configuration and code are "
+        print(json.dumps(c.as_json(), indent=2))
+        return 1 if c.failed else 0
+    if c.reused:
+        print(f"note: {c.reused}: the corpus, golden set, models, configuration and code are "
               "unchanged (--rerun runs it again)")
-    if warning:
-        print(f"warning: {warning}", file=sys.stderr)
-    if diffs:
-        print("configuration differs from the baseline's: " + ", ".join(diffs))
-    if run["fingerprints"].get("golden") != (base.get("fingerprints") or {}).get("golden"):
+    if c.warning:
+        print(f"warning: {c.warning}", file=sys.stderr)
+    if c.diffs:
+        print("configuration differs from the baseline's: " + ", ".join(c.diffs))
+    if c.run["fingerprints"].get("golden") != (base.get("fingerprints") or {}).get("golden"):
         print("note: the golden set changed since the baseline was made (update it once the "
               "change is reviewed)")
     print(f"checked: {measured(overrides)}")
     print(f"{'metric':<24} {'got':>8} {'baseline':>9} {'tolerance':>10}  result")
-    for f in findings:
+    for f in c.findings:
         print(f"{f.metric:<24} {f.got:>8.4f} {f.baseline:>9.4f} {f.tolerance:>10.4f}  "
               + ("ok" if f.ok else f"FAIL (down {f.drop:.4f})"))
-    if lost:
-        print(f"{len(lost)} questions found in the top {k} by the baseline and not now: "
-              + ", ".join(lost))
-    if gained:
-        print(f"{len(gained)} questions found now and not by the baseline: " + ", ".join(gained))
-    if failed:
-        print(f"FAILED: {', '.join(f.metric for f in failed)} fell more than "
+    if c.lost:
+        print(f"{len(c.lost)} questions found in the top {c.k} by the baseline and not now: "
+              + ", ".join(c.lost))
+    if c.gained:
+        print(f"{len(c.gained)} questions found now and not by the baseline: "
+              + ", ".join(c.gained))
+    if c.failed:
+        print(f"FAILED: {', '.join(f.metric for f in c.failed)} fell more than "
               f"{args.tolerance:g} below the baseline ({args.baseline})", file=sys.stderr)
         return 1
     print(f"OK: no gated metric fell more than {args.tolerance:g} below the baseline "
-          f"({run['n_scored']} scored questions)")
+          f"({c.run['n_scored']} scored questions)")
     return 0
 
 
@@ -133,12 +114,7 @@ def _update(argv: Sequence[str]) -> int:
     if args.from_export is not None:
         overrides.insert(0, export_override(args.from_export, WINNERS_DIR.parent))
     print(f"measuring: {measured(overrides)}", flush=True)
-    run = evaluate_config(overrides)
-    missing = [m for m in metrics if m not in run["metrics"]]
-    if missing:
-        raise SweepError(f"unknown metric {missing[0]!r} (computed: "
-                         f"{', '.join(sorted(k for k in run['metrics'] if not k.startswith('n_')))})")
-    doc = baseline_document(run, overrides, metrics)
+    run, doc = measure_baseline(overrides, metrics)
     if old is not None:
         down = lowered(old["metrics"], doc["metrics"], metrics)
         for m, before, after in down:

@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from sweep.application import gate
 from sweep.cli import baseline as baseline_cmd
 from sweep.common.errors import SweepError
 from sweep.decide import baseline as bl
@@ -91,13 +92,13 @@ def test_update_then_check_with_stubbed_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("CHUNK_SWEEP_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "baseline.json"
     ranks = {f"q{i}": 1 for i in range(40)}
-    monkeypatch.setattr(baseline_cmd, "evaluate_config", lambda overrides: _fake_run(BASE, ranks))
+    monkeypatch.setattr(gate, "evaluate_config", lambda overrides: _fake_run(BASE, ranks))
     assert baseline_cmd.cmd_baseline(["update", "--baseline", str(path)]) == 0
     assert json.loads(path.read_text())["metrics"] == BASE
 
     worse = {**BASE, "recall_at_5": 0.70}
     worse_ranks = {**ranks, "q3": 9, "q7": None}
-    monkeypatch.setattr(baseline_cmd, "evaluate_config", lambda overrides: _fake_run(worse, worse_ranks))
+    monkeypatch.setattr(gate, "evaluate_config", lambda overrides: _fake_run(worse, worse_ranks))
     capsys.readouterr()
     assert baseline_cmd.cmd_baseline(["check", "--baseline", str(path), "--tolerance", "0.05"]) == 1
     captured = capsys.readouterr()
@@ -140,7 +141,7 @@ def test_update_says_what_it_measures_and_gates_an_exported_winner(tmp_path, mon
         seen.append(list(overrides))
         return _fake_run(BASE, {"q1": 1})
 
-    monkeypatch.setattr(baseline_cmd, "evaluate_config", run)
+    monkeypatch.setattr(gate, "evaluate_config", run)
     path = tmp_path / "baseline.json"
     assert baseline_cmd.cmd_baseline(["update", "--baseline", str(path)]) == 0
     out = capsys.readouterr().out
