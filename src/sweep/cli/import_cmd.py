@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 
-from sweep.data.importers import EVIDENCE_FILE_NAME, FORMATS, run_import, summary
+from sweep.data.importers import EVIDENCE_FILE_NAME, IMPORTERS, run_import, summary
 
 
 def cmd_import(argv: Sequence[str], *, print_fn: Callable[[str], None] = print) -> int:
@@ -14,9 +14,9 @@ def cmd_import(argv: Sequence[str], *, print_fn: Callable[[str], None] = print) 
         prog="sweep import",
         description="Turn a public QA / retrieval data set into a corpus folder and a golden "
                     "set (DIR/corpus/, DIR/golden.jsonl, DIR/import_report.json).")
-    parser.add_argument("format", metavar="FORMAT", choices=FORMATS,
-                        help="squad (SQuAD v1.1 JSON, COVID-QA), beir (BEIR folder) or chroma "
-                             "(Chroma chunking-evaluation folder)")
+    described = [f"{e.name} ({e.doc})" for e in IMPORTERS.values()]
+    parser.add_argument("format", metavar="FORMAT", choices=IMPORTERS.names(),
+                        help=", ".join(described[:-1]) + " or " + described[-1])
     parser.add_argument("src", metavar="SRC", help="the source file (squad) or folder")
     parser.add_argument("--out", metavar="DIR", required=True, help="output folder")
     parser.add_argument("--force", action="store_true",

@@ -14,6 +14,7 @@ from sweep.cli.import_cmd import cmd_import
 from sweep.common.errors import SweepError
 from sweep.data.corpus import load_corpus, slugify_path
 from sweep.data.importers import (
+    ImportResult,
     OffsetMap,
     clean_text,
     convert_squad,
@@ -487,3 +488,38 @@ def test_cli_rejects_evidence_for_other_formats(tmp_path: Path) -> None:
         cmd_import(["squad", str(src), "--out", str(tmp_path / "o"), "--evidence", "x"])
     with pytest.raises(SystemExit):
         cmd_import(["squad", str(src)])  # --out is required
+
+
+def test_a_format_is_one_registry_entry(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 42: the importers were a dict of their own and run_import named beir's options
+    # by hand; a format is now an entry of the project's Registry, its options its params.
+    from sweep.common.registry import Entry, Registry
+    from sweep.data.importers import IMPORTERS
+    from sweep.data.importers.common import Report, finish_report, golden_item
+
+    assert isinstance(IMPORTERS, Registry)
+    assert IMPORTERS.names() == ("squad", "beir", "chroma")
+    assert IMPORTERS.reading("evidence") == ("beir",)
+    seen: list[tuple[str, str]] = []
+
+    def import_toy(src: str, *, split: str) -> ImportResult:
+        seen.append((src, split))
+        text = "Returns are accepted within thirty days of delivery."
+        doc_id = slugify_path("toy.md")
+        item = golden_item("t1", "How long are returns accepted?", ["thirty days"],
+                           [doc_id], [{"doc_id": doc_id, "start": 0, "end": len(text),
+                                       "quote": text}])
+        rep = Report("toy", src)
+        finish_report(rep, [("toy.md", text)], [item])
+        return ImportResult("toy", src, [("toy.md", text)], [item], rep.as_dict())
+
+    with IMPORTERS.added(Entry("toy", import_toy, params={"split": "dev"})):
+        assert cmd_import(["toy", "SRC", "--out", str(tmp_path / "o"), "--split", "x"]) == 0
+        with pytest.raises(SweepError, match="--evidence is only for the beir format"):
+            run_import("toy", "SRC", tmp_path / "p", evidence="e.jsonl")
+    assert seen == [("SRC", "x")]
+    assert load_corpus(tmp_path / "o" / "corpus")[0].text.startswith("Returns are accepted")
+    assert "toy" not in IMPORTERS
+    with pytest.raises(SweepError, match="unknown import format 'toy'"):
+        run_import("toy", "SRC", tmp_path / "q")

@@ -36,6 +36,7 @@ from typing import Any
 
 from sweep.common.errors import SweepError
 from sweep.common.paths import resolve_user_path
+from sweep.common.registry import Entry, Registry
 from sweep.data.corpus import load_corpus
 from sweep.data.golden import load_golden
 from sweep.data.importers.beir import convert_beir, import_beir
@@ -52,13 +53,15 @@ from sweep.data.importers.common import (
 )
 from sweep.data.importers.squad import convert_squad, import_squad
 
-# The import formats: name -> the reader of that layout (`sweep import FORMAT`).
-IMPORTERS: dict[str, Callable[..., ImportResult]] = {
-    "squad": import_squad,
-    "beir": import_beir,
-    "chroma": import_chroma,
-}
-FORMATS = tuple(IMPORTERS)
+# The import formats (`sweep import FORMAT`), on the registry the config axes use: each entry's
+# implementation reads that layout (`import_<format>(src, **params)`), its ``params`` are the
+# options only it takes (with their defaults), its ``doc`` what `sweep import --help` says.
+IMPORTERS: Registry[Callable[..., ImportResult]] = Registry("import.format", [
+    Entry("squad", import_squad, doc="SQuAD v1.1 JSON, COVID-QA"),
+    Entry("beir", import_beir, params={"split": "test", "evidence": None}, doc="BEIR folder"),
+    Entry("chroma", import_chroma, doc="Chroma chunking-evaluation folder"),
+])
+FORMATS = IMPORTERS.names()
 
 __all__ = [
     "EVIDENCE_FILE_NAME", "FORMATS", "IMPORTERS", "ImportResult", "OffsetMap", "clean_text",
@@ -165,14 +168,15 @@ def summary(report: dict[str, Any]) -> str:
 
 def run_import(fmt: str, src: str | Path, out: str | Path, *, force: bool = False,
                split: str = "test", evidence: str | Path | None = None) -> dict[str, Any]:
-    if fmt != "beir" and evidence is not None:
-        raise SweepError("--evidence is only for the beir format")
+    if evidence is not None and fmt not in IMPORTERS.reading("evidence"):
+        raise SweepError(f"--evidence is only for the {' and '.join(IMPORTERS.reading('evidence'))}"
+                         " format")
     started = time.perf_counter()
-    importer = IMPORTERS.get(fmt)
-    if importer is None:
-        raise SweepError(f"unknown import format {fmt!r} (allowed: {', '.join(FORMATS)})")
-    result = (importer(src, split=split, evidence=evidence) if fmt == "beir"
-              else importer(src))
+    entry = IMPORTERS.get(fmt)
+    if entry is None or entry.impl is None:
+        raise SweepError(f"unknown import format {fmt!r} (allowed: {', '.join(IMPORTERS)})")
+    given = {"split": split, "evidence": evidence}
+    result = entry.impl(src, **{k: given[k] for k in entry.params})
     result.report["seconds"] = round(time.perf_counter() - started, 3)
     report = write_import(result, out, force=force)
     report["seconds"] = round(time.perf_counter() - started, 3)
