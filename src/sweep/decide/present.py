@@ -26,7 +26,7 @@ from sweep.outputs.report import rank_number as _num
 def table_frame(t: SweepTable) -> Any:
     import pandas as pd
 
-    cols = ["rank", *t.swept, *t.shown, "verdict", "run_id"]
+    cols = ["rank", *t.swept, *t.shown, "verdict", "run_id", "name"]
     return pd.DataFrame([{c: r.get(c) for c in cols} for r in t.rows], columns=cols)
 
 
@@ -74,7 +74,7 @@ def source_shares(row: Mapping[str, Any]) -> list[tuple[str, int, float]]:
 
 
 def table_json(t: SweepTable) -> dict[str, Any]:
-    keep = ["rank", "run_id", *t.swept, *t.shown, "tied", "verdict", "n_pairs", "diff", "lo",
+    keep = ["rank", "run_id", "name", *t.swept, *t.shown, "tied", "verdict", "n_pairs", "diff", "lo",
             "hi", "p", "p_adj"]
     return {"sweep": {k: t.parent.get(k) for k in ("run_id", "experiment", "experiment_id",
                                                     "start_time", "sweep_dir", "status")},

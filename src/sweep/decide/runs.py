@@ -19,6 +19,7 @@ from sweep.common.csvcells import read_csv
 from sweep.common.errors import SweepError
 from sweep.common.files import read_text_regular
 from sweep.config.identity import INPUT_SECTIONS, inapplicable_keys
+from sweep.config.naming import config_name
 from sweep.decide import lost
 from sweep.decide.multiple import DEFAULT_CORRECTION
 from sweep.decide.stats import N_RESAMPLES, SEED, Resamples, question_scores, table_verdicts
@@ -140,6 +141,16 @@ def rank_rows(rows: list[dict[str, Any]], metric: str, cost: str, latency: str
                                                str(r.get("config_hash") or r.get("run_id"))))
 
 
+def _by_section(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """A run's flat params (``chunk.size``) as the config's sections, for `config_name`."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in params.items():
+        section, _, rest = key.partition(".")
+        if rest:
+            out.setdefault(section, {})[rest] = _typed(value)
+    return out
+
+
 def _typed(value: Any) -> Any:
     if not isinstance(value, str):
         return value
@@ -166,6 +177,8 @@ def ranked_table(uri: str, experiment: str | None, sweep: str, metric: str | Non
         unused = inapplicable_keys(rec["params"])
         for p in swept:
             rec[p] = NOT_APPLICABLE if p in unused else _typed(rec["params"].get(p))
+        # the one name of a configuration: its run's, its exported file's
+        rec["name"] = config_name(_by_section(rec["params"]), swept)
     prompt_k = _typed(records[0]["params"].get("eval.prompt_k", "5"))
     cost = f"context_tokens_at_{prompt_k}"
     latency = "latency_end_to_end_p95_ms"

@@ -259,6 +259,12 @@ def test_compare_table_from_mlflow(fake_store, tmp_path):
     assert t.rows[1]["tied"] and t.rows[1]["verdict"].startswith("tied with best")
     assert not t.rows[2]["tied"] and t.rows[2]["verdict"].startswith("worse, p")
     assert t.rows[2]["n_pairs"] == 40
+    # One name for a configuration (issue 42): the table's is `config_name`'s, which `sweep
+    # export` names the winner's file by (test_export_and_flips_commands: a's file).
+    assert [r["name"] for r in t.rows] == ["heading-256-ov0-path-minilm",
+                                           "heading-128-ov0-path-minilm",
+                                           "fixed-128-ov0-path-minilm"]
+    assert present.table_json(t)["rows"][0]["name"] == "heading-256-ov0-path-minilm"
     plots = present.plot_table(t, tmp_path / "plots")
     assert all(p.is_file() and p.stat().st_size > 1000 for p in plots)
 
