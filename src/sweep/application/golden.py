@@ -103,7 +103,7 @@ def rebase(args: RebaseRequest, say: Callable[[str], None]) -> dict[str, Any]:
     from sweep.config.checks import check_config
     from sweep.config.compose import compose
     from sweep.data import drift
-    from sweep.data.golden import reference_path, require_valid
+    from sweep.data.golden import dump_line, reference_path, require_valid
     from sweep.data.revisions import corpus_at
     from sweep.evaluation.rebase import (
         DiffLimits,
@@ -112,7 +112,6 @@ def rebase(args: RebaseRequest, say: Callable[[str], None]) -> dict[str, Any]:
         rebase_items,
         summary,
     )
-    from sweep.label.store import dump_line
 
     cfg = compose(list(args.overrides))
     check_config(cfg)

@@ -393,3 +393,15 @@ def require_valid(golden: GoldenSet) -> GoldenSet:
     """The golden set, or its first error as a one-line `SweepError`."""
     raise_first_error(golden.problems)
     return golden
+
+
+# Field order of a written line: the seed format first, as in data/demo/golden.jsonl.
+FIELD_ORDER = ("qid", "question", "relevant_chunk_ids", "answer_must_mention",
+               "relevant_doc_ids", "evidence", "notes", "tags")
+
+
+def dump_line(obj: dict[str, Any]) -> str:
+    """One JSON line, fields in the project's order, non-ASCII kept readable."""
+    ordered = {k: obj[k] for k in FIELD_ORDER if k in obj}
+    ordered.update({k: v for k, v in obj.items() if k not in ordered})
+    return json.dumps(ordered, ensure_ascii=False)

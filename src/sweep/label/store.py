@@ -37,15 +37,10 @@ from filelock import FileLock, Timeout
 
 from sweep.common.errors import SweepError
 from sweep.common.files import atomic_write, fsync_dir, read_bytes_regular
-from sweep.data.golden import KNOWN_FIELDS, parse_golden_lines
+from sweep.data.golden import KNOWN_FIELDS, dump_line, parse_golden_lines
 
 # Seconds a write waits for another process's write to the same file before giving up.
 LOCK_TIMEOUT_S = 30
-
-# Field order of a written line: the seed format first, as in data/demo/golden.jsonl.
-FIELD_ORDER = ("qid", "question", "relevant_chunk_ids", "answer_must_mention",
-               "relevant_doc_ids", "evidence", "notes", "tags")
-
 
 class StaleError(SweepError):
     """The line the page wanted to change is no longer what it was when the page was loaded."""
@@ -65,13 +60,6 @@ class Entry:
 
 def line_digest(raw: bytes) -> str:
     return hashlib.sha256(raw.rstrip(b"\r")).hexdigest()[:16]
-
-
-def dump_line(obj: dict[str, Any]) -> str:
-    """One JSON line, fields in the project's order, non-ASCII kept readable."""
-    ordered = {k: obj[k] for k in FIELD_ORDER if k in obj}
-    ordered.update({k: v for k, v in obj.items() if k not in ordered})
-    return json.dumps(ordered, ensure_ascii=False)
 
 
 def append_bytes(path: Path, data: bytes) -> None:
