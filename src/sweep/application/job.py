@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sweep.application.corpus import CorpusView, open_corpus_view
@@ -247,3 +248,39 @@ def _other_metrics(view: CorpusView, resolved: list[ResolvedItem], s: _Searched,
         [top1_score(rk) for rk, row in zip(scored.rankings_searched, scored.rows, strict=True)
          if row["status"] == "scored"], [top1_score(rk) for rk in s.abstained]))
     return metrics
+
+
+def write_job(job: JobSpec, result: JobResult, job_dir: Path, plain: dict[str, Any],
+              name: str, *, multirun: bool) -> tuple[list[Path], SweepError | None]:
+    """The job folder's files (report.json, per_question.csv, config.yaml, the misses views;
+    a single run's golden-set audit), then generation when it runs, with the report written
+    again. Returns the files for the run's artifacts and generation's error (the report then
+    says FAILED, its retrieval metrics kept). An OSError (a full disk, a read-only or
+    vanished folder) is left to the caller."""
+    from sweep.application.audit import set_audit
+    from sweep.decide.decision import audit_power
+    from sweep.outputs import report as rp
+    from sweep.outputs.misses_html import write_views
+    from sweep.pipeline.run import run_generation_for
+
+    rep = result.report
+    # Retrieval results are on disk before generation starts: a crash there loses nothing.
+    paths = [rp.write_report(job_dir, rep), rp.write_per_question(job_dir, result.rows),
+             rp.write_config(job_dir, plain)]
+    paths += write_views(job_dir, result.views, name,
+                         {k: v for k, v in rep["metrics"].items() if k.startswith("n_miss")})
+    if not multirun:  # a sweep audits its golden set once, at its end
+        paths += set_audit(job, job_dir, audit_power(
+            None, rep["headline"]["metric"], None, "one configuration: no pair to size it "
+            "from; a sweep's audit.json has it, and `sweep audit` reads the latest sweep"))
+    gen_error: SweepError | None = None
+    if job.generation.method != "none":
+        try:
+            run_generation_for(job, result, progress=not multirun)
+        except SweepError as exc:
+            gen_error = exc
+            rep["status"] = "FAILED"
+            rep["error"] = f"{exc} (the retrieval metrics of this configuration are kept)"
+        rp.write_report(job_dir, rep)
+        rp.write_per_question(job_dir, result.rows)
+    return paths, gen_error

@@ -197,3 +197,25 @@ def need_line(rep: dict[str, Any]) -> str | None:
     cells = [f"{g.replace('plus', '+')} {rp.format_value((split.get(g) or {}).get(metric))} "
              f"(n={(split.get(g) or {}).get('n', 0)})" for g in ("1", "2", "3plus")]
     return f"{metric} by passages needed: " + " · ".join(cells)
+
+
+def job_line(rep: dict[str, Any]) -> str:
+    """The one line a finished job prints (logs, inside a sweep): its headline and the usual
+    metrics, the chunk and question counts, `need_line`, the generation diagnosis."""
+    m = rep["metrics"]
+    head = rep["headline"]
+    shown = {head["metric"]: head["value"]}
+    for name in ("recall_at_5", "mrr", "evidence_recall_at_5", "answer_accuracy_oracle",
+                 "answer_accuracy_live", "retrieval_tax"):
+        if name in m:
+            shown.setdefault(name, m[name])
+    line = "  ".join(f"{k}={rp.format_value(v)}" for k, v in shown.items())
+    line += (f"  chunks={m.get('n_chunks')}  scored={m.get('n_scored')}/{m.get('n_questions')}"
+             f"  orphans={m.get('n_orphans')}")
+    needs = need_line(rep)
+    if needs:
+        line += f"  {needs}"
+    if "generation" in rep:
+        line += "  diagnosis: " + " ".join(f"{k}={v}" for k, v in
+                                           rep["generation"]["diagnosis"].items())
+    return line

@@ -20,6 +20,7 @@ from sweep.common.errors import SweepError
 from sweep.common.paths import PROJECT_ROOT, resolve_user_path
 from sweep.config.naming import command_line_keys, config_name
 from sweep.outputs import tracking, tracking_worker
+from sweep.outputs.job_run import write_error
 
 log = logging.getLogger("sweep")
 
@@ -65,15 +66,6 @@ def run_name(plain: dict[str, Any]) -> str:
     except ValueError:  # no Hydra run in progress (a report read back after the sweep)
         overrides = []
     return config_name(plain, command_line_keys(overrides))
-
-
-def write_error(folder: Path | None, exc: OSError) -> SweepError:
-    """One line for a folder that cannot be written (``folder``: the job folder, whose
-    temporary file names would only confuse; else the path the error names)."""
-    where = folder if folder is not None else (exc.filename or "the output folder")
-    return SweepError(f"cannot write {where}: {exc.strerror or exc}",
-                      hint="free space on that filesystem, or set hydra.sweep.dir / "
-                      "hydra.run.dir elsewhere")
 
 
 def ui_command(uri: str) -> str | None:

@@ -461,3 +461,15 @@ def config_of_run(cfg: Any, run_config: dict[str, Any]) -> Any:
     except OmegaConfBaseException as exc:
         raise SweepError(f"the sweep's config.yaml does not fit this version's schema: "
                          f"{' '.join(str(exc).split())[:200]}") from None
+
+
+def error_line(exc: BaseException) -> str:
+    """One line for what stopped a job: a `SweepError` as it is, a configuration error as
+    `config_error_line` says it, anything else with its type."""
+    if isinstance(exc, SweepError):
+        return str(exc)
+    from omegaconf.errors import OmegaConfBaseException
+
+    if isinstance(exc, OmegaConfBaseException):
+        return config_error_line(exc)
+    return f"{type(exc).__name__}: {exc}"

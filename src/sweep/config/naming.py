@@ -75,3 +75,9 @@ def command_line_keys(overrides: Sequence[str]) -> list[str]:
         if "=" in o and "." in key and "/" not in key and not key.startswith("hydra."):
             out.append(key)
     return out
+
+
+def group_choices(choices: Any) -> dict[str, str]:
+    """Hydra's runtime choices without Hydra's own groups (launcher, sweeper, logging)."""
+    return {str(k): str(v) for k, v in dict(choices or {}).items()
+            if v is not None and not str(k).startswith("hydra")}
