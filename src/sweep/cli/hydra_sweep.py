@@ -3,13 +3,12 @@
 A thin adapter: `on_multirun_start` plans the shared work and starts the parent run;
 `on_multirun_end` reads the jobs' reports, hands them to `sweep.application.sweep.finish_sweep`
 (the table, verdicts, power, axis effects, Pareto fronts, audit, shared-work totals, as data),
-then prints the outcome, has the MLflow worker draw the plots and closes the parent run.
+then prints the outcome, has the MLflow worker draw the plots and closes the parent run (the
+worker's calls: `sweep.outputs.sweep_run`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
 import sys
 from pathlib import Path
@@ -17,57 +16,26 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from sweep.application.sweep import SweepOutcome, SweepSpec, finish_sweep
 from sweep.cli.prewarm import check_every_job, prewarm_sweep
 from sweep.cli.sweep_session import SESSION, Starting, run_name, sweep_parent, ui_command
 from sweep.common.errors import SweepError
-from sweep.config.compose import config_error_line
-from sweep.config.schema import Config
-from sweep.config.specs import JobSpec, build_job_spec
+from sweep.common.paths import unwritable_output
+from sweep.config.specs import JobSpec, sweep_job_spec
 from sweep.decide.decision import plot_data
 from sweep.outputs import report as rp
 from sweep.outputs import tracking, tracking_worker
-
-log = logging.getLogger("sweep")
-
-
-def sweep_job(config: DictConfig) -> JobSpec | None:
-    """The job spec of a multirun's callback config (its ``config`` holds ``hydra`` too); None
-    with a warning when it does not convert."""
-    try:
-        plain = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
-        merged = OmegaConf.merge(OmegaConf.structured(Config), plain)
-        return build_job_spec(OmegaConf.to_object(merged))  # type: ignore[arg-type]
-    except OmegaConfBaseException as exc:
-        log.warning("the golden set's audit was not written: %s", config_error_line(exc))
-        return None
-    except SweepError as exc:  # a cache target that does not validate
-        log.warning("the golden set's audit was not written: %s", exc)
-        return None
+from sweep.outputs.job_run import fetch_resumed
+from sweep.outputs.sweep_run import begin_plots, begin_sweep_run, plotted
 
 
 def _check_output_dir(path: str) -> None:
     """Hydra creates the job folder itself and would die with a traceback; say it in a line."""
-    target = Path(path).absolute()
-    existing = next((p for p in [target, *target.parents] if p.exists()), None)
-    if existing is None or not existing.is_dir() or not os.access(existing, os.W_OK):
-        print(f"error: cannot create the output folder {target}: {existing} is not a writable "
-              "folder (set hydra.run.dir / hydra.sweep.dir elsewhere)", file=sys.stderr)
+    problem = unwritable_output(path)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
         sys.exit(1)
-
-
-def _fetch_resumed(found: list[tuple[Path, dict[str, Any]]], uri: str | None) -> None:
-    """A resumed job's per_question.csv comes from its run in MLflow."""
-    if uri is None:
-        return
-    for folder, rep in found:
-        run_id = rep.get("resumed_from_run")
-        if run_id and not (folder / rp.PER_QUESTION).is_file():
-            with contextlib.suppress(SweepError, OSError):
-                tracking_worker.call(tracking.download_artifact, uri, run_id,
-                                     rp.PER_QUESTION, folder)
 
 
 def _audit_job(config: DictConfig, found: list[tuple[Path, dict[str, Any]]]) -> JobSpec | None:
@@ -76,7 +44,7 @@ def _audit_job(config: DictConfig, found: list[tuple[Path, dict[str, Any]]]) -> 
         return None
     if not OmegaConf.select(config, "sweep.audit", default=True):
         return None
-    return sweep_job(config)
+    return sweep_job_spec(config)
 
 
 class MlflowSweepCallback(Callback):
@@ -116,20 +84,7 @@ class MlflowSweepCallback(Callback):
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(1)
         experiment = str(config.tracking.experiment)
-        # Sent, not waited for: the worker may still be importing MLflow, and nothing needs
-        # the parent before the first job's run is logged (`sweep_parent`).
-        parent = tracking_worker.begin(
-            tracking.start_parent, self.uri, experiment,
-            run_name=f"sweep {Path(sweep_dir).parent.name} {Path(sweep_dir).name}",
-            params={"overrides": " ".join(overrides)[:6000]},
-            tags={"sweep_dir": str(Path(sweep_dir).resolve())},
-        )
-        # Sweeps of this experiment killed before their end (SIGKILL), and their configuration
-        # runs: all at once here, instead of one configuration per job (a job of another
-        # experiment, e.g. of a swept corpus.name, still asks for its own).
-        tracking_worker.submit(tracking.close_stale, self.uri, experiment, "sweep",
-                               on_error=lambda exc: log.warning("%s", exc))
-        stale = tracking_worker.begin(tracking.close_stale, self.uri, experiment, "config")
+        parent, stale = begin_sweep_run(self.uri, experiment, sweep_dir, overrides)
         SESSION.stale_closed.add((self.uri, experiment))
         SESSION.not_logged.clear()
         SESSION.starting = Starting(self, self.uri, parent, stale)
@@ -147,7 +102,7 @@ class MlflowSweepCallback(Callback):
         SESSION.active_parent = None
         sweep_dir = Path(str(config.hydra.sweep.dir))
         found = rp.read_reports(sweep_dir)
-        _fetch_resumed(found, self.uri)
+        fetch_resumed(found, self.uri)
         outcome = finish_sweep(SweepSpec(sweep_dir, _audit_job(config, found), self.parent),
                                found)
         # (a launcher's job process logs its own run and writes the error to the report)
@@ -166,21 +121,12 @@ class MlflowSweepCallback(Callback):
         """The table and the lines after it; the plots drawn meanwhile by the MLflow worker
         where there is one (it imported matplotlib while the jobs ran), else here."""
         axes, rows, decision = outcome.axes, outcome.rows, outcome.decision
-        drawings = [tracking_worker.begin(tracking.plot_sweep, axes, rows,
-                                          sweep_dir / "comparison.png")]
-        if decision is not None:
-            drawings.append(tracking_worker.begin(
-                tracking.plot_axes, plot_data(decision, decision["rows"], decision["metric"]),
-                sweep_dir / "axes.png"))
+        drawings = begin_plots(axes, rows, None if decision is None else plot_data(
+            decision, decision["rows"], decision["metric"]), sweep_dir)
         rp.print_comparison(axes, rows)
         for line in outcome.lines:
             print(line)
-        for drawing in drawings:
-            drawn = drawing.result()
-            if drawn[0] == "oserror":
-                raise OSError(*drawn[1:])
-            if drawn[1] is not None:
-                outcome.artifacts.append(drawn[1])
+        outcome.artifacts.extend(plotted(drawings))
         for line in outcome.totals_lines:
             print(line)
 

@@ -130,3 +130,14 @@ def resolve_user_path(path: str | os.PathLike[str], setting: str | None = None) 
             raise SweepError(f"{where}: a symlink loop (it never reaches a file or folder)"
                              ) from exc
         raise SweepError(f"{where}: cannot resolve ({exc.strerror or exc})") from exc
+
+
+def unwritable_output(path: str | os.PathLike[str]) -> str | None:
+    """Why Hydra could not create the output folder ``path`` (its nearest existing folder is
+    not a writable folder), in one line; None when it can."""
+    target = Path(path).absolute()
+    existing = next((p for p in [target, *target.parents] if p.exists()), None)
+    if existing is None or not existing.is_dir() or not os.access(existing, os.W_OK):
+        return (f"cannot create the output folder {target}: {existing} is not a writable "
+                "folder (set hydra.run.dir / hydra.sweep.dir elsewhere)")
+    return None

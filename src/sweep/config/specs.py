@@ -13,11 +13,13 @@ with the stage (import contract in pyproject.toml).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 from sweep.chunking.chunkers import BOUNDARY, HEADER, ChunkSpec
 from sweep.chunking.semantic import SemanticParams
+from sweep.common.errors import SweepError
 from sweep.common.store import CacheTarget
 from sweep.config.compose import to_container
 from sweep.config.schema import Config
@@ -371,3 +373,26 @@ def build_job_spec(cfg: Config, plain: dict[str, Any] | None = None) -> JobSpec:
         audit=cfg.sweep.audit,
         plain=to_container(cfg) if plain is None else plain,
     )
+
+
+log = logging.getLogger("sweep")
+
+
+def sweep_job_spec(config: Any) -> JobSpec | None:
+    """The job spec of a multirun's callback config (its ``config`` holds ``hydra`` too); None
+    with a warning when it does not convert."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from sweep.config.compose import config_error_line
+
+    try:
+        plain = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
+        merged = OmegaConf.merge(OmegaConf.structured(Config), plain)
+        return build_job_spec(OmegaConf.to_object(merged))  # type: ignore[arg-type]
+    except OmegaConfBaseException as exc:
+        log.warning("the golden set's audit was not written: %s", config_error_line(exc))
+        return None
+    except SweepError as exc:  # a cache target that does not validate
+        log.warning("the golden set's audit was not written: %s", exc)
+        return None

@@ -138,3 +138,15 @@ def write_error(folder: Path | None, exc: OSError) -> SweepError:
     return SweepError(f"cannot write {where}: {exc.strerror or exc}",
                       hint="free space on that filesystem, or set hydra.sweep.dir / "
                       "hydra.run.dir elsewhere")
+
+
+def fetch_resumed(found: list[tuple[Path, dict[str, Any]]], uri: str | None) -> None:
+    """A resumed job's per_question.csv comes from its run in MLflow."""
+    if uri is None:
+        return
+    for folder, rep in found:
+        run_id = rep.get("resumed_from_run")
+        if run_id and not (folder / rp.PER_QUESTION).is_file():
+            with contextlib.suppress(SweepError, OSError):
+                tracking_worker.call(tracking.download_artifact, uri, run_id,
+                                     rp.PER_QUESTION, folder)

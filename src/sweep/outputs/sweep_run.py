@@ -1,0 +1,58 @@
+"""A sweep's MLflow parent run and plots, as the sweep callback (`sweep.cli.hydra_sweep`) asks
+the MLflow worker (`tracking_worker`) for them: sent, not waited for, so the jobs start while
+the worker imports MLflow and matplotlib."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sweep.outputs import tracking, tracking_worker
+
+log = logging.getLogger("sweep")
+
+
+def begin_sweep_run(uri: str, experiment: str, sweep_dir: str, overrides: Sequence[str]
+                    ) -> tuple[tracking_worker.Promise, tracking_worker.Promise]:
+    """The promises of the parent run ((experiment_id, run_id)) and of the configuration runs
+    closed as stale. Nothing needs the parent before the first job's run is logged
+    (`sweep.cli.sweep_session.sweep_parent`)."""
+    parent = tracking_worker.begin(
+        tracking.start_parent, uri, experiment,
+        run_name=f"sweep {Path(sweep_dir).parent.name} {Path(sweep_dir).name}",
+        params={"overrides": " ".join(overrides)[:6000]},
+        tags={"sweep_dir": str(Path(sweep_dir).resolve())},
+    )
+    # Sweeps of this experiment killed before their end (SIGKILL), and their configuration
+    # runs: all at once here, instead of one configuration per job (a job of another
+    # experiment, e.g. of a swept corpus.name, still asks for its own).
+    tracking_worker.submit(tracking.close_stale, uri, experiment, "sweep",
+                           on_error=lambda exc: log.warning("%s", exc))
+    stale = tracking_worker.begin(tracking.close_stale, uri, experiment, "config")
+    return parent, stale
+
+
+def begin_plots(axes: Sequence[str], rows: Sequence[dict[str, Any]], axes_data: Any,
+                sweep_dir: Path) -> list[tracking_worker.Promise]:
+    """comparison.png, and axes.png when there are axis effects (``axes_data``), drawn by the
+    MLflow worker where there is one (it imported matplotlib while the jobs ran), else here."""
+    drawings = [tracking_worker.begin(tracking.plot_sweep, axes, rows,
+                                      sweep_dir / "comparison.png")]
+    if axes_data is not None:
+        drawings.append(tracking_worker.begin(tracking.plot_axes, axes_data,
+                                              sweep_dir / "axes.png"))
+    return drawings
+
+
+def plotted(drawings: Sequence[tracking_worker.Promise]) -> list[Path]:
+    """The files the drawings wrote (an OSError of the worker raised here)."""
+    out = []
+    for drawing in drawings:
+        drawn = drawing.result()
+        if drawn[0] == "oserror":
+            raise OSError(*drawn[1:])
+        if drawn[1] is not None:
+            out.append(drawn[1])
+    return out
