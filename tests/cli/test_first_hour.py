@@ -25,7 +25,7 @@ def test_an_empty_path_is_refused_not_read_as_the_current_folder(tmp_path: Path,
 
 def test_the_ui_hint_in_a_users_repository_is_sweep_ui(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    import sweep.cli.sweep_session as hj
+    import sweep.outputs.tracking as hj
 
     monkeypatch.setattr(hj.paths, "in_clone", lambda: False)
     monkeypatch.setattr(hj, "PROJECT_ROOT", tmp_path)

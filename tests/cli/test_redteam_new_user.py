@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, free_port
-from sweep.cli.hydra_job import ui_command
+from sweep.outputs.tracking import ui_command
 
 # A stand-in for `chroma run --path P --host H --port N`: answers the heartbeat after DELAY s;
 # fails like the real one when the port is taken.

@@ -35,7 +35,6 @@ from sweep.cli.sweep_session import (
     close_interrupted,
     run_name,
     sweep_parent,
-    ui_command,
 )
 from sweep.common.errors import SweepError
 from sweep.common.logs import own_lines_only
@@ -52,7 +51,7 @@ from sweep.outputs.job_run import log_failed, log_finished, resume_finished, wri
 
 # The names other modules and conf/config.yaml import from here.
 __all__ = ["MlflowSweepCallback", "close_failed", "close_interrupted", "job", "run_name",
-           "ui_command", "write_error"]
+           "write_error"]
 
 log = logging.getLogger("sweep")
 

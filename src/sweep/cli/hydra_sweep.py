@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from sweep.application.sweep import SweepOutcome, SweepSpec, finish_sweep
 from sweep.cli.prewarm import check_every_job, prewarm_sweep
-from sweep.cli.sweep_session import SESSION, Starting, run_name, sweep_parent, ui_command
+from sweep.cli.sweep_session import SESSION, Starting, run_name, sweep_parent
 from sweep.common.errors import SweepError
 from sweep.common.paths import unwritable_output
 from sweep.config.specs import JobSpec, sweep_job_spec
@@ -145,5 +145,5 @@ class MlflowSweepCallback(Callback):
             os.environ.pop(tracking.PARENT_ENV, None)
         link = tracking.ui_link(self.uri, self.experiment_id or "0")
         if link:
-            how = ui_command(self.uri)
+            how = tracking.ui_command(self.uri)
             print(f"MLflow runs of this sweep: {link}" + (f" (after `{how}`)" if how else ""))

@@ -9,15 +9,11 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import shlex
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from sweep.common import paths
 from sweep.common.errors import SweepError
-from sweep.common.paths import PROJECT_ROOT, resolve_user_path
 from sweep.config.naming import command_line_keys, config_name
 from sweep.outputs import tracking, tracking_worker
 from sweep.outputs.job_run import write_error
@@ -66,24 +62,6 @@ def run_name(plain: dict[str, Any]) -> str:
     except ValueError:  # no Hydra run in progress (a report read back after the sweep)
         overrides = []
     return config_name(plain, command_line_keys(overrides))
-
-
-def ui_command(uri: str) -> str | None:
-    """The command that serves the UI of the store ``uri`` on the port `ui_link` names: `make
-    ui` only in the clone, for the store it serves (the clone's ./mlflow.db); in a user's
-    project (no Makefile there) `sweep ui`, with ``--tracking-uri`` unless the store is the
-    one it opens by default (./mlflow.db); an http(s) store is its own UI (None)."""
-    path = tracking.sqlite_path(uri)
-    if path is None:
-        return None
-    here = resolve_user_path(path, "tracking.uri")
-    if (paths.in_clone() and PROJECT_ROOT == paths.CLONE_ROOT
-            and here == (PROJECT_ROOT / "mlflow.db").resolve()):
-        return "make ui"
-    command = "python -m sweep.cli ui" if paths.in_clone() else "sweep ui"
-    if here == (Path.cwd() / "mlflow.db").resolve() and not paths.in_clone():
-        return command
-    return f"{command} --tracking-uri {shlex.quote(uri)}"
 
 
 def sweep_parent(*, exit_on_error: bool = True) -> str | None:

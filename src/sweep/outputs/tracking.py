@@ -12,6 +12,7 @@ import logging
 import math
 import os
 import re
+import shlex
 import socket
 import subprocess
 import time
@@ -20,10 +21,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from sweep.common import paths
 from sweep.common.errors import SweepError
 from sweep.common.mapping import flatten
 from sweep.common.net import connect_error
-from sweep.common.paths import PROJECT_ROOT
+from sweep.common.paths import PROJECT_ROOT, resolve_user_path
 from sweep.common.secret import is_secret_key, scrub_urls, url_has_userinfo
 
 log = logging.getLogger(__name__)
@@ -230,6 +232,24 @@ def ui_link(uri: str, experiment_id: str, port: int = UI_PORT) -> str | None:
     else:
         return None
     return f"{base}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+
+
+def ui_command(uri: str) -> str | None:
+    """The command that serves the UI of the store ``uri`` on the port `ui_link` names: `make
+    ui` only in the clone, for the store it serves (the clone's ./mlflow.db); in a user's
+    project (no Makefile there) `sweep ui`, with ``--tracking-uri`` unless the store is the
+    one it opens by default (./mlflow.db); an http(s) store is its own UI (None)."""
+    path = sqlite_path(uri)
+    if path is None:
+        return None
+    here = resolve_user_path(path, "tracking.uri")
+    if (paths.in_clone() and PROJECT_ROOT == paths.CLONE_ROOT
+            and here == (PROJECT_ROOT / "mlflow.db").resolve()):
+        return "make ui"
+    command = "python -m sweep.cli ui" if paths.in_clone() else "sweep ui"
+    if here == (Path.cwd() / "mlflow.db").resolve() and not paths.in_clone():
+        return command
+    return f"{command} --tracking-uri {shlex.quote(uri)}"
 
 
 def ensure_experiment(client: Any, uri: str, name: str) -> str:
