@@ -137,7 +137,14 @@ hydra:
 `sweep baseline update` writes `baseline.json` here: the default configuration's scores that
 `sweep baseline check` (the CI gate) compares every change against. Commit it.
 """,
-        ".github/workflows/retrieval-gate.yml": f"""\
+        ".github/workflows/retrieval-gate.yml": _github_workflow(gh_paths, install_value),
+        ".gitlab-ci.yml": _gitlab_ci(gl_paths, install_value),
+    }
+
+
+def _github_workflow(gh_paths: str, install_value: str) -> str:
+    """.github/workflows/retrieval-gate.yml: the gate on pull requests."""
+    return f"""\
 # The retrieval gate (`sweep init`): on a pull request that touches the corpus, the golden set or
 # the configuration, score the default configuration against evals/baseline.json.
 name: retrieval-gate
@@ -175,8 +182,12 @@ jobs:
           key: chunk-sweep-${{{{ hashFiles('conf/**', 'golden/**', 'evals/**') }}}}
           restore-keys: chunk-sweep-
       - run: sweep baseline check tracking=off
-""",
-        ".gitlab-ci.yml": f"""\
+"""
+
+
+def _gitlab_ci(gl_paths: str, install_value: str) -> str:
+    """.gitlab-ci.yml: the gate on merge requests."""
+    return f"""\
 # The retrieval gate (`sweep init`): see .github/workflows/retrieval-gate.yml.
 retrieval-gate:
   image: python:3.11
@@ -198,8 +209,7 @@ retrieval-gate:
     - pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
     - pip install "$CHUNK_SWEEP_INSTALL"
     - sweep baseline check tracking=off
-""",
-    }
+"""
 
 
 def existing(root: Path, files: Sequence[str]) -> list[str]:
