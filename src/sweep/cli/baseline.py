@@ -1,10 +1,11 @@
-"""``sweep baseline``: the CI gate (the check in sweep.application.gate, the comparisons in
-sweep.decide.baseline).
+"""``sweep baseline``: the CI gate (logic in sweep.decide.baseline).
 
     sweep baseline check  [--tolerance 0.05] [--metrics recall_at_5,mrr,evidence_recall_at_5]
                           [--baseline PATH] [--json] [--rerun] [overrides...]
     sweep baseline update [--allow-regression] [--metrics ...] [--baseline PATH]
                           [--from-export experiments/winners/NAME.yaml] [overrides...]
+
+The gate's run and check are sweep.application.gate; this module parses and prints.
 """
 
 from __future__ import annotations
