@@ -24,6 +24,7 @@ from sweep.data.abstentions import Abstention, load_abstentions
 from sweep.data.golden import raise_first_error
 from sweep.endpoints.cost import served_usage_before, served_usage_metrics
 from sweep.evaluation.abstention import separation
+from sweep.evaluation.assembled import score_assembled
 from sweep.evaluation.evaluate import by_needs, by_needs_metrics, evaluate
 from sweep.evaluation.relevance import ResolvedItem, quote_metrics
 from sweep.evaluation.smell import mean_smell
@@ -115,6 +116,9 @@ def run_job(job: JobSpec, *, progress: bool = True) -> JobResult:
                                                      job.scoring.spec.prompt_k))
     metrics.update(by_needs_metrics(split))
     metrics.update(_other_metrics(view, resolved, s, scored, served, served_embedder))
+    if not job.assembly.neutral:  # at the defaults the context is the top prompt_k, scored
+        metrics.update(score_assembled(scored.rows, resolved, scored.chunks, scored.rankings,
+                                       job.scoring.spec.prompt_k, job.assembly))
     report = {
         "status": "FINISHED",
         "config": job.plain,
