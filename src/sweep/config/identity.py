@@ -58,7 +58,7 @@ UNHASHED_KEYS: Mapping[str, tuple[str, ...]] = {
     "rerank": ("batch_size", "base_url", "api_key_env", "timeout_s", "max_retries",
                "concurrency", "price_per_mtok", "price_per_request"),
     "index": ("host", "port"),  # where the Chroma server runs, not what it holds
-    "eval": ("latency_sample",),
+    "eval": ("latency_sample", "by_content"),
     # cache_answers: where an answer comes from (the endpoint or its cache), not what it is.
     "generation": ("timeout_s", "max_retries", "concurrency", "price_input_per_mtok",
                    "price_output_per_mtok", "api_key_env", "cache_answers"),

@@ -367,6 +367,10 @@ class EvalConfig:
     span_mode: SpanMode = SpanMode.exact
     headline: str = "recall_at_${eval.prompt_k}"
     latency_sample: int = 100  # questions timed one by one, uncached, for p50/p95 latency
+    # Split the headline metrics by the kind of content each question's evidence sits in
+    # (by_content/<kind>/<metric>: docs/guide/content-kinds.md). Changes no number; off by
+    # default so that every recorded run keeps its set of metrics.
+    by_content: bool = False
 
 
 @dataclass

@@ -229,6 +229,7 @@ class ScoringSpec:
     spec: EvalSpec
     headline: str
     latency_sample: int
+    by_content: bool = False  # eval.by_content: the split by kind of content
 
 
 @dataclass(frozen=True)
@@ -364,7 +365,8 @@ def build_job_spec(cfg: Config, plain: dict[str, Any] | None = None) -> JobSpec:
         index=index_spec(cfg),
         rerank=rerank_setup(cfg),
         scoring=ScoringSpec(spec=eval_spec(cfg), headline=cfg.eval.headline,
-                            latency_sample=cfg.eval.latency_sample),
+                            latency_sample=cfg.eval.latency_sample,
+                            by_content=cfg.eval.by_content),
         generation=generation_spec(cfg),
         judge=judge_spec(cfg),
         cache=cache_target(cfg),
