@@ -1,8 +1,8 @@
 """Does each axis's winner hold across embedding models? (issue 47)
 
 A verdict can flip when the embedding model changes: the best chunk size under one model is not
-always the best under another. When a sweep varies the model (any ``embedding.*`` axis: the
-``embedding=`` group changes ``embedding.name`` and the keys that come with it, one choice), each
+always the best under another. When a sweep varies the model (the ``embedding=`` group, as the
+summary names that axis, or ``embedding.*`` keys, which vary together as one choice), each
 other axis is judged again under each model alone, with `axes.axis_effects` over that model's
 configurations (the same cells, the same paired evidence), and the answers are set side by
 side: the same best value under every model, or which model prefers which, with each model's
@@ -29,13 +29,15 @@ def _label(value: Any) -> str:
 
 
 def model_axes(axes: Sequence[str]) -> list[str]:
-    """The swept keys that choose the embedding model (they vary together)."""
-    return [a for a in axes if a.startswith(MODEL_PREFIX)]
+    """The swept keys that choose the embedding model (they vary together): the group
+    (``embedding=minilm,minilm_static``, as the summary names it) or its keys."""
+    return [a for a in axes if a == MODEL_PREFIX[:-1] or a.startswith(MODEL_PREFIX)]
 
 
 def _model_of(row: Mapping[str, Any], keys: Sequence[str]) -> str:
-    if f"{MODEL_PREFIX}name" in keys:
-        return str(row.get(f"{MODEL_PREFIX}name"))
+    for name in (MODEL_PREFIX[:-1], f"{MODEL_PREFIX}name"):
+        if name in keys:
+            return str(row.get(name))
     return ", ".join(f"{k}={row.get(k)}" for k in keys)
 
 

@@ -56,6 +56,19 @@ def test_a_best_size_that_differs_by_model_is_reported_as_such() -> None:
                                 "(minilm, minilm_static)")
 
 
+def test_the_group_axis_names_the_model() -> None:
+    """A sweep over ``embedding=minilm,minilm_static``: the summary's axis is the group."""
+    rows, scores = sweep()
+    for row in rows:
+        row["embedding"] = row.pop("embedding.name")
+        del row["embedding.family"]
+    got = model_agreement(rows, ["chunk.size", "chunk.boundary", "embedding"], "recall_at_5",
+                          scores, n=2000)
+    assert [(e["axis"], e["holds"]) for e in got] == [("chunk.size", False),
+                                                      ("chunk.boundary", True)]
+    assert got[0]["best"] == {"minilm": 256, "minilm_static": 128}
+
+
 def test_one_model_says_nothing() -> None:
     rows, scores = sweep()
     mine = [i for i, r in enumerate(rows) if r["embedding.name"] == "minilm"]
