@@ -25,6 +25,9 @@ from sweep.data.abstentions import Abstention, load_abstentions
 from sweep.data.golden import raise_first_error
 from sweep.endpoints.cost import served_usage_before, served_usage_metrics
 from sweep.evaluation.abstention import separation
+from sweep.evaluation.assembled import NAMES as ASSEMBLED_NAMES
+from sweep.evaluation.assembled import score_assembled
+from sweep.evaluation.content import add_content_column, content_metrics, score_by_content
 from sweep.evaluation.evaluate import by_needs, by_needs_metrics, evaluate
 from sweep.evaluation.relevance import ResolvedItem, quote_metrics
 from sweep.evaluation.smell import mean_smell
@@ -116,6 +119,19 @@ def run_job(job: JobSpec, *, progress: bool = True) -> JobResult:
                                                      job.scoring.spec.prompt_k))
     metrics.update(by_needs_metrics(split))
     metrics.update(_other_metrics(view, resolved, s, scored, served, served_embedder))
+    if not job.assembly.neutral:  # at the defaults the context is the top prompt_k, scored
+        metrics.update(score_assembled(scored.rows, resolved, scored.chunks, scored.rankings,
+                                       job.scoring.spec.prompt_k, job.assembly))
+    by_content = None
+    if job.scoring.by_content:
+        add_content_column(scored.rows, [r.spans for r in resolved],
+                           {d.doc_id: d.text for d in view.docs})
+        by_content = score_by_content(scored.rows, [
+            *headline_names(job.scoring.spec.k, job.scoring.spec.prompt_k,
+                            job.scoring.headline), *ASSEMBLED_NAMES])
+        metrics.update(content_metrics(by_content))
+        for shown, row in zip(scored.misses.views, scored.rows, strict=True):
+            shown["content_kind"] = row["content_kind"]  # the misses page shows it
     report = {
         "status": "FINISHED",
         "config": job.plain,
@@ -140,6 +156,7 @@ def run_job(job: JobSpec, *, progress: bool = True) -> JobResult:
         "golden_pending_review": len(golden.pending),
         "golden_corpus_drift": drift.as_dict() if drift else None,
         "sources": scored.sources,
+        **({"by_content": by_content} if by_content is not None else {}),
         **({"abstentions": abstention_rows(s.abstentions, s.abstained, scored.searched)}
            if s.abstentions else {}),
     }

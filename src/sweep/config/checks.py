@@ -45,6 +45,9 @@ def check_config(cfg: Config) -> None:
         raise SweepError(f"eval.prompt_k={cfg.eval.prompt_k} must be >= 1")
     if cfg.eval.token_budget < 1:
         raise SweepError(f"eval.token_budget={cfg.eval.token_budget} must be >= 1")
+    if cfg.assembly.budget_tokens < 0:
+        raise SweepError(f"assembly.budget_tokens={cfg.assembly.budget_tokens} must be >= 0 "
+                         "(0 = no budget)")
     if not 0 < cfg.eval.min_overlap <= 1:
         raise SweepError(f"eval.min_overlap={cfg.eval.min_overlap} must be in (0, 1]")
     # Name the key that asks for more than the depth gives: the one the user set.

@@ -17,7 +17,7 @@ from sweep.config.axes import GATED, SWITCHED, gated_keys, off_values
 # Sections whose settings can change a retrieval metric. Exported into winners and compared by
 # the baseline gate in this order.
 RESULT_SECTIONS: tuple[str, ...] = ("chunk", "embedding", "retrieval", "rerank", "index",
-                                     "eval")
+                                     "eval", "assembly")
 
 # Sections that change results only when the generation half runs.
 GENERATION_SECTIONS: tuple[str, ...] = ("generation", "judge")
@@ -58,7 +58,7 @@ UNHASHED_KEYS: Mapping[str, tuple[str, ...]] = {
     "rerank": ("batch_size", "base_url", "api_key_env", "timeout_s", "max_retries",
                "concurrency", "price_per_mtok", "price_per_request"),
     "index": ("host", "port"),  # where the Chroma server runs, not what it holds
-    "eval": ("latency_sample",),
+    "eval": ("latency_sample", "by_content"),
     # cache_answers: where an answer comes from (the endpoint or its cache), not what it is.
     "generation": ("timeout_s", "max_retries", "concurrency", "price_input_per_mtok",
                    "price_output_per_mtok", "api_key_env", "cache_answers"),
@@ -82,7 +82,13 @@ GATED_KEYS: Mapping[str, Mapping[str, tuple[str, tuple[str, ...]]]] = GATED
 # longer than the model's window was cut before embedding.long_text.
 ADDED_KEYS: Mapping[str, Mapping[str, str]] = {
     "embedding": {"backend": "torch", "precision": "fp32", "long_text": "truncate"},
+    # the prompt got the top eval.prompt_k as ranked before the context assembly axis
+    "assembly": {"order": "rank", "budget_tokens": "0", "dedup": "none"},
 }
+
+# Sections added after results were recorded: with every key at its ADDED_KEYS value they
+# leave the payload altogether (an empty entry would still move every hash).
+ADDED_SECTIONS: tuple[str, ...] = ("assembly",)
 
 # The key that switches a section on or off (`active_sections`): it applies even when off,
 # unless the section needs another that is off (the judge grades generated answers).
@@ -141,6 +147,8 @@ def identity_payload(plain: Mapping[str, Any], corpus_fp: str, golden_fp: str
             k: ({n: x for n, x in v.items() if n not in nested[k]} if k in nested else v)
             for k, v in values.items() if k not in skip and gate_open(section, k, values)
             and not _as_before(section, k, v)}
+        if section in ADDED_SECTIONS and not payload[section]:
+            del payload[section]
     payload["corpus"] = corpus_fp
     payload["golden"] = golden_fp
     return payload

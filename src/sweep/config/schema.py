@@ -103,6 +103,19 @@ class SpanMode(StrEnum):
     chroma = "chroma"
 
 
+# The context assembly axis (sweep.retrieval.assembly holds the same names: a test keeps them
+# equal; the schema takes no stage import for two literals).
+class AssemblyOrder(StrEnum):
+    rank = "rank"
+    document = "document"
+    lost_in_middle = "lost_in_middle"
+
+
+class AssemblyDedup(StrEnum):
+    none = "none"
+    overlap = "overlap"
+
+
 class Quantizer(StrEnum):
     int8 = "int8"
     int4 = "int4"
@@ -295,6 +308,16 @@ class IndexConfig:
 
 
 @dataclass
+class AssemblyConfig:
+    """What reaches the prompt from the ranking (docs/guide/assembly.md): at the defaults the
+    top ``eval.prompt_k`` chunks as ranked, as before the axis existed."""
+
+    order: AssemblyOrder = AssemblyOrder.rank
+    budget_tokens: int = 0  # whole chunks, best first, until this many tokens; 0: no budget
+    dedup: AssemblyDedup = AssemblyDedup.none
+
+
+@dataclass
 class GenerationConfig:
     method: GenerationMethod = GenerationMethod[AXES["generation.method"].off]
     # Only the first `limit` scorable questions (0 = all): generation is the expensive half.
@@ -344,6 +367,10 @@ class EvalConfig:
     span_mode: SpanMode = SpanMode.exact
     headline: str = "recall_at_${eval.prompt_k}"
     latency_sample: int = 100  # questions timed one by one, uncached, for p50/p95 latency
+    # Split the headline metrics by the kind of content each question's evidence sits in
+    # (by_content/<kind>/<metric>: docs/guide/content-kinds.md). Changes no number; off by
+    # default so that every recorded run keeps its set of metrics.
+    by_content: bool = False
 
 
 @dataclass
@@ -414,6 +441,7 @@ class Config:
     rerank: RerankConfig = field(default_factory=RerankConfig)
     index: IndexConfig = field(default_factory=IndexConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    assembly: AssemblyConfig = field(default_factory=AssemblyConfig)
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)

@@ -29,6 +29,7 @@ from sweep.embedding.models import FAMILY, EmbeddingSpec
 from sweep.endpoints.spec import EndpointSpec
 from sweep.evaluation.evaluate import EvalSpec
 from sweep.generation.contextual import ContextSpec
+from sweep.retrieval.assembly import AssemblySpec
 from sweep.retrieval.index import IndexSpec
 from sweep.retrieval.rerank import RERANK, RerankSpec, ServedRerankSpec
 from sweep.retrieval.search import uses_bm25, uses_dense
@@ -230,6 +231,7 @@ class ScoringSpec:
     spec: EvalSpec
     headline: str
     latency_sample: int
+    by_content: bool = False  # eval.by_content: the split by kind of content
 
 
 @dataclass(frozen=True)
@@ -287,6 +289,8 @@ class JobSpec:
     force: bool  # sweep.force: re-run a configuration the store has as FINISHED
     audit: bool  # sweep.audit: write the golden set's audit beside the results
     plain: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # What reaches the prompt from the ranking (assembly.*); the defaults: the top prompt_k.
+    assembly: AssemblySpec = field(default_factory=AssemblySpec)
 
 
 def corpus_spec(cfg: Config) -> CorpusSpec:
@@ -363,7 +367,8 @@ def build_job_spec(cfg: Config, plain: dict[str, Any] | None = None) -> JobSpec:
         index=index_spec(cfg),
         rerank=rerank_setup(cfg),
         scoring=ScoringSpec(spec=eval_spec(cfg), headline=cfg.eval.headline,
-                            latency_sample=cfg.eval.latency_sample),
+                            latency_sample=cfg.eval.latency_sample,
+                            by_content=cfg.eval.by_content),
         generation=generation_spec(cfg),
         judge=judge_spec(cfg),
         cache=cache_target(cfg),
@@ -372,6 +377,9 @@ def build_job_spec(cfg: Config, plain: dict[str, Any] | None = None) -> JobSpec:
         force=cfg.sweep.force,
         audit=cfg.sweep.audit,
         plain=to_container(cfg) if plain is None else plain,
+        assembly=AssemblySpec(order=cfg.assembly.order.value,
+                              budget_tokens=cfg.assembly.budget_tokens,
+                              dedup=cfg.assembly.dedup.value),
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from sweep.common.csvcells import read_csv
 from sweep.common.errors import SweepError
+from sweep.decide import agreement as ag
 from sweep.decide import axes as ax
 from sweep.decide import lost, multiple, power, winner
 from sweep.decide.multiple import DEFAULT_CORRECTION
@@ -140,12 +141,16 @@ def decide_sweep(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], metric:
         axis_lines.append(f"what each axis did (mean {metric} over the other axes; each value "
                           f"minus the axis's best, paired over questions{how}):")
         axis_lines += [f"  {e['text']}" for e in effects]
+    agreement = ag.model_agreement(rows, axes, metric, scores, lower_is_better=low,
+                                   correction=correction, n=n, seed=seed)
+    axis_lines += ag.agreement_lines(agreement, metric)
     for front in fronts:
         if len(front["points"]) > 1:
             axis_lines += ax.front_text(front, rows, axes, metric)
     return {"verdicts": verdicts, "n_tests": n_tests, "correction": correction, "power": pw,
             "offer": offer,
-            "axes": effects, "fronts": fronts, "axis_lines": axis_lines,
+            "axes": effects, "agreement": agreement, "fronts": fronts,
+            "axis_lines": axis_lines,
             "lines": lines + axis_lines}
 
 

@@ -23,6 +23,7 @@ from sweep.config.naming import config_name
 from sweep.decide import lost
 from sweep.decide.multiple import DEFAULT_CORRECTION
 from sweep.decide.stats import N_RESAMPLES, SEED, Resamples, question_scores, table_verdicts
+from sweep.evaluation.content import parse_metric as content_metric
 from sweep.evaluation.sources import parse_metric
 from sweep.outputs import quant, tracking
 from sweep.outputs.report import NOT_APPLICABLE, differing_keys, rank_key
@@ -200,6 +201,8 @@ def ranked_table(uri: str, experiment: str | None, sweep: str, metric: str | Non
             shown.append(name)
     # A golden set mixing sources: the ranking metric of each source, as a column group.
     shown += [name for name in metric_cols if (ps := parse_metric(name)) and ps[1] == metric]
+    # eval.by_content: the ranking metric per kind of content the evidence sits in
+    shown += [name for name in metric_cols if (pc := content_metric(name)) and pc[1] == metric]
     return SweepTable(parent, metric, swept, shown, rows, {}, cost, latency, n_failed,
                       note=note)
 

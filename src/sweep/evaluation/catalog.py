@@ -250,6 +250,13 @@ METRICS = MetricRegistry([
            lower_is_better=True, level="run"),
     Metric("quant_tax_{metric}", "What a quantised backend loses on a metric against torch "
            "fp32.", lower_is_better=True, level="run"),
+    Metric("assembled_evidence_recall", "Share of the evidence characters inside the context "
+           "the prompt gets (`assembly.*`: budget, dedup; the mean over scored questions).",
+           level="run"),
+    Metric("assembled_tokens", "Tokens of the context the prompt gets (`assembly.*`).",
+           lower_is_better=True, level="run"),
+    Metric("assembled_chunks", "Chunks in the context the prompt gets (`assembly.*`).",
+           lower_is_better=True, level="run"),
     Metric("n_orphans", "Questions no chunk of the configuration answers (never scored as 0).",
            lower_is_better=True, level="run"),
     Metric("truncated_fraction", "Share of chunks the embedding model truncated.",

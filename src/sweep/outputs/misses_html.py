@@ -127,7 +127,8 @@ def render_question(v: Mapping[str, Any], edit_links: bool = False) -> str:
     body = "".join(render_passage(p) for p in v["passages"]) or "<p>no evidence span</p>"
     return (f'<details id="q-{escape(str(v["qid"]))}" data-cause="{escape(v["cause"])}">'
             f'<summary><b>{escape(str(v["qid"]))}</b> · <span class="cause">'
-            f'{escape(v["cause"] or "found")}</span> · {escape(v["detail"])} — '
+            f'{escape(v["cause"] or "found")}</span> · {escape(v["detail"])}'
+            f'{" · in " + escape(v["content_kind"]) if v.get("content_kind") else ""} — '
             f'{escape(str(v["question"]))}</summary>'
             f"<p>{escape(ranks)}</p>{_edit_link(v) if edit_links else ''}{body}"
             f"{_hits_table(v['hits'])}</details>")
@@ -161,10 +162,27 @@ def render_page(views: Sequence[Mapping[str, Any]], title: str,
         f"<p>{len(missed)} of {len(views)} questions missed in the top k.</p>"
         "<table><tr><th>cause</th><th>questions</th><th>what to try</th></tr>"
         f"{cause_rows}</table>"
+        f"{_kinds_table(views)}"
         "<h2>Missed questions</h2>" + "".join(render_question(v, edit_links) for v in missed)
         + f"<h2>Found ({len(found)})</h2><details><summary>list</summary><table>"
         "<tr><th>qid</th><th>first relevant rank</th><th>question</th></tr>"
         f"{found_rows}</table></details></body></html>")
+
+
+def _kinds_table(views: Sequence[Mapping[str, Any]]) -> str:
+    """Scored and missed questions per kind of content (eval.by_content=true), or nothing."""
+    kinds: dict[str, list[int]] = {}
+    for v in views:
+        if v.get("content_kind") and v["status"] == "scored":
+            n = kinds.setdefault(v["content_kind"], [0, 0])
+            n[0] += 1
+            n[1] += bool(v["cause"])
+    if not kinds:
+        return ""
+    rows = "".join(f"<tr><td>{escape(k)}</td><td>{n}</td><td>{m}</td></tr>"
+                   for k, (n, m) in kinds.items())
+    return ("<h2>By the kind of content the evidence sits in</h2><table><tr><th>content</th>"
+            f"<th>scored</th><th>missed</th></tr>{rows}</table>")
 
 
 def write_views(folder: Path, views: Sequence[Mapping[str, Any]], title: str,

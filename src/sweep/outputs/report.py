@@ -19,6 +19,7 @@ from sweep.common.mapping import flatten
 from sweep.common.secret import scrub_tree
 from sweep.config.identity import inapplicable_keys
 from sweep.evaluation.catalog import lower_is_better
+from sweep.evaluation.content import summary_line as content_line
 from sweep.evaluation.sources import summary_line
 
 REPORT = "report.json"
@@ -290,6 +291,7 @@ def comparison_rows(reports: Sequence[dict[str, Any]], folders: Sequence[Path] |
         row["_latency"] = metrics.get("latency_end_to_end_p95_ms")
         row["_hash"] = str(chash or "")
         row["sources"] = rep.get("sources") or {}
+        row["by_content"] = rep.get("by_content") or {}
         if folders is not None:
             row["folder"] = str(folders[n])
         rows.append(row)
@@ -443,6 +445,9 @@ def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> Non
         by_source = summary_line(finished[0].get("sources") or {}, str(metric))
         if by_source:
             print(f"  by source, in the best configuration: {by_source}")
+        by_content = content_line(finished[0].get("by_content") or {}, str(metric))
+        if by_content:
+            print(f"  by content, in the best configuration: {by_content}")
         only = finished[0].get("found_only_by") or {}
         for name, other in (("bm25", "dense"), ("dense", "bm25")):
             qids = only.get(name) or []

@@ -66,6 +66,7 @@ from sweep.pipeline.memo import (
     token_starts,
 )
 from sweep.pipeline.strategies import contextual_chunks, cut_embedder
+from sweep.retrieval.assembly import AssemblySpec, assemble
 from sweep.retrieval.bm25 import BM25Index, stopwords_for
 from sweep.retrieval.index import INDEX, IndexSpec, overlap_at_k
 from sweep.retrieval.ranking import Ranking
@@ -403,10 +404,11 @@ def add_pages(rows: list[dict[str, Any]], resolved: list[ResolvedItem],
             row["first_relevant_page"] = by_id[first.doc_id].page_at(first.start)
 
 
-def gen_items(result: JobResult, prompt_k: int, docs: list[Document], limit: int = 0
-              ) -> list[GenItem]:
+def gen_items(result: JobResult, prompt_k: int, docs: list[Document], limit: int = 0,
+              assembly: AssemblySpec | None = None) -> list[GenItem]:
     """The scorable questions with their oracle context (every chunk of this configuration
-    that holds evidence, in document order) and live context (the top ``prompt_k``)."""
+    that holds evidence, in document order) and live context (the top ``prompt_k``, as
+    ``assembly`` assembles them: `sweep.retrieval.assembly`)."""
     chunks = result.chunks
     position = {c.chunk_id: i for i, c in enumerate(chunks)}  # chunk_corpus keeps doc order
     locator = ChunkLocator(chunks)
@@ -419,7 +421,7 @@ def gen_items(result: JobResult, prompt_k: int, docs: list[Document], limit: int
         # the oracle must hand over all of the evidence.
         oracle = sorted({position[c.chunk_id] for d, a, b in res.spans
                          for c in locator.overlapping(d, a, b)})
-        live = list(ranking.indices[:prompt_k])
+        live = assemble(ranking.indices, chunks, prompt_k, assembly or AssemblySpec())
         covered, total = covered_chars(res.spans, [(chunks[i].doc_id, chunks[i].start,
                                                     chunks[i].end) for i in live])
         items.append(GenItem(
@@ -478,7 +480,7 @@ def run_generation_for(job: JobSpec, result: JobResult, *, progress: bool = True
         return
     t = time.perf_counter()
     docs, _ = load_corpus_cached(job.corpus, job.cache)
-    items = gen_items(result, job.scoring.spec.prompt_k, docs, g.limit)
+    items = gen_items(result, job.scoring.spec.prompt_k, docs, g.limit, job.assembly)
     reader = make_reader(g, job.embedding, job.cache)
     judge = make_judge(j, job.cache)
     outcome = run_generation(items, reader, judge, progress=progress)
