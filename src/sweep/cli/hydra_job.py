@@ -108,7 +108,7 @@ def job(cfg: DictConfig) -> float:
         if spec.tracking.enabled:
             tracking_worker.set_store_wait(spec.tracking.store_wait_s)
             tracking.preflight(spec.tracking.uri)
-            resumed = _resume(spec, job_dir)
+            resumed = _resume(spec, job_dir, multirun)
             if resumed is not None:
                 return resumed
         # The sweep's shared texts first (cache.prewarm): this job's part of them, then the
@@ -189,9 +189,11 @@ def _not_logged(job_dir: Path, rep: dict[str, Any], name: str) -> tracking_worke
     return record
 
 
-def _resume(job: JobSpec, job_dir: Path) -> float | None:
-    """Skip a configuration the store already has as FINISHED (same config_hash): an
-    interrupted sweep re-run with the same overrides loses nothing and repeats nothing.
+def _resume(job: JobSpec, job_dir: Path, multirun: bool) -> float | None:
+    """In a sweep, skip a configuration the store already has as FINISHED (same config_hash):
+    an interrupted sweep re-run with the same overrides loses nothing and repeats nothing. A
+    single run (no ``-m``) names the one configuration it wants run (the tutorial's "run the
+    winner again"): it runs, and says which earlier run it repeats.
 
     A run of this configuration left RUNNING by a killed process is closed KILLED first (and
     tagged), so that the store never holds FINISHED and RUNNING for one configuration."""
@@ -211,6 +213,11 @@ def _resume(job: JobSpec, job_dir: Path) -> float | None:
         return None
     run_id = tracking_worker.call(tracking.find_finished, uri, experiment, chash)
     if run_id is None:
+        return None
+    if not multirun:
+        log.info("this configuration (config_hash %s) already FINISHED as run %s; running it "
+                 "again, as a single run always does (a sweep, -m, would reuse that run)",
+                 chash, run_id)
         return None
     try:
         path = tracking_worker.call(tracking.download_report, uri, run_id, job_dir)
