@@ -187,6 +187,21 @@ def parent_note(outcome: SweepOutcome, sweep_dir: Path) -> str:
     return note + rp.comparison_markdown(outcome.axes, rows, max_chars=7000 - len(note))
 
 
+def stopped_note(settled: str, parent: str, closed: str) -> str:
+    """What a sweep that stopped early (Ctrl-C, a folder Hydra could not write) says of its
+    parent run, closed ``closed``, by what `sweep.outputs.tracking.settle_unfinished` found:
+    only a sweep with a finished configuration has anything to resume."""
+    if settled == "deleted":
+        return ("no configuration had run, so its parent run was removed from MLflow; nothing "
+                "to resume: the same command starts the sweep again")
+    if settled == "failed":
+        return (f"parent run {parent} closed {closed} and named 'FAILED, nothing finished' (its "
+                "configuration runs say why); nothing to resume: the same command runs every "
+                "configuration again")
+    return (f"parent run {parent} closed {closed}; the configurations that finished are kept, "
+            "and the same command resumes the rest")
+
+
 def need_line(rep: dict[str, Any]) -> str | None:
     """``by passages needed: 1 0.812 (n=40) · 2 0.500 (n=6) · 3+ - (n=0)``: the headline per
     number of passages an answer needs, when some question needs more than one."""

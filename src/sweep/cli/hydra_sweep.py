@@ -192,6 +192,9 @@ class MlflowSweepCallback(Callback):
                 tracking.finish_parent, self.uri, self.parent, status=run.status,
                 metrics=run.metrics, tags={**run.tags, tracking.NOTE_TAG: run.note},
                 artifacts=outcome.artifacts)
+            if not any(r["status"] == "FINISHED" for r in outcome.rows):
+                # no record of a sweep: removed, or named FAILED beside its failed runs
+                tracking_worker.call(tracking.settle_unfinished, self.uri, self.parent)
         except SweepError as exc:
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(1)

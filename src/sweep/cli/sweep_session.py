@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sweep.application.sweep import stopped_note
 from sweep.common import paths
 from sweep.common.errors import SweepError
 from sweep.common.paths import PROJECT_ROOT, resolve_user_path
@@ -137,10 +138,10 @@ def close_interrupted() -> str:
     try:
         tracking_worker.call(tracking.set_tags, uri, parent, {"interrupted": "true"})
         tracking_worker.call(tracking.kill_run, uri, parent)
+        settled = tracking_worker.call(tracking.settle_unfinished, uri, parent)
     except SweepError as exc:
         return f"interrupted (and could not close parent run {parent}: {exc})"
-    return (f"interrupted: parent run {parent} closed KILLED; the configurations that finished "
-            "are kept, and the same command resumes the rest")
+    return f"interrupted: {stopped_note(settled, parent, 'KILLED')}"
 
 
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES,
@@ -163,7 +164,7 @@ def close_failed(exc: OSError) -> str:
     try:
         tracking_worker.call(tracking.set_tags, uri, parent, {"error": reason})
         tracking_worker.call(tracking.kill_run, uri, parent, status="FAILED")
+        settled = tracking_worker.call(tracking.settle_unfinished, uri, parent)
     except SweepError as tracking_exc:
         return f"error: {reason} (and could not close parent run {parent}: {tracking_exc})"
-    return (f"error: {reason}; the sweep stopped, parent run {parent} closed FAILED (the "
-            "configurations that finished are kept; the same command resumes the rest)")
+    return f"error: {reason}; the sweep stopped: {stopped_note(settled, parent, 'FAILED')}"

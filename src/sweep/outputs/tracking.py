@@ -431,6 +431,36 @@ def finish_parent(uri: str, run_id: str, *, status: str, metrics: Mapping[str, f
         client.set_terminated(run_id, status=status)
 
 
+# What a closed sweep left when no configuration of it finished (`settle_unfinished`).
+UNFINISHED_PREFIX = "FAILED, nothing finished: "
+
+
+def settle_unfinished(uri: str, run_id: str) -> str:
+    """After a sweep's parent run is closed: ``"finished"`` when some configuration of it
+    FINISHED (ran, or was reused from an earlier sweep); else the parent is no record of
+    anything to resume or compare: ``"deleted"`` when it has no configuration run at all (the
+    sweep stopped before any job was logged), ``"failed"`` when its configuration runs all
+    failed (kept, as they say why, under a parent renamed to start with `UNFINISHED_PREFIX`;
+    `sweep compare` skips it as it skips any sweep without a finished configuration)."""
+    client = client_for(uri)
+    with _guard("closing the sweep's run", uri):
+        run = client.get_run(run_id)
+        if any(k.startswith("resumed.") for k in run.data.tags):
+            return "finished"
+        children = client.search_runs(
+            [run.info.experiment_id],
+            filter_string=f"tags.`mlflow.parentRunId` = '{run_id}'", max_results=1000)
+        if any(c.info.status == "FINISHED" for c in children):
+            return "finished"
+        if not children:
+            client.delete_run(run_id)
+            return "deleted"
+        name = run.info.run_name or ""
+        if not name.startswith(UNFINISHED_PREFIX):
+            client.set_tag(run_id, "mlflow.runName", UNFINISHED_PREFIX + name)
+    return "failed"
+
+
 def kill_run(uri: str, run_id: str, status: str = "KILLED") -> None:
     client = client_for(uri)
     with _guard("closing the run", uri):
