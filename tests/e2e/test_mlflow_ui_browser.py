@@ -23,6 +23,7 @@ pytestmark = pytest.mark.slow
 # Where a copy of the screenshot goes (docs/mlflow-runs.png is made from it by hand).
 SCREENSHOT_COPY = Path(os.environ.get("CHUNK_SWEEP_UI_SCREENSHOT", "/tmp/mlflow-runs.png"))
 LINK = re.compile(r"MLflow runs of (?:this|the latest) sweep[^:]*: (http://\S+)")
+TABLE_LINK = re.compile(r"its comparison table: (http://\S+)")
 
 
 def _free_port() -> int:
@@ -62,6 +63,11 @@ def test_printed_link_opens_the_runs_table_with_the_parent(tmp_path: Path,
     assert table[0].startswith("| rank | chunk.size | chunk.boundary |") or \
         table[0].startswith("| rank | chunk.boundary | chunk.size |")
     assert len(table) == 2 + 4  # header, rule, one row per configuration
+    printed_table = TABLE_LINK.search(res.stdout)
+    assert printed_table, res.stdout[-2000:]
+    assert printed_table.group(1) == (
+        f"http://127.0.0.1:5000/#/experiments/{exp_id}/runs/{parent.info.run_id}/artifacts/"
+        "comparison.md?workflowType=machine_learning")
 
     port = int(os.environ.get("CHUNK_SWEEP_UI_TEST_PORT") or _free_port())
     ui = subprocess.Popen([sys.executable, "-m", "sweep.cli", "ui", "--port", str(port),
@@ -107,6 +113,21 @@ def test_printed_link_opens_the_runs_table_with_the_parent(tmp_path: Path,
         driver.save_screenshot(str(shot))
         assert shot.stat().st_size > 10_000
         shutil.copy(shot, SCREENSHOT_COPY)
+
+        # The printed table link (issue 45: the parent's own page cut its description after
+        # three lines): the whole comparison, every configuration, rendered as a table.
+        table_line = next(TABLE_LINK.search(ln) for ln in [ui.stdout.readline()]
+                          if TABLE_LINK.search(ln))
+        assert table_line.group(1) == printed_table.group(1).replace(":5000/", f":{port}/")
+        driver.get(table_line.group(1))
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "table tr")) >= 1 + 4)
+        cells = [c.text.strip() for c in driver.find_elements(By.CSS_SELECTOR, "table th")]
+        assert cells[:2] == ["rank", table[0].split("|")[2].strip()], cells
+        assert "latency_end_to_end_p95_ms" in cells
+        ranks = [r.find_elements(By.CSS_SELECTOR, "td")[0].text.strip()
+                 for r in driver.find_elements(By.CSS_SELECTOR, "table tr")
+                 if r.find_elements(By.CSS_SELECTOR, "td")]
+        assert ranks == ["1", "2", "3", "4"]
     finally:
         ui.send_signal(signal.SIGINT)  # Ctrl-C: sweep ui stops mlflow ui and its workers
         assert ui.wait(60) == 128 + signal.SIGINT

@@ -175,8 +175,11 @@ def parent_note(outcome: SweepOutcome, sweep_dir: Path) -> str:
     rows, decision = outcome.rows, outcome.decision
     headline = next((r["headline_metric"] for r in rows if r.get("headline_metric")),
                     "headline")
+    # MLflow 3 shows a description's first lines only: they say where the whole table is.
     note = (f"**chunk-sweep**: {len(rows)} configurations, best {headline} first "
-            f"(headline = {headline}); sweep folder `{sweep_dir.resolve()}`\n\n")
+            f"(headline = {headline}). The whole table: the artifact `comparison.md` (Artifacts "
+            "tab; `comparison.csv` has every column); sweep folder "
+            f"`{sweep_dir.resolve()}`\n\n")
     if decision is not None:  # what the set can decide, before the table
         head = decision["lines"][: len(decision["lines"]) - len(decision["axis_lines"])]
         effects = [f"  - {e['text']}" for e in decision["axes"]]

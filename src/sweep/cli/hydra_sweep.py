@@ -204,3 +204,6 @@ class MlflowSweepCallback(Callback):
         if link:
             how = ui_command(self.uri)
             print(f"MLflow runs of this sweep: {link}" + (f" (after `{how}`)" if how else ""))
+            if any(r["status"] == "FINISHED" for r in outcome.rows):
+                print("its comparison table: " + str(tracking.artifact_link(
+                    self.uri, self.experiment_id or "0", self.parent, "comparison.md")))

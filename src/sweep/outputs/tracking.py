@@ -223,13 +223,34 @@ def ui_link(uri: str, experiment_id: str, port: int = UI_PORT) -> str | None:
     the traces overview). A SQLite store is seen through `make ui` (``mlflow ui`` on
     ``port``); an http(s) store is its own UI.
     """
-    if sqlite_path(uri) is not None:
-        base = f"http://127.0.0.1:{port}"
-    elif uri.startswith(("http://", "https://")):
-        base = uri.rstrip("/")
-    else:
+    base = _ui_base(uri, port)
+    if base is None:
         return None
-    return f"{base}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+    return f"{base}/#/experiments/{experiment_id}/runs?{CLASSIC_VIEW}"
+
+
+# The query that selects MLflow 3's model-training (classic) layout over its GenAI one.
+CLASSIC_VIEW = "workflowType=machine_learning"
+
+
+def _ui_base(uri: str, port: int) -> str | None:
+    if sqlite_path(uri) is not None:
+        return f"http://127.0.0.1:{port}"
+    if uri.startswith(("http://", "https://")):
+        return uri.rstrip("/")
+    return None
+
+
+def artifact_link(uri: str, experiment_id: str, run_id: str, artifact: str,
+                  port: int = UI_PORT) -> str | None:
+    """The classic run page opened on one of its artifacts: for the sweep's parent,
+    ``comparison.md``, which the Artifacts tab renders whole (the run's description, in
+    MLflow 3's layout, shows its first lines only)."""
+    base = _ui_base(uri, port)
+    if base is None:
+        return None
+    return (f"{base}/#/experiments/{experiment_id}/runs/{run_id}/artifacts/{artifact}"
+            f"?{CLASSIC_VIEW}")
 
 
 def ensure_experiment(client: Any, uri: str, name: str) -> str:
