@@ -181,7 +181,7 @@ def decide_sweep(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], metric:
         if len(front["points"]) > 1:
             axis_lines += ax.front_text(front, rows, axes, metric)
     return {"verdicts": verdicts, "n_tests": n_tests, "correction": correction, "power": pw,
-            "offer": offer,
+            "offer": offer, "inversion": inverted,
             "axes": effects, "fronts": fronts, "axis_lines": axis_lines,
             "lines": lines + axis_lines}
 
