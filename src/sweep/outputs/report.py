@@ -459,8 +459,13 @@ def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> Non
         table.add_row(str(i), *[format_value(row.get(a)) for a in axes],
                       format_value(row.get("headline")),
                       *[cut_cell(row) if m == CUT else format_value(row.get(m)) for m in shown])
-    headers = [*axes, str(metric), *shown]
-    needed = 8 + sum(max(len(h), 7) + 3 for h in headers)
+    # Each column as wide as its header or its widest cell (a verdict cell, "tied
+    # (p_holm=1.000)", is wider than "verdict"), plus its border and padding: a console any
+    # narrower cuts the headers ("evidence_recall_at_bu…").
+    widths = [max((len(str(cell)) for cell in column.cells), default=0)
+              for column in table.columns]
+    needed = 8 + sum(max(len(str(c.header)), w) + 3 for c, w in zip(table.columns, widths,
+                                                                    strict=True))
     console = Console()
     console.width = max(console.width, needed)  # full column names beat a tidy wrap in logs
     console.print(table)

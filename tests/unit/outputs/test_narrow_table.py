@@ -42,11 +42,14 @@ def test_the_printed_table_is_narrow_with_full_names_and_points_at_the_csv(
         tmp_path, capsys) -> None:
     # MiniLM-like: the query embedding is most of the end-to-end latency, the same in both
     axes, rows = _rows(tmp_path, (9.0, 9.1), (0.4, 1.6))
+    # a verdict cell wider than its header (the demo grid's cut "evidence_recall_at_bu…")
+    rows[0]["verdict"], rows[1]["verdict"] = "best", "tied (p_holm=1.000)"
     print_comparison(axes, rows)
     out = capsys.readouterr().out
     header = next(line for line in out.splitlines() if "chunk.size" in line)
     cells = [c.strip() for c in header.strip("┃│| ").replace("┃", "│").split("│")]
-    assert cells == ["#", "chunk.size", "evidence_recall_at_budget", "recall_at_5", "mrr",
+    assert cells == ["#", "chunk.size", "evidence_recall_at_budget", "verdict", "recall_at_5",
+                     "mrr",
                      "context_tokens_at_5", "latency_end_to_end_p95_ms",
                      "latency_retrieval_p95_ms"], cells
     assert "…" not in out  # no header cut
