@@ -37,11 +37,16 @@ def test_exported_winner_reruns_to_identical_metrics(tmp_path):
                for p in (tmp_path / "multirun").glob("*/report.json")}
     original = reports[winner["chunk"]["size"]]
 
+    # The tutorial's step, in the sweep's own store: the single run runs again (a sweep would
+    # reuse the FINISHED run of this config_hash; a single run names what it wants run).
     rerun = run_cli("-m", "sweep", f"experiment=winners/{name}",
-                    f"hydra.searchpath=[file://{tmp_path / 'search'}]", "tracking=off",
+                    f"hydra.searchpath=[file://{tmp_path / 'search'}]", f"tracking.uri={uri}",
                     f"hydra.run.dir={tmp_path / 'rerun'}", cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     again = json.loads((tmp_path / "rerun" / "report.json").read_text())
+    assert "resumed_from_run" not in again
+    assert "running it again" in rerun.stdout + rerun.stderr
+    assert again["config_hash"] == original["config_hash"]
     assert again["config"]["chunk"] == original["config"]["chunk"]
     a, b = _retrieval_metrics(original), _retrieval_metrics(again)
     assert a.keys() == b.keys()

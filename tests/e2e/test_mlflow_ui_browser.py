@@ -23,6 +23,7 @@ pytestmark = pytest.mark.slow
 # Where a copy of the screenshot goes (docs/mlflow-runs.png is made from it by hand).
 SCREENSHOT_COPY = Path(os.environ.get("CHUNK_SWEEP_UI_SCREENSHOT", "/tmp/mlflow-runs.png"))
 LINK = re.compile(r"MLflow runs of (?:this|the latest) sweep[^:]*: (http://\S+)")
+TABLE_LINK = re.compile(r"its comparison table: (http://\S+)")
 
 
 def _free_port() -> int:
@@ -62,6 +63,11 @@ def test_printed_link_opens_the_runs_table_with_the_parent(tmp_path: Path,
     assert table[0].startswith("| rank | chunk.size | chunk.boundary |") or \
         table[0].startswith("| rank | chunk.boundary | chunk.size |")
     assert len(table) == 2 + 4  # header, rule, one row per configuration
+    printed_table = TABLE_LINK.search(res.stdout)
+    assert printed_table, res.stdout[-2000:]
+    assert printed_table.group(1) == (
+        f"http://127.0.0.1:5000/#/experiments/{exp_id}/runs/{parent.info.run_id}/artifacts/"
+        "comparison.md?workflowType=machine_learning")
 
     port = int(os.environ.get("CHUNK_SWEEP_UI_TEST_PORT") or _free_port())
     ui = subprocess.Popen([sys.executable, "-m", "sweep.cli", "ui", "--port", str(port),
@@ -107,6 +113,24 @@ def test_printed_link_opens_the_runs_table_with_the_parent(tmp_path: Path,
         driver.save_screenshot(str(shot))
         assert shot.stat().st_size > 10_000
         shutil.copy(shot, SCREENSHOT_COPY)
+
+        # The printed table link (issue 45: the parent's own page cut its description after
+        # three lines): the whole comparison, every configuration, rendered as a table.
+        table_line = next(TABLE_LINK.search(ln) for ln in [ui.stdout.readline()]
+                          if TABLE_LINK.search(ln))
+        assert table_line.group(1) == printed_table.group(1).replace(":5000/", f":{port}/")
+        driver.get(table_line.group(1))
+
+        def verdicts(d: object) -> list[str]:  # MLflow renders the markdown table as a grid
+            lines = d.find_element(By.TAG_NAME, "body").text.splitlines()  # type: ignore[attr-defined]
+            return [ln for ln in lines if ln == "best" or ln.startswith(("tied (", "worse ("))]
+
+        wait.until(lambda d: len(verdicts(d)) == 4)  # every configuration, best first
+        assert verdicts(driver)[0] == "best"
+        body = driver.find_element(By.TAG_NAME, "body").text
+        assert "Model training" in body and "Artifacts" in body and "headline" in body
+        assert "/artifacts/comparison.md" in driver.current_url
+        assert "workflowType=machine_learning" in driver.current_url
     finally:
         ui.send_signal(signal.SIGINT)  # Ctrl-C: sweep ui stops mlflow ui and its workers
         assert ui.wait(60) == 128 + signal.SIGINT

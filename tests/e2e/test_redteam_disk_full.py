@@ -1,6 +1,7 @@
 """A full disk under the sweep or run folder (issue 14, item 5): a job that cannot write is a
 FAILED child run with the reason; when Hydra itself cannot write (``.hydra/``, a job folder)
-the sweep stops with one line and the parent run is closed FAILED, never left RUNNING.
+the sweep stops with one line and the parent run is closed FAILED, never left RUNNING (or
+removed, when no configuration had run).
 
 The full filesystem is real: a tmpfs with a few inodes, mounted in a private mount namespace
 (``unshare -rm``) that ends with the process, so the kernel answers ENOSPC.
@@ -78,6 +79,9 @@ def test_a_job_that_cannot_write_is_a_failed_run_and_the_sweep_stops_in_a_line(
     parents, children = _runs(tmp_path)
     assert len(parents) == 1 and parents[0].info.status == "FAILED"
     assert parents[0].info.run_id in last and "closed FAILED" in last
+    # its one configuration failed: named so, and nothing claims to resume (issue 45)
+    assert "nothing to resume" in last and "resumes the rest" not in res.stderr
+    assert parents[0].info.run_name.startswith("FAILED, nothing finished: sweep ")
     assert parents[0].data.tags["error"].startswith(f"cannot write {full}/1: No space left")
     assert len(children) == 1
     child = children[0]
@@ -96,8 +100,10 @@ def test_hydra_cannot_save_the_job_config_parent_closed_failed(tmp_path: Path) -
     assert res.returncode == 1
     last = _one_line(res.stderr)
     assert last.startswith(f"error: cannot write {full}/0/.hydra/config.yaml: No space left")
+    # nothing ran: no parent run is left, and nothing claims to resume (issue 45)
+    assert "removed from MLflow" in last and "resumes" not in res.stderr
     parents, children = _runs(tmp_path)
-    assert [p.info.status for p in parents] == ["FAILED"] and children == []
+    assert parents == [] and children == []
 
 
 def test_a_single_run_that_cannot_write_is_a_failed_run(tmp_path: Path) -> None:

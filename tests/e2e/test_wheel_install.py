@@ -104,7 +104,10 @@ def test_project_from_an_empty_folder(wheel: Path, tmp_path: Path) -> None:
     assert len(compared["rows"] if isinstance(compared, dict) else compared) == 4
     _run([*sweep, "export", "--name", "best"], project, env)
     assert (project / "experiments" / "winners" / "best.yaml").is_file()
-    _run([*sweep, "experiment=winners/best", "tracking=off"], project, env)
+    # the tutorial's "run the winner again", as written (same store): it runs, not skipped
+    again = _run([*sweep, "experiment=winners/best"], project, env)
+    assert "running it again" in again.stdout + again.stderr
+    assert "skipped" not in again.stdout + again.stderr
     _run([*sweep, "baseline", "update"], project, env)
     assert (project / "evals" / "baseline.json").is_file()
     _run([*sweep, "baseline", "check", "tracking=off"], project, env)

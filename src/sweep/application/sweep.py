@@ -175,8 +175,11 @@ def parent_note(outcome: SweepOutcome, sweep_dir: Path) -> str:
     rows, decision = outcome.rows, outcome.decision
     headline = next((r["headline_metric"] for r in rows if r.get("headline_metric")),
                     "headline")
+    # MLflow 3 shows a description's first lines only: they say where the whole table is.
     note = (f"**chunk-sweep**: {len(rows)} configurations, best {headline} first "
-            f"(headline = {headline}); sweep folder `{sweep_dir.resolve()}`\n\n")
+            f"(headline = {headline}). The whole table: the artifact `comparison.md` (Artifacts "
+            "tab; `comparison.csv` has every column); sweep folder "
+            f"`{sweep_dir.resolve()}`\n\n")
     if decision is not None:  # what the set can decide, before the table
         head = decision["lines"][: len(decision["lines"]) - len(decision["axis_lines"])]
         effects = [f"  - {e['text']}" for e in decision["axes"]]
@@ -185,6 +188,21 @@ def parent_note(outcome: SweepOutcome, sweep_dir: Path) -> str:
             said += [f"- {decision['axis_lines'][0]}", *effects]
         note += "\n".join(said)[:3000] + "\n\n"
     return note + rp.comparison_markdown(outcome.axes, rows, max_chars=7000 - len(note))
+
+
+def stopped_note(settled: str, parent: str, closed: str) -> str:
+    """What a sweep that stopped early (Ctrl-C, a folder Hydra could not write) says of its
+    parent run, closed ``closed``, by what `sweep.outputs.tracking.settle_unfinished` found:
+    only a sweep with a finished configuration has anything to resume."""
+    if settled == "deleted":
+        return ("no configuration had run, so its parent run was removed from MLflow; nothing "
+                "to resume: the same command starts the sweep again")
+    if settled == "failed":
+        return (f"parent run {parent} closed {closed} and named 'FAILED, nothing finished' (its "
+                "configuration runs say why); nothing to resume: the same command runs every "
+                "configuration again")
+    return (f"parent run {parent} closed {closed}; the configurations that finished are kept, "
+            "and the same command resumes the rest")
 
 
 def need_line(rep: dict[str, Any]) -> str | None:

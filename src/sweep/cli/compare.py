@@ -79,6 +79,8 @@ def cmd_compare(argv: Sequence[str]) -> int:
         print(json.dumps(data, indent=2, default=str))
     else:
         print_table(t)
+        if decision["inversion"]:  # a worse row above a tied one: why
+            print(decision["inversion"])
         if decision["power"] is not None:
             print(decision["power"]["line"])
         for line in [*t.lost_lines,

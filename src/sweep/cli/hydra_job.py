@@ -76,7 +76,7 @@ def job(cfg: DictConfig) -> float:
         if spec.tracking.enabled:
             tracking_worker.set_store_wait(spec.tracking.store_wait_s)
             tracking.preflight(spec.tracking.uri)
-            resumed = _resume(spec, job_dir)
+            resumed = _resume(spec, job_dir, multirun)
             if resumed is not None:
                 return resumed
         # The sweep's shared texts first (cache.prewarm): this job's part of them, then the
@@ -106,15 +106,15 @@ def job(cfg: DictConfig) -> float:
     return float(rep["headline"]["value"])
 
 
-def _resume(job: JobSpec, job_dir: Path) -> float | None:
-    """Skip a configuration the store already has as FINISHED (same config_hash):
-    `sweep.outputs.job_run.resume_finished`."""
+def _resume(job: JobSpec, job_dir: Path, multirun: bool) -> float | None:
+    """In a sweep, skip a configuration the store already has as FINISHED (same config_hash);
+    a single run runs again: `sweep.outputs.job_run.resume_finished`."""
     view = open_corpus_view(job)
     chash = config_hash(job.plain, view.fingerprint, view.golden.fingerprint)
     uri, experiment = job.tracking.uri, job.tracking.experiment
     rep = resume_finished(uri, experiment, chash, job_dir, force=job.force,
                           stale_closed=(uri, experiment) in SESSION.stale_closed,
-                          parent=sweep_parent)
+                          parent=sweep_parent, multirun=multirun)
     return None if rep is None else float(rep["headline"]["value"])
 
 

@@ -138,6 +138,9 @@ class MlflowSweepCallback(Callback):
                 tracking.finish_parent, self.uri, self.parent, status=run.status,
                 metrics=run.metrics, tags={**run.tags, tracking.NOTE_TAG: run.note},
                 artifacts=outcome.artifacts)
+            if not any(r["status"] == "FINISHED" for r in outcome.rows):
+                # no record of a sweep: removed, or named FAILED beside its failed runs
+                tracking_worker.call(tracking.settle_unfinished, self.uri, self.parent)
         except SweepError as exc:
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(1)
@@ -147,3 +150,6 @@ class MlflowSweepCallback(Callback):
         if link:
             how = tracking.ui_command(self.uri)
             print(f"MLflow runs of this sweep: {link}" + (f" (after `{how}`)" if how else ""))
+            if any(r["status"] == "FINISHED" for r in outcome.rows):
+                print("its comparison table: " + str(tracking.artifact_link(
+                    self.uri, self.experiment_id or "0", self.parent, "comparison.md")))

@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from sweep.application.sweep import stopped_note
 from sweep.common.errors import SweepError
 from sweep.config.naming import command_line_keys, config_name
 from sweep.outputs import tracking, tracking_worker
@@ -107,10 +108,10 @@ def close_interrupted() -> str:
     try:
         tracking_worker.call(tracking.set_tags, uri, parent, {"interrupted": "true"})
         tracking_worker.call(tracking.kill_run, uri, parent)
+        settled = tracking_worker.call(tracking.settle_unfinished, uri, parent)
     except SweepError as exc:
         return f"interrupted (and could not close parent run {parent}: {exc})"
-    return (f"interrupted: parent run {parent} closed KILLED; the configurations that finished "
-            "are kept, and the same command resumes the rest")
+    return f"interrupted: {stopped_note(settled, parent, 'KILLED')}"
 
 
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES,
@@ -133,7 +134,7 @@ def close_failed(exc: OSError) -> str:
     try:
         tracking_worker.call(tracking.set_tags, uri, parent, {"error": reason})
         tracking_worker.call(tracking.kill_run, uri, parent, status="FAILED")
+        settled = tracking_worker.call(tracking.settle_unfinished, uri, parent)
     except SweepError as tracking_exc:
         return f"error: {reason} (and could not close parent run {parent}: {tracking_exc})"
-    return (f"error: {reason}; the sweep stopped, parent run {parent} closed FAILED (the "
-            "configurations that finished are kept; the same command resumes the rest)")
+    return f"error: {reason}; the sweep stopped: {stopped_note(settled, parent, 'FAILED')}"

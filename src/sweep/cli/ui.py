@@ -49,7 +49,10 @@ def cmd_ui(argv: Sequence[str]) -> int:
     try:
         sweep = tracking.find_sweep(uri, args.experiment)
         link = tracking.ui_link(uri, sweep["experiment_id"], args.port)
-        ready = f"MLflow runs of the latest sweep ({sweep['experiment']}): {link}"
+        table = tracking.artifact_link(uri, sweep["experiment_id"], sweep["run_id"],
+                                       "comparison.md", args.port)
+        ready = (f"MLflow runs of the latest sweep ({sweep['experiment']}): {link}\n"
+                 f"its comparison table: {table}")
     except SweepError as exc:
         ready = f"no sweep to link to yet ({exc}); the UI: {base}"
     if tracking.sqlite_path(uri) is None:

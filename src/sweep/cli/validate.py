@@ -20,7 +20,7 @@ from sweep.config.compose import compose
 from sweep.config.specs import build_job_spec
 from sweep.data.abstentions import abstentions_path, load_abstentions
 from sweep.data.drift import corpus_drift
-from sweep.data.quotes import LEVELS
+from sweep.data.quotes import LEVELS, parser_keeps
 from sweep.evaluation.sources import UNSPECIFIED
 from sweep.evaluation.validate import cap_problems, check_golden
 from sweep.outputs.audit_report import audit_text
@@ -58,6 +58,9 @@ def print_quote_levels(levels: dict[str, dict[str, list[str]]]) -> None:
         found = len(flat) - flat.count("missing")
         print(f"{c}: {found}/{len(flat)} quotes found (" + ", ".join(
             f"{flat.count(lv)} {lv}" for lv in (*LEVELS, "missing")) + ")")
+    # the answer to the parse warnings' "which parser keeps it"
+    for line in parser_keeps(levels):
+        print(line)
 
 
 def cmd_validate(argv: Sequence[str]) -> int:
@@ -105,7 +108,8 @@ def cmd_validate(argv: Sequence[str]) -> int:
             "problems": [{"file": p.file, "line": p.line, "field": p.field,
                           "message": p.message, "severity": p.severity}
                          for p in result.problems],
-            **({"quote_levels": levels} if levels is not None else {}),
+            **({"quote_levels": levels, "parser_keeps": parser_keeps(levels)}
+               if levels is not None else {}),
             "corpus_drift": drift.as_dict() if drift else None,
             "pending_review": pending,
             "sources": dict(sources), "abstentions": len(abstentions),

@@ -166,3 +166,20 @@ class QuoteIndex:
             if places:
                 return level, places
         return None, []
+
+
+def parser_keeps(levels: Mapping[str, Mapping[str, Sequence[str]]]) -> list[str]:
+    """``q35: lost by html:trafilatura; kept by html:markitdown``: per question with a quote
+    some parser lost, which parsers found all of its quotes. ``levels``: ``{parser column:
+    {qid: [level or "missing" per quote]}}`` (what ``sweep validate --quotes`` tabulates)."""
+    out = []
+    for qid in dict.fromkeys(q for column in levels.values() for q in column):
+        lost = [c for c, by_qid in levels.items() if "missing" in by_qid.get(qid, ())]
+        if not lost:
+            continue
+        kept = [c for c, by_qid in levels.items()
+                if by_qid.get(qid) and "missing" not in by_qid[qid]]
+        out.append(f"{qid}: lost by {', '.join(lost)}; "
+                   + (f"kept by {', '.join(kept)}" if kept
+                      else "kept by none of these parsers (check the quote against the file)"))
+    return out

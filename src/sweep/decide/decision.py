@@ -90,6 +90,41 @@ def short_verdict(v: Verdict | None) -> str:
     return f"{word} ({format_p(decisive, N_RESAMPLES, name)})"
 
 
+def inversion_line(scores: Sequence[Scores | None], verdicts: Sequence[Verdict | None],
+                   lower_better: bool = False, shown: int = 6) -> str | None:
+    """Why a row marked worse can rank above a row marked tied (rows best first; ``verdicts``
+    one per row after the best): the paired test weighs the questions on which a
+    configuration scores differently from the best, not the gap in means. One line naming,
+    for each row in such a pair, on how many questions it differs and which way; None when
+    no worse row ranks above a tied one."""
+    worse = [i for i, v in enumerate(verdicts, start=1) if v is not None and not v.tied]
+    tied = [i for i, v in enumerate(verdicts, start=1) if v is not None and v.tied]
+    if not worse or not tied or min(worse) > max(tied) or scores[0] is None:
+        return None
+    involved = sorted({i for i in worse if any(j > i for j in tied)}
+                      | {j for j in tied if any(i < j for i in worse)})
+    best = scores[0]
+    cells = []
+    for i in involved:
+        other = scores[i]
+        if other is None:
+            continue
+        diffs = [other[q] - best[q] for q in best if q in other]
+        if lower_better:
+            diffs = [-d for d in diffs]
+        lower = sum(1 for d in diffs if d < -1e-12)
+        higher = sum(1 for d in diffs if d > 1e-12)
+        word = "worse" if i in worse else "tied"
+        cells.append(f"#{i + 1} ({word}) differs on {lower + higher} of {len(diffs)} "
+                     f"questions ({lower} worse, {higher} better)")
+    if not cells:
+        return None
+    more = f"; and {len(cells) - shown} more" if len(cells) > shown else ""
+    return ("a worse row above a tied one: the paired test weighs the questions on which a "
+            "configuration scores differently from the best, not the gap in means: "
+            + "; ".join(cells[:shown]) + more)
+
+
 def decide_sweep(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], metric: str,
                  scores: Sequence[Scores | None], *, costs: Sequence[str] = (),
                  names: Sequence[str] | None = None, correction: str = DEFAULT_CORRECTION,
@@ -126,8 +161,10 @@ def decide_sweep(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], metric:
     fronts = ax.pareto_fronts(rows, metric, costs, scores, lower_is_better=low,
                               correction=correction, n=n, seed=seed, resamples=res)
     n_worse = sum(1 for v in verdicts if v is not None and not v.tied)
+    inverted = inversion_line(scores, verdicts, low)
     lines = [correction_line(correction, n_tests, metric)
-             + f": {n_worse} of {len(rows) - 1} worse than the best", *notes]
+             + f": {n_worse} of {len(rows) - 1} worse than the best",
+             *([inverted] if inverted else []), *notes]
     if pw is not None:
         lines.append(pw["line"])
     tokens = next((c for c in costs if c.startswith("context_tokens_at_")), None)
@@ -148,7 +185,7 @@ def decide_sweep(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], metric:
         if len(front["points"]) > 1:
             axis_lines += ax.front_text(front, rows, axes, metric)
     return {"verdicts": verdicts, "n_tests": n_tests, "correction": correction, "power": pw,
-            "offer": offer,
+            "offer": offer, "inversion": inverted,
             "axes": effects, "agreement": agreement, "fronts": fronts,
             "axis_lines": axis_lines,
             "lines": lines + axis_lines}

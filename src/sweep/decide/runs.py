@@ -26,7 +26,13 @@ from sweep.decide.stats import N_RESAMPLES, SEED, Resamples, question_scores, ta
 from sweep.evaluation.content import parse_metric as content_metric
 from sweep.evaluation.sources import parse_metric
 from sweep.outputs import quant, tracking
-from sweep.outputs.report import NOT_APPLICABLE, differing_keys, rank_key
+from sweep.outputs.report import (
+    NOT_APPLICABLE,
+    RETRIEVAL_LATENCY,
+    differing_keys,
+    embedding_dominates,
+    rank_key,
+)
 
 DEFAULT_METRIC = "recall_at_5"
 # Params that never make a configuration different.
@@ -195,8 +201,11 @@ def ranked_table(uri: str, experiment: str | None, sweep: str, metric: str | Non
     # The ANN tax columns appear when the sweep has an approximate index, the requests and
     # dollars when it has a served model.
     for name in (*evidence, f"recall_at_{prompt_k}", "mrr", f"evidence_recall_at_{prompt_k}",
-                 "evidence_recall_at_budget", cost, latency, "n_requests", "served_cost_usd",
-                 "ann_overlap_at_10", f"ann_tax_{metric}", "ann_tax_mrr", "index_bytes_ann"):
+                 "evidence_recall_at_budget", cost, latency, RETRIEVAL_LATENCY, "n_requests",
+                 "served_cost_usd", "ann_overlap_at_10", f"ann_tax_{metric}", "ann_tax_mrr",
+                 "index_bytes_ann"):
+        if name == RETRIEVAL_LATENCY and not embedding_dominates(rows):
+            continue  # the end-to-end latency tells the rows apart (as in the sweep's table)
         if name not in shown and name in metric_cols:
             shown.append(name)
     # A golden set mixing sources: the ranking metric of each source, as a column group.

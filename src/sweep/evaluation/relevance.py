@@ -321,7 +321,11 @@ def _locate(ref: EvidenceRef, doc: Document | None, corpus: CorpusIndex, name: s
         if parsers:
             reason = f"not found in {'/'.join(parsers)} output"
             missing.append(f"{name}: {reason}")
-            add(f"{name}.quote", f"{reason} ({where}): {quote[:60]!r}", "warning")
+            # Said as the parser's loss, not the label's: the quote is usually right (a
+            # section the HTML parser dropped whole), and another parser may keep it.
+            add(f"{name}.quote", f"{reason} ({where}): {quote[:60]!r}: the "
+                f"{'/'.join(parsers)} parser lost this part of the document, not the quote "
+                "(`sweep validate --quotes` shows which parser keeps it)", "warning")
         else:
             add(f"{name}.quote", f"not found in {where}: {quote[:60]!r}")
         return None

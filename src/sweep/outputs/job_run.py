@@ -22,11 +22,14 @@ log = logging.getLogger("sweep")
 
 
 def resume_finished(uri: str, experiment: str, chash: str, job_dir: Path, *, force: bool,
-                    stale_closed: bool, parent: Callable[[], str | None]
+                    stale_closed: bool, parent: Callable[[], str | None], multirun: bool
                     ) -> dict[str, Any] | None:
-    """The report of the FINISHED run of this configuration (``chash``) in the store, written
-    into ``job_dir``: an interrupted sweep re-run with the same overrides loses nothing and
-    repeats nothing. None when there is none, when ``force``, or when its report cannot be read.
+    """In a sweep (``multirun``), the report of the FINISHED run of this configuration
+    (``chash``) in the store, written into ``job_dir``: an interrupted sweep re-run with the
+    same overrides loses nothing and repeats nothing. None when there is none, when ``force``,
+    or when its report cannot be read. A single run (no ``-m``) names the one configuration it
+    wants run (the tutorial's "run the winner again"): None, and the log says which earlier
+    run it repeats.
 
     A run of this configuration left RUNNING by a killed process is closed KILLED first (and
     tagged), so that the store never holds FINISHED and RUNNING for one configuration; not
@@ -42,6 +45,11 @@ def resume_finished(uri: str, experiment: str, chash: str, job_dir: Path, *, for
         return None
     run_id = tracking_worker.call(tracking.find_finished, uri, experiment, chash)
     if run_id is None:
+        return None
+    if not multirun:
+        log.info("this configuration (config_hash %s) already FINISHED as run %s; running it "
+                 "again, as a single run always does (a sweep, -m, would reuse that run)",
+                 chash, run_id)
         return None
     try:
         path = tracking_worker.call(tracking.download_report, uri, run_id, job_dir)

@@ -37,7 +37,10 @@ TABLE_METRICS = [
     # first: with the parser as an axis, "pypdf loses 5% of your evidence" comes before recall
     "evidence_found_fraction",
     "recall_at_5", "mrr", "ndcg_at_5", "evidence_recall_at_5", "evidence_recall_at_budget",
-    "context_tokens_at_5", "latency_end_to_end_p50_ms", "n_chunks", "n_orphans",
+    # One latency statistic everywhere (the ranking's tie-break and `sweep compare` use it):
+    # p95, end to end, and without the query embedding (which can be most of it).
+    "context_tokens_at_5", "latency_end_to_end_p95_ms", "latency_retrieval_p95_ms",
+    "n_chunks", "n_orphans",
     "answer_accuracy_oracle", "answer_accuracy_live", "retrieval_tax",
     "n_requests", "served_cost_usd",
     # Only in sweeps with an approximate index (exact search reports none of them).
@@ -393,7 +396,49 @@ def comparison_markdown(axes: Sequence[str], rows: Sequence[dict[str, Any]],
     return "\n".join(lines) + "\n"
 
 
+LATENCY = "latency_end_to_end_p95_ms"
+RETRIEVAL_LATENCY = "latency_retrieval_p95_ms"  # end to end less the query embedding
+# The printed table's chosen columns after the headline, when the rows have them (the rest
+# are in comparison.csv / .md and on the parent run).
+NARROW_METRICS = ("lost_in_parsing", "evidence_found_fraction", "recall_at_5", "mrr",
+                  "context_tokens_at_5", "answer_accuracy_oracle", "answer_accuracy_live",
+                  "served_cost_usd", LATENCY, RETRIEVAL_LATENCY)
+
+
+def embedding_dominates(rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the query embedding is at least half of some row's end-to-end latency: then
+    that latency is nearly the same in every row (one model embeds every query), and the
+    retrieval-only latency is what tells the configurations apart."""
+    for r in rows:
+        e2e, retrieval = r.get(LATENCY), r.get(RETRIEVAL_LATENCY)
+        if (isinstance(e2e, int | float) and isinstance(retrieval, int | float)
+                and e2e > 0 and retrieval <= e2e / 2):
+            return True
+    return False
+
+
+def narrow_metrics(rows: Sequence[Mapping[str, Any]], metric: str) -> list[str]:
+    """The metric columns the printed table shows after the headline: `NARROW_METRICS` that
+    some finished row has, evidence lost only when some row lost any, the retrieval-only
+    latency only when the query embedding hides it (`embedding_dominates`)."""
+    finished = [r for r in rows if r.get("status") == "FINISHED"]
+
+    def wanted(m: str) -> bool:
+        values = [r.get(m) for r in finished if isinstance(r.get(m), int | float)]
+        if m == metric or not values:
+            return False
+        if m == "lost_in_parsing":
+            return any(values)
+        if m == "evidence_found_fraction":
+            return any(v < 1.0 for v in values)
+        return m != RETRIEVAL_LATENCY or embedding_dominates(finished)
+
+    return [m for m in NARROW_METRICS if wanted(m)]
+
+
 def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> None:
+    """The end-of-sweep table, narrow: the swept settings, the headline, the verdict and
+    `narrow_metrics`, every header in full; then where the full table is."""
     from rich.console import Console
     from rich.table import Table
 
@@ -405,11 +450,7 @@ def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> Non
     for axis in axes:
         table.add_column(axis)
     table.add_column(str(metric), justify="right", style="bold")
-    shown = [*_cut(rows), *_verdict(rows),
-             *(m for m in table_metrics(rows)
-               if m != metric and any(r.get(m) is not None for r in rows))]
-    if any(r.get("misses") for r in rows):
-        shown.append("misses")
+    shown = [*_cut(rows), *_verdict(rows), *narrow_metrics(rows, str(metric))]
     for name in shown:
         table.add_column(name, justify="right")
     for i, row in enumerate(rows, start=1):
@@ -420,11 +461,17 @@ def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> Non
         table.add_row(str(i), *[format_value(row.get(a)) for a in axes],
                       format_value(row.get("headline")),
                       *[cut_cell(row) if m == CUT else format_value(row.get(m)) for m in shown])
-    headers = [*axes, str(metric), *shown]
-    needed = 8 + sum(max(len(h), 7) + 3 for h in headers)
+    # Each column as wide as its header or its widest cell (a verdict cell, "tied
+    # (p_holm=1.000)", is wider than "verdict"), plus its border and padding: a console any
+    # narrower cuts the headers ("evidence_recall_at_bu…").
+    widths = [max((len(str(cell)) for cell in column.cells), default=0)
+              for column in table.columns]
+    needed = 8 + sum(max(len(str(c.header)), w) + 3 for c, w in zip(table.columns, widths,
+                                                                    strict=True))
     console = Console()
     console.width = max(console.width, needed)  # full column names beat a tidy wrap in logs
     console.print(table)
+    print(full_table_line(rows, shown, str(metric)))
     merged = sum(r.get("n_jobs", 1) - 1 for r in rows)
     if merged or any(r.get(a) == NOT_APPLICABLE for r in rows for a in axes):
         print(f"{NOT_APPLICABLE}: the configuration does not read that setting (e.g. "
@@ -455,6 +502,21 @@ def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> Non
                 print(f"  in the best configuration, {len(qids)} questions were found in the top "
                       f"k only by {name} ({other} missed them): {', '.join(qids[:12])}"
                       + (" ..." if len(qids) > 12 else ""))
+
+
+def full_table_line(rows: Sequence[Mapping[str, Any]], shown: Sequence[str], metric: str
+                    ) -> str:
+    """Where the columns the printed table leaves out are."""
+    rest = [m for m in table_metrics(rows)
+            if m not in shown and m != metric and any(r.get(m) is not None for r in rows)]
+    if any(r.get("misses") for r in rows):
+        rest.append("misses")
+    folder = next((str(Path(str(r["folder"])).parent) for r in rows if r.get("folder")),
+                  "the sweep folder")
+    named = ", ".join(rest[:6]) + (", ..." if len(rest) > 6 else "")
+    return (f"{len(rest)} more columns ({named}) in {folder}/comparison.csv and comparison.md, "
+            "also on the sweep's parent run in MLflow" if rest
+            else f"the table as CSV: {folder}/comparison.csv")
 
 
 def pyplot() -> Any:

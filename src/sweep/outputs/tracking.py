@@ -225,13 +225,34 @@ def ui_link(uri: str, experiment_id: str, port: int = UI_PORT) -> str | None:
     the traces overview). A SQLite store is seen through `make ui` (``mlflow ui`` on
     ``port``); an http(s) store is its own UI.
     """
-    if sqlite_path(uri) is not None:
-        base = f"http://127.0.0.1:{port}"
-    elif uri.startswith(("http://", "https://")):
-        base = uri.rstrip("/")
-    else:
+    base = _ui_base(uri, port)
+    if base is None:
         return None
-    return f"{base}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+    return f"{base}/#/experiments/{experiment_id}/runs?{CLASSIC_VIEW}"
+
+
+# The query that selects MLflow 3's model-training (classic) layout over its GenAI one.
+CLASSIC_VIEW = "workflowType=machine_learning"
+
+
+def _ui_base(uri: str, port: int) -> str | None:
+    if sqlite_path(uri) is not None:
+        return f"http://127.0.0.1:{port}"
+    if uri.startswith(("http://", "https://")):
+        return uri.rstrip("/")
+    return None
+
+
+def artifact_link(uri: str, experiment_id: str, run_id: str, artifact: str,
+                  port: int = UI_PORT) -> str | None:
+    """The classic run page opened on one of its artifacts: for the sweep's parent,
+    ``comparison.md``, which the Artifacts tab renders whole (the run's description, in
+    MLflow 3's layout, shows its first lines only)."""
+    base = _ui_base(uri, port)
+    if base is None:
+        return None
+    return (f"{base}/#/experiments/{experiment_id}/runs/{run_id}/artifacts/{artifact}"
+            f"?{CLASSIC_VIEW}")
 
 
 def ui_command(uri: str) -> str | None:
@@ -449,6 +470,36 @@ def finish_parent(uri: str, run_id: str, *, status: str, metrics: Mapping[str, f
             if path.exists():
                 client.log_artifact(run_id, str(path))
         client.set_terminated(run_id, status=status)
+
+
+# What a closed sweep left when no configuration of it finished (`settle_unfinished`).
+UNFINISHED_PREFIX = "FAILED, nothing finished: "
+
+
+def settle_unfinished(uri: str, run_id: str) -> str:
+    """After a sweep's parent run is closed: ``"finished"`` when some configuration of it
+    FINISHED (ran, or was reused from an earlier sweep); else the parent is no record of
+    anything to resume or compare: ``"deleted"`` when it has no configuration run at all (the
+    sweep stopped before any job was logged), ``"failed"`` when its configuration runs all
+    failed (kept, as they say why, under a parent renamed to start with `UNFINISHED_PREFIX`;
+    `sweep compare` skips it as it skips any sweep without a finished configuration)."""
+    client = client_for(uri)
+    with _guard("closing the sweep's run", uri):
+        run = client.get_run(run_id)
+        if any(k.startswith("resumed.") for k in run.data.tags):
+            return "finished"
+        children = client.search_runs(
+            [run.info.experiment_id],
+            filter_string=f"tags.`mlflow.parentRunId` = '{run_id}'", max_results=1000)
+        if any(c.info.status == "FINISHED" for c in children):
+            return "finished"
+        if not children:
+            client.delete_run(run_id)
+            return "deleted"
+        name = run.info.run_name or ""
+        if not name.startswith(UNFINISHED_PREFIX):
+            client.set_tag(run_id, "mlflow.runName", UNFINISHED_PREFIX + name)
+    return "failed"
 
 
 def kill_run(uri: str, run_id: str, status: str = "KILLED") -> None:

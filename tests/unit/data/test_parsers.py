@@ -301,6 +301,15 @@ def test_validate_quotes_reports_the_level_under_every_parser(tmp_path: Path) ->
         assert levels[col] == {"pdf": ["loose"], "main": ["exact"], "nav": ["missing"]}
     assert levels["html:trafilatura"]["nav"] == ["missing"]  # boilerplate: extracted away
     assert levels["html:markitdown"]["nav"] == ["exact"]  # the whole page keeps it
+    # issue 45: the warning blames the parser, not the quote, and --quotes names the keeper
+    out = json.loads(proc.stdout)
+    (warning,) = [p["message"] for p in out["problems"] if p["field"] == "evidence[0].quote"]
+    assert "parser lost this part of the document, not the quote" in warning, warning
+    assert "sweep validate --quotes" in warning
+    (keeps,) = out["parser_keeps"]
+    assert keeps.startswith("nav: lost by ") and keeps.endswith("; kept by html:markitdown")
+    assert set(keeps.split("; ")[0].removeprefix("nav: lost by ").split(", ")) == {
+        "html:trafilatura", "pdf:pdfplumber", "pdf:pypdf"}
 
 
 def test_per_question_rows_name_the_pdf_page() -> None:

@@ -132,6 +132,22 @@ def test_quote_missing_in_a_parsers_output_is_an_orphan_not_an_error() -> None:
     assert r.level == "orphan" and r.spans == () and r.quote_levels == ("missing",)
     assert r.orphan_reason == "evidence[0]: not found in pdfplumber output"
     assert [p.severity for p in r.problems] == ["warning"]
+    # said as the parser's loss (issue 45: it read as "your quote is wrong")
+    assert "the pdfplumber parser lost this part of the document, not the quote" in (
+        r.problems[0].message)
+
+
+def test_parser_keeps_names_the_parsers_that_found_every_quote() -> None:
+    from sweep.data.quotes import parser_keeps
+
+    levels = {"html:trafilatura": {"q1": ["exact"], "q2": ["missing"], "q3": ["exact", "missing"]},
+              "html:markitdown": {"q1": ["exact"], "q2": ["loose"], "q3": ["missing", "exact"]},
+              "pdf:pypdf": {"q1": ["loose"], "q2": ["blocks"], "q3": ["missing", "missing"]}}
+    assert parser_keeps(levels) == [
+        "q2: lost by html:trafilatura; kept by html:markitdown, pdf:pypdf",
+        "q3: lost by html:trafilatura, html:markitdown, pdf:pypdf; kept by none of these "
+        "parsers (check the quote against the file)"]
+    assert parser_keeps({"markdown": {"q1": ["exact"]}}) == []
 
 
 def test_quote_missing_in_markdown_is_still_an_error() -> None:
