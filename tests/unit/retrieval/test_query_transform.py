@@ -199,10 +199,9 @@ def test_a_failure_mid_batch_keeps_the_replies_that_arrived(tmp_path: Path) -> N
 @pytest.mark.parametrize("reply", [Reply(status=429), Reply(content=None, body="not json"),
                                    Reply(content=None, body='{"choices": []}')])
 def test_a_refusal_or_a_bad_payload_is_one_line_naming_the_section(reply: Reply) -> None:
-    with ChatProtocolServer(lambda request: reply) as server:
-        with pytest.raises(SweepError) as err:
-            transform_queries(_job(url=server.base_url), ["q?"], _client(server), None,
-                              progress=False)
+    with ChatProtocolServer(lambda request: reply) as server, pytest.raises(SweepError) as err:
+        transform_queries(_job(url=server.base_url), ["q?"], _client(server), None,
+                          progress=False)
     assert str(err.value).startswith("retrieval.transform")
     assert "\n" not in str(err.value)
 
