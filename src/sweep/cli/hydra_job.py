@@ -51,7 +51,7 @@ from sweep.config.specs import JobSpec, build_job_spec
 from sweep.decide.decision import audit_power
 from sweep.outputs import report as rp
 from sweep.outputs import tracking, tracking_worker
-from sweep.outputs.misses_html import write_views
+from sweep.outputs.misses_html import add_answers, write_views
 from sweep.pipeline.run import run_generation_for
 
 # The names other modules and conf/config.yaml import from here.
@@ -126,8 +126,8 @@ def job(cfg: DictConfig) -> float:
         # Retrieval results are on disk before generation starts: a crash there loses nothing.
         paths = [rp.write_report(job_dir, rep), rp.write_per_question(job_dir, result.rows),
                  rp.write_config(job_dir, plain)]
-        paths += write_views(job_dir, result.views, run_name(plain),
-                             {k: v for k, v in rep["metrics"].items() if k.startswith("n_miss")})
+        miss_counts = {k: v for k, v in rep["metrics"].items() if k.startswith("n_miss")}
+        paths += write_views(job_dir, result.views, run_name(plain), miss_counts)
         if not multirun:  # a sweep audits its golden set once, at its end
             paths += set_audit(spec, job_dir, audit_power(
                 None, rep["headline"]["metric"], None, "one configuration: no pair to size it "
@@ -141,6 +141,9 @@ def job(cfg: DictConfig) -> float:
                 rep["error"] = f"{exc} (the retrieval metrics of this configuration are kept)"
             rp.write_report(job_dir, rep)
             rp.write_per_question(job_dir, result.rows)
+            if gen_error is None:  # the misses page with each question's answer diagnosis
+                add_answers(result.views, result.rows)
+                write_views(job_dir, result.views, run_name(plain), miss_counts)
     except OSError as exc:  # a full disk, a read-only or vanished job folder
         return _fail(plain, job_dir, write_error(job_dir, exc), multirun)
     _print_summary(rep, job_dir, multirun)

@@ -179,10 +179,12 @@ def ranked_table(uri: str, experiment: str | None, sweep: str, metric: str | Non
     lost = any((rec.get("evidence_found_fraction") or 1.0) < 1.0 for rec in rows)
     evidence = ("evidence_found_fraction", "n_orphans") if parser_swept or lost else ()
     # The ANN tax columns appear when the sweep has an approximate index, the requests and
-    # dollars when it has a served model.
+    # dollars when it has a served model, the answer columns when it answered.
     for name in (*evidence, f"recall_at_{prompt_k}", "mrr", f"evidence_recall_at_{prompt_k}",
                  "evidence_recall_at_budget", cost, latency, "n_requests", "served_cost_usd",
-                 "ann_overlap_at_10", f"ann_tax_{metric}", "ann_tax_mrr", "index_bytes_ann"):
+                 "ann_overlap_at_10", f"ann_tax_{metric}", "ann_tax_mrr", "index_bytes_ann",
+                 # a sweep that ran the answer half (generation=...): both arms and the tax
+                 "answer_accuracy_live", "answer_accuracy_oracle", "retrieval_tax"):
         if name not in shown and name in metric_cols:
             shown.append(name)
     # A golden set mixing sources: the ranking metric of each source, as a column group.
