@@ -70,8 +70,8 @@ _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\(?\d{1,2}[.):]|[Qq]\d*[.:])\s*")
 
 def parse_rewrites(reply: str, question: str, n: int) -> list[str]:
     """The first ``n`` distinct rewrites of a one-a-line reply: list marks (``1.``, ``-``,
-    ``Q2:``) and surrounding quotes dropped, blank lines and lines equal to the question
-    (case and spacing aside) or to an earlier rewrite skipped.
+    ``Q2:``) and surrounding quotes dropped; lines without a letter, lines equal to the
+    question (case and spacing aside) and repeats skipped.
 
     >>> parse_rewrites('1. How do I get a refund?\\n2. "Can I return it?"\\n\\n3. how do I '
     ...                'get a refund?', 'What is the return policy?', 3)
@@ -82,7 +82,8 @@ def parse_rewrites(reply: str, question: str, n: int) -> list[str]:
     for line in reply.splitlines():
         text = _BULLET.sub("", line).strip().strip("\"'\u201c\u201d").strip()
         key = " ".join(text.casefold().split())
-        if not key or key in seen:
+        # a line without a letter ("1.1.1.1", "---") is a small model stuck, not a question
+        if not any(ch.isalpha() for ch in key) or key in seen:
             continue
         seen.add(key)
         out.append(text)

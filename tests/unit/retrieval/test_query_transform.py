@@ -48,6 +48,8 @@ def test_rewrites_drop_list_marks_quotes_blanks_and_repeats() -> None:
         "Is there a refund window?"
     assert parse_rewrites("\n \n", "q?", 3) == []
     assert parse_rewrites("1.\n2.", "q?", 3) == []  # marks alone say nothing
+    # a model stuck on a pattern writes no question
+    assert parse_rewrites("1. 1.1.1.1.1.1\n2. ---\n3. Can I?", "q?", 3) == ["Can I?"]
 
 
 def test_hyde_text_keeps_the_question_unless_told_and_an_empty_passage_changes_nothing() -> None:
