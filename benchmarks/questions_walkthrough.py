@@ -185,7 +185,9 @@ def evidence_for_synthetic(c: dict[str, Any]) -> list[dict[str, Any]] | None:
         if n > best_n and m.group(0).strip():
             lead = len(m.group(0)) - len(m.group(0).lstrip())
             best, best_n = (m.start() + lead, m.end()), n
-    if best is None:
+    # Fewer than two shared content words: the passage does not answer it (a model's "What is
+    # the purpose of the study?"), and the person would skip it; the stand-in lifts four.
+    if best is None or best_n < 2:
         return None
     return [{"doc_id": p["doc_id"], "start": p["start"] + best[0], "end": p["start"] + best[1]}]
 
