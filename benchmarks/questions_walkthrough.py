@@ -22,6 +22,14 @@ and to a sweep whose report separates the log's questions from synthetic ones:
 
     python benchmarks/questions_walkthrough.py WORK_DIR [--port 8520] [--large 300]
 
+With ``--llm URL`` the synthetic questions come from a real language model instead of the
+stand-in: the local model of ``make llm-server`` (``generation=local +questions=local``, its
+base_url replaced by URL), and ``--no-page`` skips the label page, measuring only the larger
+set (step 5), which is what a slow model on two cores can afford:
+
+    python benchmarks/questions_walkthrough.py WORK_DIR --llm http://127.0.0.1:8088/v1 \
+        --passages 20 --large 40 --no-page
+
 Needs ../shared/data/covid_qa. Ports: PORT (stand-in chat), PORT+1 (label page).
 """
 
@@ -40,6 +48,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from sweep.retrieval.bm25 import tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
 COVID = ROOT.parent / "shared" / "data" / "covid_qa" / "200423_covidQA.json"
@@ -160,19 +170,24 @@ def evidence_for_log(c: dict[str, Any], answers: dict[str, list[dict[str, Any]]]
 
 
 def evidence_for_synthetic(c: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """The passage sentence holding the most of the question's words (the stand-in lifted
-    them from one sentence)."""
+    """The passage sentence holding the most of the question's content words (the stand-in
+    lifted them from one sentence; a model's question is labelled the same way, as a person
+    would pick the sentence that answers it)."""
     p = c.get("passage")
     if not p:
         return None
-    words = set(re.findall(r"\w+", c["question"].lower())) - {"what", "about"}
+    # content words only (BM25's tokenizer: lower-cased, English stop words out): a model's
+    # question shares "what", "is", "the" with every sentence
+    words = set(tokenize(c["question"]))
     best, best_n = None, 0
     for m in re.finditer(r"[^.!?]+[.!?]?", p["text"]):
-        n = len(words & set(re.findall(r"\w+", m.group(0).lower())))
+        n = len(words & set(tokenize(m.group(0))))
         if n > best_n and m.group(0).strip():
             lead = len(m.group(0)) - len(m.group(0).lstrip())
             best, best_n = (m.start() + lead, m.end()), n
-    if best is None:
+    # Fewer than two shared content words: the passage does not answer it (a model's "What is
+    # the purpose of the study?"), and the person would skip it; the stand-in lifts four.
+    if best is None or best_n < 2:
         return None
     return [{"doc_id": p["doc_id"], "start": p["start"] + best[0], "end": p["start"] + best[1]}]
 
@@ -268,6 +283,9 @@ def main() -> int:
     p.add_argument("--port", type=int, default=8520)
     p.add_argument("--passages", type=int, default=150)
     p.add_argument("--large", type=int, default=300)
+    p.add_argument("--llm", metavar="URL", help="a real chat model's base URL (the local model "
+                   "of make llm-server) instead of the stand-in")
+    p.add_argument("--no-page", action="store_true", help="skip the label page (steps 3-4)")
     args = p.parse_args()
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -281,14 +299,25 @@ def main() -> int:
     if not (work / "log_queue.jsonl").exists():
         run(sweep_cmd("questions", "import", "covid_log.csv", "--out", "log_queue.jsonl",
                       "--corpus", str(corpus)), work, env)
-    base = f"http://127.0.0.1:{args.port}/v1"
-    with serving([sys.executable, "-m", "sweep.dev.standin_chat", "--port", str(args.port)],
-                 work, env, "stand-in chat", work / "standin.log"):
+    if args.llm:  # a real model: the one of `make llm-server`, or any served at --llm
         if not (work / "synthetic_queue.jsonl").exists():
             run(sweep_cmd("questions", "generate", "--out", "synthetic_queue.jsonl",
-                          "--corpus", str(corpus), f"generation.base_url={base}",
-                          "generation.model=standin-lift", "generation.api_key_env=",
+                          "--corpus", str(corpus), "generation=local", "+questions=local",
+                          f"generation.base_url={args.llm}",
                           f"questions.passages={args.passages}"), work, env)
+    else:
+        base = f"http://127.0.0.1:{args.port}/v1"
+        with serving([sys.executable, "-m", "sweep.dev.standin_chat", "--port",
+                      str(args.port)], work, env, "stand-in chat", work / "standin.log"):
+            if not (work / "synthetic_queue.jsonl").exists():
+                run(sweep_cmd("questions", "generate", "--out", "synthetic_queue.jsonl",
+                              "--corpus", str(corpus), f"generation.base_url={base}",
+                              "generation.model=standin-lift", "generation.api_key_env=",
+                              f"questions.passages={args.passages}"), work, env)
+    if args.no_page:
+        big = sweep_sources(work, env, large_golden(work, answers, args.large), "walklarge")
+        print("\n".join(table(big)))
+        return 0
     golden = work / "golden.jsonl"
     for queue, target in (("log_queue.jsonl", PER_SOURCE), ("synthetic_queue.jsonl",
                                                             2 * PER_SOURCE)):

@@ -8,7 +8,7 @@ a server killed mid-run always starts (and kills) one of its own.
 
 Nothing here asserts a model's wording: the plumbing (counts, both arms, the cache, tokens,
 identity), substring grading recomputed from the answers, and the failure lines. Bounded: about
-40 chat calls in all, a few minutes on two cores.
+45 chat calls in all, a few minutes on two cores.
 """
 
 from __future__ import annotations
@@ -248,6 +248,43 @@ def test_the_judge_path_on_three_items(llm: str, tmp_path: Path) -> None:
     again = Judge(_client(llm, "judge"), get_judge_cache(tmp_path))
     assert again.grade_all(triples, progress=False) == (verdicts, replies)
     assert again.usage.calls == 0 and again.cached_hits == 3
+
+
+def test_hyde_on_five_questions_cached_costed_and_its_own_configuration(
+        llm: str, tmp_path: Path) -> None:
+    # five demo questions: a golden file of their lines beside the demo's reference chunking
+    folder = tmp_path / "golden5"
+    folder.mkdir()
+    lines = (ROOT / "data" / "demo" / "golden.jsonl").read_text().splitlines()
+    (folder / "golden.jsonl").write_text("\n".join([x for x in lines if x.strip()][:5]) + "\n")
+    (folder / "golden.reference.yaml").write_text(
+        (ROOT / "data" / "demo" / "golden.reference.yaml").read_text())
+    common = ["-m", "sweep", f"golden.path={folder / 'golden.jsonl'}", "tracking.enabled=false",
+              f"cache.dir={tmp_path}/cache", "eval.latency_sample=0"]
+    hyde = ["retrieval.query_transform=hyde", "+retrieval/transform=local",
+            f"retrieval.transform.base_url={llm}/v1"]
+    reports = {}
+    for name, extra in (("first", hyde), ("again", hyde), ("none", [])):
+        res = run_cli(*common, *extra, f"hydra.run.dir={tmp_path / name}", cwd=tmp_path)
+        assert res.returncode == 0, res.stderr[-3000:]
+        reports[name] = json.loads((tmp_path / name / "report.json").read_text())
+    m1, m2 = reports["first"]["metrics"], reports["again"]["metrics"]
+    assert m1["transform_calls"] == 5 and m1["transform_cache_hits"] == 0
+    assert m1["transform_prompt_tokens"] > 0 and m1["transform_completion_tokens"] > 0
+    assert m2["transform_calls"] == 0 and m2["transform_cache_hits"] == 5
+    assert "transform_prompt_tokens" not in m2  # nothing asked, nothing reported
+    assert "transform_calls" not in reports["none"]["metrics"]
+    # from the cache: the same passages, so the same vectors and the same numbers
+    for k in ("recall_at_5", "mrr", "evidence_recall_at_5"):
+        assert m2[k] == m1[k]
+    assert m2["n_texts_encoded"] == 0  # every text, passages included, from the cache
+    with sqlite3.connect(tmp_path / "cache" / "transforms.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM answers").fetchone()[0] == 5
+    # the transform is part of the configuration; off, it is the configuration it always was
+    assert reports["first"]["config_hash"] == reports["again"]["config_hash"]
+    assert reports["first"]["config_hash"] != reports["none"]["config_hash"]
+    assert reports["first"]["config"]["retrieval"]["transform"]["model"] == MODEL
+    assert reports["first"]["timings_s"]["transform_s"] > 0
 
 
 def test_a_prompt_over_the_context_window_is_refused_with_its_reason(llm: str) -> None:

@@ -12,7 +12,8 @@ the corpus and golden set, the reference chunking, query embeddings) is memoised
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,7 @@ from sweep.pipeline.run import (
     measure_latency,
     miss_analysis,
     need_split_metrics,
+    query_transform,
     row_lists,
     stage_timer,
     top1_score,
@@ -59,6 +61,7 @@ from sweep.pipeline.run import (
 from sweep.pipeline.strategies import returned
 from sweep.retrieval.ranking import Ranking
 from sweep.retrieval.search import ConfigSearch, SearchResult
+from sweep.retrieval.transform import fused_search, group_heads
 
 __all__ = ["JobResult", "run_job"]
 
@@ -75,6 +78,9 @@ class _Searched:
     abstained: list[Ranking]
     latency: dict[str, float]
     latency_source: str
+    # How the scored questions were searched, given a search (the ANN tax's exact re-run).
+    rerun: Callable[[ConfigSearch], list[SearchResult]] | None = None
+    transform_metrics: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -177,10 +183,29 @@ def _search(view: CorpusView, resolved: list[ResolvedItem], timings: dict[str, f
     searched_questions = questions + [a.question for a in abstentions]
     reranker = view.reranker
     served.update(served_usage_before(reranker))
-    ix = view.indexes(searched_questions, timings)
+    # A query transform (retrieval.query_transform): the model writes each question's
+    # queries first; what is embedded is those (HyDE's text, or the question and its
+    # rewrites), while BM25 and the reranker read the question (sweep.retrieval.transform).
+    transformed = query_transform(retrieval, job.cache, searched_questions, timings,
+                                  progress=view.progress)
+    groups = transformed.groups if transformed is not None else None
+    ix = view.indexes([q for g in groups for q in g] if groups else searched_questions,
+                      timings)
+    rerun = None
     with stage_timer(timings, "search_s"):
         search = view.search(ix)
-        results = search.run_all(searched_questions, ix.query_vecs)
+        if groups is not None and retrieval.transform.method == "multi_query":
+            results = fused_search(search, groups, ix.query_vecs)
+            scored_groups, all_vecs = groups[:len(questions)], ix.query_vecs
+            n_scored = sum(len(g) for g in scored_groups)
+
+            def rerun(s: ConfigSearch) -> list[SearchResult]:
+                return fused_search(s, scored_groups,
+                                    None if all_vecs is None else all_vecs[:n_scored])
+
+            ix.query_vecs = group_heads(groups, ix.query_vecs)  # the questions' own vectors
+        else:
+            results = search.run_all(searched_questions, ix.query_vecs)
         abstained = [r.final for r in results[len(questions):]]
         results = results[:len(questions)]
         if ix.query_vecs is not None:
@@ -195,7 +220,8 @@ def _search(view: CorpusView, resolved: list[ResolvedItem], timings: dict[str, f
     latency_source = latency_origin(job.scoring.latency_sample,
                                     ix.embedder if uses_dense else None, counted)
     return _Searched(ix, search, results, rankings, abstentions, abstained, latency,
-                     latency_source)
+                     latency_source, rerun,
+                     transformed.metrics if transformed is not None else {})
 
 
 def _score(view: CorpusView, resolved: list[ResolvedItem], s: _Searched) -> _Scored:
@@ -213,7 +239,8 @@ def _score(view: CorpusView, resolved: list[ResolvedItem], s: _Searched) -> _Sco
     summary, rows = evaluate(resolved, chunks, rankings, espec, diagnostics, texts)
     if chunks is searched:  # the ANN tax compares chunk rankings (retrieval.unit=chunk)
         s.ix.metrics.update(index_report(job.scoring.headline, s.search, results,
-                                         s.ix.query_vecs, resolved, espec, summary, rows, texts))
+                                         s.ix.query_vecs, resolved, espec, summary, rows, texts,
+                                         s.rerun))
     add_pages(rows, resolved, rankings, chunks, docs)
     misses = miss_analysis(resolved, rows, chunks, docs, rankings, diagnostics,
                            espec.prompt_k, s.ix.embedder if job.retrieval.uses_dense else None,
@@ -250,6 +277,7 @@ def _other_metrics(view: CorpusView, resolved: list[ResolvedItem], s: _Searched,
     if chunking.n_cut is not None:  # cache hits included: the cost of a cold cache
         metrics["n_texts_embedded_for_cutting"] = chunking.n_cut
     ix = s.ix
+    metrics.update(s.transform_metrics)
     metrics.update(ix.metrics)
     metrics.update(quote_metrics(resolved))
     metrics.update(s.latency)
@@ -277,15 +305,15 @@ def write_job(job: JobSpec, result: JobResult, job_dir: Path, plain: dict[str, A
     from sweep.application.audit import set_audit
     from sweep.decide.decision import audit_power
     from sweep.outputs import report as rp
-    from sweep.outputs.misses_html import write_views
+    from sweep.outputs.misses_html import add_answers, write_views
     from sweep.pipeline.run import run_generation_for
 
     rep = result.report
     # Retrieval results are on disk before generation starts: a crash there loses nothing.
     paths = [rp.write_report(job_dir, rep), rp.write_per_question(job_dir, result.rows),
              rp.write_config(job_dir, plain)]
-    paths += write_views(job_dir, result.views, name,
-                         {k: v for k, v in rep["metrics"].items() if k.startswith("n_miss")})
+    miss_counts = {k: v for k, v in rep["metrics"].items() if k.startswith("n_miss")}
+    paths += write_views(job_dir, result.views, name, miss_counts)
     if not multirun:  # a sweep audits its golden set once, at its end
         paths += set_audit(job, job_dir, audit_power(
             None, rep["headline"]["metric"], None, "one configuration: no pair to size it "
@@ -300,4 +328,7 @@ def write_job(job: JobSpec, result: JobResult, job_dir: Path, plain: dict[str, A
             rep["error"] = f"{exc} (the retrieval metrics of this configuration are kept)"
         rp.write_report(job_dir, rep)
         rp.write_per_question(job_dir, result.rows)
+        if gen_error is None:  # the misses page with each question's answer diagnosis
+            add_answers(result.views, result.rows)
+            write_views(job_dir, result.views, name, miss_counts)
     return paths, gen_error

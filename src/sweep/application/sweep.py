@@ -11,6 +11,7 @@ worker) and logging to MLflow are the caller's: the Hydra callback
 
 from __future__ import annotations
 
+import csv
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,9 @@ from sweep.application import shared
 from sweep.application.audit import set_audit
 from sweep.common.errors import SweepError
 from sweep.config.specs import JobSpec
+from sweep.decide.answers import AnswerRun, answer_lines, answer_run, compare_to_winner
 from sweep.decide.decision import audit_power, finished_sweep
+from sweep.decide.rerun import agreement
 from sweep.outputs import quant
 from sweep.outputs import report as rp
 
@@ -60,13 +63,16 @@ class SweepOutcome:
     encoded: dict[str, Any]  # texts encoded per node, against the plan's unique texts
     failed: list[dict[str, Any]]  # the rows that did not finish (or why there are none)
     parent: ParentRun = field(repr=False)
+    # The configurations that ran the answer half (generation=...), best retrieval first.
+    answers: list[AnswerRun] = field(default_factory=list)
 
     @property
     def lines(self) -> list[str]:
-        """What is said after the table, in order."""
+        """What is said after the table, in order: the answers and their closing statement
+        last (does the retrieval winner also win on answers?)."""
         out = [f"best configuration, {self.best_needs}"] if self.best_needs else []
         out += list(self.decision["lines"]) if self.decision is not None else []
-        return out
+        return out + answer_lines(self.answers)
 
     @property
     def totals_lines(self) -> list[str]:
@@ -119,9 +125,59 @@ def finish_sweep(spec: SweepSpec, found: list[tuple[Path, dict[str, Any]]]) -> S
                    "never ran; use an absolute hydra.sweep.dir on a shared filesystem)"}]
     outcome = SweepOutcome(axes, rows, decision, artifacts, reports,
                            need_line(best_report) if best_report is not None else None,
-                           served, encoded, failed, ParentRun("", {}, {}, ""))
+                           served, encoded, failed, ParentRun("", {}, {}, ""),
+                           sweep_answers(axes, rows))
     outcome.parent = parent_run(outcome, sweep_dir)
     return outcome
+
+
+def sweep_answers(axes: list[str], rows: list[dict[str, Any]]) -> list[AnswerRun]:
+    """The finished configurations that ran the answer half, in the table's order, from their
+    job folders' per_question.csv; one that cannot be read is said in a warning, not fatal."""
+    out = []
+    for row in rows:
+        if row.get("status") != "FINISHED" or row.get("answer_accuracy_live") is None \
+                or not row.get("folder"):
+            continue
+        path = Path(row["folder"]) / rp.PER_QUESTION
+        try:
+            with path.open(newline="", encoding="utf-8") as f:
+                per_question = list(csv.DictReader(f))
+        except OSError as exc:
+            log.warning("%s: not read (%s); its answers are left out of the closing "
+                        "statement", path, exc.strerror)
+            continue
+        name = ", ".join(f"{a.split('.')[-1]}={row.get(a)}" for a in axes) or "the configuration"
+        headline = row.get("headline")
+        run = answer_run(name, float(headline) if isinstance(headline, int | float) else 0.0,
+                         per_question)
+        if run is not None:
+            out.append(run)
+    return out
+
+
+def answer_metrics(runs: list[AnswerRun]) -> dict[str, float]:
+    """The parent run's answer figures: the retrieval winner's accuracy live/oracle and tax,
+    whether its retrieval win shows in answers against each other configuration (1/0), and
+    the rank agreement of retrieval and live answers."""
+    if not runs:
+        return {}
+    winner, pairs = compare_to_winner(runs)
+    m: dict[str, float] = {"answers_n_configs": float(len(runs))}
+    live, oracle = winner.accuracy("live"), winner.accuracy("oracle")
+    if live is not None and oracle is not None:
+        m.update(answers_winner_accuracy_live=live, answers_winner_accuracy_oracle=oracle,
+                 answers_winner_retrieval_tax=oracle - live)
+    for d, n in winner.diagnosis.items():
+        m[f"answers_winner_n_{d}"] = float(n)
+    if pairs:
+        m["answers_winner_holds"] = float(all(p.lo > 0 for p in pairs))
+    order = [r.name for r in sorted(runs, key=lambda r: -r.retrieval)]
+    a = agreement(order, {r.name: acc for r in runs if (acc := r.accuracy("live")) is not None},
+                  True)
+    if a["pairs"]:
+        m["answers_rank_agreement"] = float(a["pairs_agree"])
+    return m
 
 
 def decide(axes: list[str], rows: list[dict[str, Any]],
@@ -164,6 +220,7 @@ def parent_run(outcome: SweepOutcome, sweep_dir: Path) -> ParentRun:
     if decision is not None:
         tags["correction"] = decision["correction"]
         metrics["n_worse"] = sum(1 for v in decision["verdicts"] if v is not None and not v.tied)
+    metrics.update(answer_metrics(outcome.answers))
     best_config = ", ".join(f"{a}={best[a]}" for a in axes) if best else ""
     return ParentRun("FAILED" if failed else "FINISHED", metrics,
                      {"best_config": best_config, **tags}, parent_note(outcome, sweep_dir))
@@ -187,6 +244,9 @@ def parent_note(outcome: SweepOutcome, sweep_dir: Path) -> str:
         if effects:
             said += [f"- {decision['axis_lines'][0]}", *effects]
         note += "\n".join(said)[:3000] + "\n\n"
+    if outcome.answers:  # does the retrieval winner also win on answers?
+        note += "\n".join(f"- {line.strip()}" for line in answer_lines(outcome.answers)
+                          )[:2500] + "\n\n"
     return note + rp.comparison_markdown(outcome.axes, rows, max_chars=7000 - len(note))
 
 

@@ -19,9 +19,10 @@ from pathlib import Path
 
 from sweep.cli.args import correction_arg, detect_arg, margin_arg, selection_args
 from sweep.common.errors import SweepError
+from sweep.decide.answers import AnswerRun, answer_lines, answer_run, summary_rows
 from sweep.decide.decision import decide_table, plot_data
 from sweep.decide.present import plot_table, print_table, sweep_folder, table_json
-from sweep.decide.runs import default_uri, load_table, row_name
+from sweep.decide.runs import SweepTable, default_uri, load_table, row_name
 from sweep.decide.winner import offer_lines
 from sweep.outputs import tracking
 from sweep.outputs.report import plot_axes
@@ -49,6 +50,7 @@ def cmd_compare(argv: Sequence[str]) -> int:
     if t.note:
         print(f"note: {t.note}", file=sys.stderr)
     decision = decide_table(t, args.detect, args.margin)
+    answers = table_answers(t)
     offer = decision["offer"]
     plots: list[Path] = []
     if not args.no_plot:
@@ -75,6 +77,8 @@ def cmd_compare(argv: Sequence[str]) -> int:
         data["offer"] = (None if offer is None
                          else {**dataclasses.asdict(offer), "run_id": t.rows[offer.index]["run_id"]})
         data["note"] = t.note
+        data["answers"] = ({"rows": summary_rows(answers), "lines": answer_lines(answers)}
+                           if answers else None)
         data["plots"] = [str(p) for p in plots]
         print(json.dumps(data, indent=2, default=str))
     else:
@@ -89,6 +93,21 @@ def cmd_compare(argv: Sequence[str]) -> int:
         if args.axes:
             for line in decision["axis_lines"]:
                 print(line)
+        for line in answer_lines(answers):
+            print(line)
         for p in plots:
             print(f"plot: {p}")
     return 0
+
+
+def table_answers(t: SweepTable) -> list[AnswerRun]:
+    """The configurations of the table that ran the answer half, best first, from their
+    per-question tables (read by `load_table`) and their diagnosis counts."""
+    out = []
+    for rec in t.rows:
+        frame = t.per_question.get(rec["run_id"])
+        rows = frame.to_dict("records") if frame is not None else []
+        run = answer_run(row_name(rec, t.swept), float(rec.get(t.metric) or 0.0), rows)
+        if run is not None:
+            out.append(run)
+    return out

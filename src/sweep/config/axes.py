@@ -28,12 +28,13 @@ from sweep.generation.run import GENERATION, JUDGE
 from sweep.retrieval.index import INDEX
 from sweep.retrieval.rerank import RERANK
 from sweep.retrieval.search import METHOD
+from sweep.retrieval.transform import QUERY_TRANSFORM
 from sweep.retrieval.units import UNIT
 
 # Dotted selecting key -> its registry, in the order of the schema's sections.
 AXES: Mapping[str, Registry[Any]] = {r.axis: r for r in (
-    *PARSERS.values(), BOUNDARY, HEADER, TOKENIZER, FAMILY, METHOD, UNIT, RERANK, INDEX,
-    GENERATION, JUDGE)}
+    *PARSERS.values(), BOUNDARY, HEADER, TOKENIZER, FAMILY, METHOD, UNIT, QUERY_TRANSFORM,
+    RERANK, INDEX, GENERATION, JUDGE)}
 
 # Sections a selector switches on or off as a whole: at its registry's off value none of the
 # section's settings can change a number (`sweep.config.identity.active_sections`).

@@ -77,8 +77,37 @@ def check_config(cfg: Config) -> None:
 
     index_spec(cfg).validate()
     check_generation(cfg)
+    check_transform(cfg)
     check_served(cfg)
     check_backend(cfg)
+
+
+def check_transform(cfg: Config) -> None:
+    """retrieval.query_transform: the passage HyDE writes is embedded, so it needs a vector
+    search; the prompts must hold what they are filled with."""
+    r = cfg.retrieval
+    method = r.query_transform.value
+    if method == AXES["retrieval.query_transform"].off:
+        return
+    if method == "hyde" and not AXES["retrieval.method"].has(r.method.value, "needs_embedder"):
+        raise SweepError(f"retrieval.query_transform=hyde embeds a passage for the dense search: "
+                         f"retrieval.method={r.method.value} has none (use dense or hybrid)")
+    if not r.transform.model:
+        raise SweepError(f"retrieval.query_transform={method}: retrieval.transform.model is "
+                         "empty (+retrieval/transform=local: the model of make llm-server)")
+    spec = r.hyde if method == "hyde" else r.multi_query
+    if "{question}" not in spec.prompt:
+        raise SweepError(f"retrieval.{method}.prompt must contain {{question}}")
+    if spec.max_tokens < 1:
+        raise SweepError(f"retrieval.{method}.max_tokens={spec.max_tokens} must be >= 1")
+    if method == "multi_query" and r.multi_query.n < 1:
+        raise SweepError(f"retrieval.multi_query.n={r.multi_query.n} must be >= 1")
+    t = r.transform
+    for name, bad in (("concurrency", t.concurrency < 1), ("timeout_s", t.timeout_s <= 0),
+                      ("max_retries", t.max_retries < 0)):
+        if bad:
+            raise SweepError(f"retrieval.transform.{name}={getattr(t, name)} is out of range "
+                             "(concurrency >= 1, timeout_s > 0, max_retries >= 0)")
 
 
 def check_backend(cfg: Config) -> None:

@@ -100,6 +100,9 @@ NEEDS: Mapping[str, str] = {"judge": "generation"}
 UNHASHED_NESTED_KEYS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
     "chunk": {"context": ("timeout_s", "max_retries", "concurrency", "price_input_per_mtok",
                           "price_output_per_mtok", "api_key_env", "dry_run")},
+    "retrieval": {"transform": ("timeout_s", "max_retries", "concurrency",
+                                "price_input_per_mtok", "price_output_per_mtok",
+                                "api_key_env")},
 }
 
 ALL_SECTIONS: tuple[str, ...] = (*RESULT_SECTIONS, *GENERATION_SECTIONS, *INPUT_SECTIONS,

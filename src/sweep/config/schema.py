@@ -28,6 +28,7 @@ from sweep.embedding.backends import PRECISIONS
 from sweep.questions.prompts import PROMPT as QUESTIONS_PROMPT
 from sweep.retrieval.bm25 import BACKENDS, BM25_B, BM25_K1
 from sweep.retrieval.index import IndexSpec
+from sweep.retrieval.transform import EMBEDS, HydeSpec, MultiQuerySpec
 
 
 def conf_dir() -> Path:
@@ -59,6 +60,7 @@ def _axis(name: str, values: Iterable[str]) -> type[StrEnum]:
 _AXIS_ENUMS: dict[str, str] = {
     "Boundary": "chunk.boundary", "Header": "chunk.header", "Family": "embedding.family",
     "Method": "retrieval.method", "RetrievalUnit": "retrieval.unit",
+    "QueryTransform": "retrieval.query_transform",
     "RerankMethod": "rerank.method", "IndexKind": "index.kind",
     "GenerationMethod": "generation.method", "JudgeMethod": "judge.method",
     "PdfParser": "corpus.pdf_parser", "HtmlParser": "corpus.html_parser",
@@ -69,6 +71,7 @@ Header = _axis("Header", AXES["chunk.header"])
 Family = _axis("Family", AXES["embedding.family"])
 Method = _axis("Method", AXES["retrieval.method"])
 RetrievalUnit = _axis("RetrievalUnit", AXES["retrieval.unit"])
+QueryTransform = _axis("QueryTransform", AXES["retrieval.query_transform"])
 RerankMethod = _axis("RerankMethod", AXES["rerank.method"])
 IndexKind = _axis("IndexKind", AXES["index.kind"])
 GenerationMethod = _axis("GenerationMethod", AXES["generation.method"])
@@ -242,6 +245,43 @@ class EmbeddingConfig:
     price_per_mtok: float = 0.0  # USD per million input tokens
 
 
+HydeEmbed = StrEnum("HydeEmbed", {v: v for v in EMBEDS}, module=__name__)
+
+
+@dataclass
+class TransformConfig:
+    """retrieval.query_transform=hyde|multi_query: the OpenAI-compatible chat endpoint that
+    writes the passages or the rewrites (`+retrieval/transform=local`: the local model)."""
+
+    base_url: str = "http://127.0.0.1:11434/v1"
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"  # the NAME of the variable holding the key
+    timeout_s: float = 60.0
+    max_retries: int = 4
+    concurrency: int = 4
+    price_input_per_mtok: float = 0.0
+    price_output_per_mtok: float = 0.0
+
+
+@dataclass
+class HydeConfig:
+    # What the dense search embeds: the question and the passage, or the passage alone.
+    embed: HydeEmbed = HydeEmbed[HydeSpec.embed]
+    system_prompt: str = HydeSpec.system_prompt
+    prompt: str = HydeSpec.prompt  # {question}
+    max_tokens: int = HydeSpec.max_tokens
+    temperature: float = HydeSpec.temperature
+
+
+@dataclass
+class MultiQueryConfig:
+    n: int = MultiQuerySpec.n  # rewrites asked for (one call per question)
+    system_prompt: str = MultiQuerySpec.system_prompt
+    prompt: str = MultiQuerySpec.prompt  # {question}, {n}
+    max_tokens: int = MultiQuerySpec.max_tokens
+    temperature: float = MultiQuerySpec.temperature
+
+
 @dataclass
 class RetrievalConfig:
     method: Method = Method[AXES["retrieval.method"].names()[0]]
@@ -261,6 +301,12 @@ class RetrievalConfig:
     unit: RetrievalUnit = RetrievalUnit[AXES["retrieval.unit"].off]
     parent_max_tokens: int = 1024
     window_sentences: int = 3
+    # What is searched in place of the question (sweep.retrieval.transform): none, a passage a
+    # chat model writes (hyde), or model-written rewrites fused by reciprocal rank (multi_query).
+    query_transform: QueryTransform = QueryTransform[AXES["retrieval.query_transform"].off]
+    transform: TransformConfig = field(default_factory=TransformConfig)
+    hyde: HydeConfig = field(default_factory=HydeConfig)
+    multi_query: MultiQueryConfig = field(default_factory=MultiQueryConfig)
 
 
 @dataclass

@@ -29,10 +29,12 @@ from sweep.embedding.models import FAMILY, EmbeddingSpec
 from sweep.endpoints.spec import EndpointSpec
 from sweep.evaluation.evaluate import EvalSpec
 from sweep.generation.contextual import ContextSpec
+from sweep.generation.queries import TransformJob
 from sweep.retrieval.assembly import AssemblySpec
 from sweep.retrieval.index import IndexSpec
 from sweep.retrieval.rerank import RERANK, RerankSpec, ServedRerankSpec
 from sweep.retrieval.search import uses_bm25, uses_dense
+from sweep.retrieval.transform import QUERY_TRANSFORM, HydeSpec, MultiQuerySpec
 from sweep.retrieval.units import UnitSpec
 
 
@@ -206,6 +208,7 @@ class RetrievalSpec:
     diagnose: bool  # also run the retriever the method does not use (never changes a metric)
     bm25: Bm25Spec
     unit: UnitSpec
+    transform: TransformJob | None = None  # retrieval.query_transform=none: None
 
     @property
     def uses_dense(self) -> bool:
@@ -323,7 +326,23 @@ def retrieval_spec(cfg: Config) -> RetrievalSpec:
         bm25_weight=r.bm25_weight, diagnose=r.diagnose,
         bm25=Bm25Spec(backend=r.bm25_backend.value, k1=r.bm25_k1, b=r.bm25_b,
                       stopwords=r.bm25_stopwords),
-        unit=unit_spec(cfg))
+        unit=unit_spec(cfg), transform=transform_job(cfg))
+
+
+def transform_job(cfg: Config) -> TransformJob | None:
+    r = cfg.retrieval
+    method = r.query_transform.value
+    if method == QUERY_TRANSFORM.off:
+        return None
+    t, h, m = r.transform, r.hyde, r.multi_query
+    return TransformJob(
+        method=method, endpoint=endpoint_spec("retrieval.transform", t), model=t.model,
+        hyde=HydeSpec(embed=h.embed.value, system_prompt=h.system_prompt, prompt=h.prompt,
+                      max_tokens=h.max_tokens, temperature=h.temperature),
+        multi_query=MultiQuerySpec(n=m.n, system_prompt=m.system_prompt, prompt=m.prompt,
+                                   max_tokens=m.max_tokens, temperature=m.temperature),
+        price_input_per_mtok=t.price_input_per_mtok,
+        price_output_per_mtok=t.price_output_per_mtok)
 
 
 def rerank_setup(cfg: Config) -> RerankSetup:

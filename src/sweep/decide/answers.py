@@ -10,12 +10,14 @@ the live answer accuracy).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sweep.decide.rerun import agreement
 from sweep.decide.stats import paired_bootstrap
+from sweep.generation.run import DIAGNOSES
 
 
 @dataclass(frozen=True)
@@ -125,3 +127,50 @@ def summary_rows(runs: Sequence[AnswerRun]) -> list[dict[str, Any]]:
 
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.1%}"
+
+
+def answer_run(name: str, retrieval: float, rows: Iterable[Mapping[str, Any]]
+               ) -> AnswerRun | None:
+    """A configuration's `AnswerRun` from its per-question rows (``per_question.csv`` read as
+    dicts, or a frame's records): ``answer_accuracy_live``/``_oracle`` where the question was
+    graded on both sides, ``diagnosis`` where it was answered. None when it answered nothing."""
+    live: dict[str, float] = {}
+    oracle: dict[str, float] = {}
+    counts = dict.fromkeys(DIAGNOSES, 0)
+    for row in rows:
+        lv = _number(row.get("answer_accuracy_live"))
+        ov = _number(row.get("answer_accuracy_oracle"))
+        if lv is not None and ov is not None:
+            live[str(row["qid"])], oracle[str(row["qid"])] = lv, ov
+        d = row.get("diagnosis")
+        if isinstance(d, str) and d in counts:
+            counts[d] += 1
+    if not live and not any(counts.values()):
+        return None
+    return AnswerRun(name, retrieval, live, oracle, counts)
+
+
+def _number(value: Any) -> float | None:
+    """A finite number from a CSV cell, a float or NaN (pandas' empty cell); else None."""
+    if value is None or value == "":
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def answer_lines(runs: Sequence[AnswerRun]) -> list[str]:
+    """Each configuration's answers in one line (accuracy live/oracle, the tax, the diagnosis
+    counts), in the order given, then the closing statement."""
+    if not runs:
+        return []
+    lines = ["answers (questions graded live and oracle):"]
+    for r in runs:
+        live, oracle = r.accuracy("live"), r.accuracy("oracle")
+        tax = "-" if live is None or oracle is None else f"{oracle - live:+.3f}"
+        counts = ", ".join(f"{d} {r.diagnosis.get(d, 0)}" for d in DIAGNOSES)
+        lines.append(f"  {r.name}: live {_pct(live)} · oracle {_pct(oracle)} · tax {tax} "
+                     f"(n={len(r.live)}) · diagnosis: {counts}")
+    return [*lines, *closing_statement(runs)]

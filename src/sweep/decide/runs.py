@@ -199,11 +199,13 @@ def ranked_table(uri: str, experiment: str | None, sweep: str, metric: str | Non
     lost = any((rec.get("evidence_found_fraction") or 1.0) < 1.0 for rec in rows)
     evidence = ("evidence_found_fraction", "n_orphans") if parser_swept or lost else ()
     # The ANN tax columns appear when the sweep has an approximate index, the requests and
-    # dollars when it has a served model.
+    # dollars when it has a served model, the answer columns when it answered.
     for name in (*evidence, f"recall_at_{prompt_k}", "mrr", f"evidence_recall_at_{prompt_k}",
                  "evidence_recall_at_budget", cost, latency, RETRIEVAL_LATENCY, "n_requests",
                  "served_cost_usd", "ann_overlap_at_10", f"ann_tax_{metric}", "ann_tax_mrr",
-                 "index_bytes_ann"):
+                 "index_bytes_ann",
+                 # a sweep that ran the answer half (generation=...): both arms and the tax
+                 "answer_accuracy_live", "answer_accuracy_oracle", "retrieval_tax"):
         if name == RETRIEVAL_LATENCY and not embedding_dominates(rows):
             continue  # the end-to-end latency tells the rows apart (as in the sweep's table)
         if name not in shown and name in metric_cols:

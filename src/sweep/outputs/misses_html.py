@@ -130,8 +130,67 @@ def render_question(v: Mapping[str, Any], edit_links: bool = False) -> str:
             f'{escape(v["cause"] or "found")}</span> · {escape(v["detail"])}'
             f'{" · in " + escape(v["content_kind"]) if v.get("content_kind") else ""} — '
             f'{escape(str(v["question"]))}</summary>'
-            f"<p>{escape(ranks)}</p>{_edit_link(v) if edit_links else ''}{body}"
+            f"<p>{escape(ranks)}</p>{_answer_block(v)}{_edit_link(v) if edit_links else ''}"
+            f"{body}"
             f"{_hits_table(v['hits'])}</details>")
+
+
+# What each answer diagnosis says to do (sweep.generation.run.diagnose).
+ANSWER_ADVICE = {
+    "ok": "the live answer is right",
+    "retrieval_bug": "right with the evidence, wrong without it: fix retrieval (the cause above)",
+    "generation_bug": "the evidence was in the live context and the answer is still wrong: "
+                      "fewer or better-ordered chunks, or the prompt",
+    "oracle_fail": "wrong even with the evidence handed over: the model, the prompt or the label",
+    "ungraded": "a side could not be graded (no answer_must_mention and no judge)",
+}
+ANSWER_KEYS = ("diagnosis", "live_correct", "oracle_correct", "evidence_in_live", "live_answer",
+               "oracle_answer")
+
+
+def add_answers(views: Sequence[dict[str, Any]], rows: Sequence[Mapping[str, Any]]) -> None:
+    """Each view of a question the answer half answered gets its ``answer`` (the diagnosis,
+    both verdicts and both answers), in place."""
+    by_qid = {r.get("qid"): r for r in rows if r.get("diagnosis")}
+    for v in views:
+        row = by_qid.get(v.get("qid"))
+        if row is not None:
+            v["answer"] = {k: row.get(k) for k in ANSWER_KEYS}
+
+
+def _verdict(value: Any) -> str:
+    return {True: "right", False: "wrong"}.get(value, "ungraded")
+
+
+def _answer_block(v: Mapping[str, Any]) -> str:
+    a = v.get("answer")
+    if not a:
+        return ""
+    return (f'<p>answer: <span class="cause">{escape(str(a["diagnosis"]))}</span> · live '
+            f'{_verdict(a["live_correct"])}: “{escape(str(a["live_answer"] or ""))}” · oracle '
+            f'{_verdict(a["oracle_correct"])}: “{escape(str(a["oracle_answer"] or ""))}”</p>')
+
+
+def _answers_section(views: Sequence[Mapping[str, Any]]) -> str:
+    """The diagnosis of every answered question, found or missed, with its counts."""
+    answered = [v for v in views if v.get("answer")]
+    if not answered:
+        return ""
+    counts = {d: sum(1 for v in answered if v["answer"]["diagnosis"] == d)
+              for d in ANSWER_ADVICE}
+    head = "".join(f"<tr><td>{escape(d)}</td><td>{n}</td><td>{escape(ANSWER_ADVICE[d])}"
+                   "</td></tr>" for d, n in counts.items())
+    rows = "".join(
+        f"<tr><td>{escape(str(v['qid']))}</td><td>{escape(str(v['answer']['diagnosis']))}</td>"
+        f"<td>{_verdict(v['answer']['live_correct'])}</td>"
+        f"<td>{_verdict(v['answer']['oracle_correct'])}</td>"
+        f"<td>{escape(v['cause'] or 'found')}</td><td>{escape(str(v['question']))}</td></tr>"
+        for v in answered)
+    return (f"<h2>Answers ({len(answered)} questions answered live and oracle)</h2>"
+            "<table><tr><th>diagnosis</th><th>questions</th><th>what it means</th></tr>"
+            f"{head}</table><details><summary>each question</summary><table><tr><th>qid</th>"
+            "<th>diagnosis</th><th>live</th><th>oracle</th><th>retrieval</th><th>question</th>"
+            f"</tr>{rows}</table></details>")
 
 
 def _edit_link(v: Mapping[str, Any]) -> str:
@@ -161,7 +220,7 @@ def render_page(views: Sequence[Mapping[str, Any]], title: str,
         f"<h1>Misses: {escape(title)}</h1>"
         f"<p>{len(missed)} of {len(views)} questions missed in the top k.</p>"
         "<table><tr><th>cause</th><th>questions</th><th>what to try</th></tr>"
-        f"{cause_rows}</table>"
+        f"{cause_rows}</table>{_answers_section(views)}"
         f"{_kinds_table(views)}"
         "<h2>Missed questions</h2>" + "".join(render_question(v, edit_links) for v in missed)
         + f"<h2>Found ({len(found)})</h2><details><summary>list</summary><table>"

@@ -46,6 +46,12 @@ from sweep.evaluation.metrics import covered_chars
 from sweep.evaluation.misses import diagnose_misses, miss_views, truncation_cuts
 from sweep.evaluation.relevance import ChunkLocator, ResolvedItem
 from sweep.generation.cache import get_answer_cache, get_judge_cache
+from sweep.generation.queries import (
+    Transformed,
+    get_transform_cache,
+    open_client,
+    transform_queries,
+)
 from sweep.generation.run import (
     DIAGNOSES,
     GENERATION,
@@ -124,16 +130,21 @@ def make_search(chunks: list[Chunk], retrieval: RetrievalSpec, index_spec: Index
 def index_report(headline: str, search: ConfigSearch, results: list[SearchResult],
                  query_vecs: np.ndarray | None, resolved: list[ResolvedItem], espec: EvalSpec,
                  summary: dict[str, float], rows: list[dict[str, Any]],
-                 texts: dict[str, str] | None = None) -> dict[str, float]:
+                 texts: dict[str, str] | None = None,
+                 run: Callable[[ConfigSearch], list[SearchResult]] | None = None
+                 ) -> dict[str, float]:
     """The ANN tax of an approximate index: the same configuration searched exactly over the
     same vectors (in memory already), scored the same way. Returns the index metrics and adds
     each question's exact and index rank of its first relevant chunk to ``rows``. Exact
-    search is the reference and reports nothing."""
+    search is the reference and reports nothing. ``run``: how the job searched (a query
+    transform's fused search), given the exact search; by default every question over
+    ``query_vecs``."""
     index = search.index
     if index is None or search.chunk_vecs is None:
         return {}
-    exact = dataclasses.replace(search, index=None).run_all(
-        [r.item.question for r in resolved], query_vecs)
+    exact_search = dataclasses.replace(search, index=None)
+    exact = (run(exact_search) if run is not None else
+             exact_search.run_all([r.item.question for r in resolved], query_vecs))
     exact_summary, exact_rows = evaluate(resolved, search.chunks, [r.final for r in exact],
                                          espec, texts=texts)
     out = overlap_at_k([r.dense for r in exact if r.dense is not None],
@@ -249,6 +260,19 @@ def build_indexes(retrieval: RetrievalSpec, embedding: EmbeddingSpec, cache: Cac
             out.metrics["index_build_bm25_s"] = build_s  # reading it back, when cached
             out.metrics["bm25_index_cached"] = float(out.bm25.from_cache)
     return out
+
+
+def query_transform(retrieval: RetrievalSpec, cache: CacheTarget | None, questions: list[str],
+                    timings: dict[str, float], *, progress: bool = True) -> Transformed | None:
+    """``retrieval.query_transform``: each question's queries, written by the chat model
+    (``transform_s``); None when it is off."""
+    job = retrieval.transform
+    if job is None:
+        return None
+    with stage_timer(timings, "transform_s"):
+        client = open_client(job, cached=cache is not None)
+        store = get_transform_cache(cache.dir) if cache is not None else None
+        return transform_queries(job, questions, client, store, progress=progress)
 
 
 def load_reranker(retrieval: RetrievalSpec, rerank: RerankSetup

@@ -89,7 +89,12 @@ def test_the_derived_gates_are_the_table_identity_held_by_hand() -> None:
                   "context": ("header", ("contextual",))},
         "retrieval": {"unit": ("unit", ("parent", "window")),
                       "parent_max_tokens": ("unit", ("parent",)),
-                      "window_sentences": ("unit", ("window",))},
+                      "window_sentences": ("unit", ("window",)),
+                      # added with the query-transform axis (no shipped hash holds them)
+                      "query_transform": ("query_transform", ("hyde", "multi_query")),
+                      "transform": ("query_transform", ("hyde", "multi_query")),
+                      "hyde": ("query_transform", ("hyde",)),
+                      "multi_query": ("query_transform", ("multi_query",))},
         "embedding": {k: ("family", ("openai",)) for k in (
             "model", "dimensions", "query_input_type", "document_input_type", "fingerprint")},
         "index": {"M": hnsw, "ef_construction": hnsw, "ef_search": hnsw, "nlist": ivf,
