@@ -13,7 +13,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help install wheel demo test test-unit test-slow test-all lint docs docs-serve ui clean compare gate mlflow-server bench bench-backends bench-big bench-index browser repro-chroma chroma-venv chroma-start chroma-stop \
+.PHONY: help install wheel demo test test-unit test-slow test-all lint docs docs-serve ui clean compare gate mlflow-server bench bench-scale bench-gpu bench-backends bench-big bench-index browser repro-chroma chroma-venv chroma-start chroma-stop \
 	infinity-venv model-server model-server-stop postgres postgres-stop ray-venv ray-start ray-stop \
 	lock lock-refresh lock-check latest llm-venv llm-server llm-stop demo-answers
 
@@ -179,8 +179,16 @@ compare: install ## compare the latest sweep in ./mlflow.db (paired tests agains
 gate: install ## the CI gate: default config vs evals/baseline.json (exit 1 on a regression)
 	$(PY) -m sweep.cli baseline check
 
-bench: install ## sweep cost vs bare encoding on COVID-QA (cold, warm, static); needs ../shared/data
+bench: install ## sweep cost vs bare encoding on COVID-QA (cold, warm, static), then the scale curve; needs ../shared/data
 	$(PY) benchmarks/bench.py
+	$(PY) benchmarks/bench.py --scale 1,4,16 --out /tmp/chunk-sweep-bench-scale
+
+bench-scale: install ## only bench's cost-against-size lines (FACTORS=1,4,16 DOCS=5 SIZES=256 for a subset)
+	$(PY) benchmarks/bench.py --scale $(or $(FACTORS),1$(comma)4$(comma)16) --out /tmp/chunk-sweep-bench-scale \
+		--sizes $(or $(SIZES),128$(comma)256$(comma)512) --docs $(or $(DOCS),0)
+
+bench-gpu: install ## the GPU cold ratio (benchmarks/gpu.sh all; DEVICE=cpu DOCS=3 SIZES=256 checks it on a CPU)
+	PYTHON=$(PY) benchmarks/gpu.sh all
 
 bench-backends: install ## only bench's embedding-backend lines (TEXTS=2000 SIZES=256 for a subset)
 	$(PY) benchmarks/bench.py --backends-only --out /tmp/chunk-sweep-bench-backends \

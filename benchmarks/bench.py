@@ -12,9 +12,9 @@ embedding.backend x precision, the cold sweep on the fastest pair, its ratio to 
 cold sweep, and the quantisation tax of each configuration of the grid.
 
     python benchmarks/bench.py [--sizes 128,256,512] [--out .cache/bench] [--small-only]
-                               [--big-only] [--covid-only]
+                               [--big-only] [--covid-only [--cold-warm-only]]
                                [--backends-only [--texts N] [--rounds N] [--pairs B:P,...]]
-                               [--docs N]
+                               [--docs N] [--scale 1,4,16 [--scale-model M]]
 """
 
 from __future__ import annotations
@@ -35,8 +35,16 @@ SHARED = Path(os.environ.get("CHUNK_SWEEP_SHARED_DATA") or ROOT.parent / "shared
 COVID = SHARED / "covid_qa" / "200423_covidQA.json"
 
 
-# Peak RSS (MB) of each sweep `sweep` ran, by name.
+# Peak RSS (MB) and CPU seconds (user + system) of each sweep `sweep` ran, by name. On a
+# shared machine the CPU time moves less with the load than the wall time does.
 SWEEP_PEAK_MB: dict[str, float] = {}
+SWEEP_CPU_S: dict[str, float] = {}
+
+
+def load() -> str:
+    """The machine's load average (1, 5, 15 min) and cores, printed beside each figure."""
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
 
 
 def sweep(out: Path, name: str, cache: Path, sizes: str, extra: list[str]) -> float:
@@ -58,6 +66,7 @@ def sweep(out: Path, name: str, cache: Path, sizes: str, extra: list[str]) -> fl
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"bench: the {name} sweep failed:\n{err.decode()[-2000:]}")
     SWEEP_PEAK_MB[name] = usage.ru_maxrss / 1024  # Linux reports kilobytes
+    SWEEP_CPU_S[name] = usage.ru_utime + usage.ru_stime
     return wall
 
 
@@ -77,6 +86,37 @@ def jobs_total(folder: Path) -> float:
                for r in folder.glob("*/report.json"))
 
 
+def stage_totals(folder: Path) -> dict[str, float]:
+    """Each `timings_s` stage of a sweep's jobs, summed, and the texts their embed stages
+    handled (sent to the model or read from the disk cache)."""
+    totals: dict[str, float] = {"texts": 0.0}
+    for report in folder.glob("*/report.json"):
+        rep = json.loads(report.read_text())
+        for stage, seconds in rep["timings_s"].items():
+            totals[stage] = totals.get(stage, 0.0) + seconds
+        totals["texts"] += rep.get("texts_encoded", 0) + rep.get("texts_from_cache", 0)
+    return totals
+
+
+def embed_overhead(folder: Path, name: str) -> None:
+    """The embed stage's own overhead: embed_s minus the time inside the model's encode calls
+    (embed_encode_s), in seconds per 10,000 texts and as a fraction of the encode time; the
+    model load (embed_load_s) is part of the overhead, and is also shown apart."""
+    t = stage_totals(folder)
+    embed, encode, load_s = (t.get(k, 0.0) for k in ("embed_s", "embed_encode_s",
+                                                      "embed_load_s"))
+    over = embed - encode
+    per10k = over / t["texts"] * 10_000 if t["texts"] else float("nan")
+    frac = f"{over / encode:.3f}" if encode > 0 else "n/a (nothing encoded)"
+    bare = f"{(over - load_s) / encode:.3f}" if encode > 0 else "n/a"
+    bare10k = (over - load_s) / t["texts"] * 10_000 if t["texts"] else float("nan")
+    print(f"{name}_embed_overhead_s={over:.2f} per_10k_texts={per10k:.2f} s "
+          f"fraction_of_encode={frac}; without the model load: {bare10k:.2f} s per 10k texts, "
+          f"fraction {bare}  (target <= 0.05 on CPU, "
+          f"0.10 on a GPU; embed_s={embed:.2f} encode_s={encode:.2f} load_s={load_s:.2f}, "
+          f"texts={t['texts']:.0f} encoded or read from the disk cache)", flush=True)
+
+
 def trim_covid(folder: Path, n_docs: int) -> None:
     """Keep the first ``n_docs`` papers (by file name) and the questions whose evidence is all
     in them: a stated subset for a loaded machine (--docs)."""
@@ -89,6 +129,94 @@ def trim_covid(folder: Path, n_docs: int) -> None:
     rows = [r for r in rows if set(r.get("relevant_doc_ids") or []) <= kept]
     golden.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     print(f"subset: {len(kept)} papers, {len(rows)} questions (--docs {n_docs})", flush=True)
+
+
+def replicate(source: Path, target: Path, times: int) -> tuple[int, int]:
+    """``times`` copies of a corpus and its golden set (stated replication): copy ``k`` of
+    each document starts with a line of its own (so no chunk text repeats across copies and
+    every copy is embedded anew) and each question is asked again of its copy, evidence
+    offsets shifted by that line. Returns (documents, questions)."""
+    (target / "corpus").mkdir(parents=True)
+    rows = [json.loads(line) for line in
+            (source / "golden.jsonl").read_text(encoding="utf-8").splitlines()]
+    files = sorted((source / "corpus").iterdir())
+    out_rows = []
+    for k in range(times):
+        marker = f"Replica {k} of this paper.\n\n" if k else ""
+        for f in files:
+            name = f.name if not k else f"{f.stem}-r{k}{f.suffix}"
+            (target / "corpus" / name).write_text(marker + f.read_text(encoding="utf-8"),
+                                                  encoding="utf-8")
+        suffix = f"-r{k}" if k else ""
+        for r in rows:
+            row = {**r, "qid": f"{r['qid']}{suffix}",
+                   "relevant_doc_ids": [f"{d}{suffix}" for d in r.get("relevant_doc_ids") or []],
+                   "evidence": [{**e, "doc_id": f"{e['doc_id']}{suffix}",
+                                 **({"start": e["start"] + len(marker),
+                                     "end": e["end"] + len(marker)} if "start" in e else {})}
+                                for e in r.get("evidence") or []]}
+            out_rows.append(row)
+    (target / "golden.jsonl").write_text("".join(json.dumps(r) + "\n" for r in out_rows),
+                                         encoding="utf-8")
+    return len(files) * times, len(out_rows)
+
+
+def scale(out: Path, sizes: str, factors: list[int], model: str) -> None:
+    """Cost against size (issue 46) at each replication factor of the corpus: the cold sweep
+    of ``model`` (default the static model: at 16x MiniLM would encode for hours on 2 cores),
+    then the warm sweep on its cache (every vector cached: the pipeline apart from the model),
+    with each stage's time and the peak RSS, and each stage's growth exponent (log time ratio
+    over log size ratio, first factor to last) beside that of chunks x questions, the work of
+    exact search."""
+    rows: list[dict[str, float | str]] = []
+    for f in factors:
+        data = out / f"scale{f}"
+        n_docs, n_questions = replicate(out / "covid", data / "covid", f)
+        for name in ("cold", "warm"):
+            wall = sweep(data, name, data / "cache", sizes, [f"embedding={model}"])
+            t = stage_totals(data / name)
+            chunks = sum(json.loads(r.read_text())["metrics"].get("n_chunks", 0)
+                         for r in (data / name).glob("*/report.json"))
+            row = {"name": name, "factor": f, "wall_s": wall, "cpu_s": SWEEP_CPU_S[name],
+                   "peak_rss_mb": SWEEP_PEAK_MB[name], "chunks": chunks,
+                   "work": chunks * n_questions, **t}
+            rows.append(row)
+            print(f"scale {name} x{f} ({model}): docs={n_docs} questions={n_questions} "
+                  f"chunks={chunks} wall_s={wall:.1f} cpu_s={row['cpu_s']:.1f} peak_rss_mb="
+                  f"{row['peak_rss_mb']:.0f} stages_s: {job_seconds(data / name)}  ({load()})",
+                  flush=True)
+    for name in dict.fromkeys(r["name"] for r in rows):
+        mine: list[dict[str, float]] = [r for r in rows if r["name"] == name]  # type: ignore[misc]
+        if len(mine) < 2:
+            continue
+        a, b = mine[0], mine[-1]
+        stages = [k for k in b if k.endswith("_s") and k not in ("wall_s", "cpu_s")]
+        found = [growth(a, b, k) for k in stages if b.get(k, 0) >= 0.05]
+        worst = max((g for g in found if g is not None), default=float("nan"))
+        print(f"scale_exponent {name} x{a['factor']:.0f}->x{b['factor']:.0f}: "
+              f"chunks_x_questions={shown(growth(a, b, 'work'))} "
+              f"wall={shown(growth(a, b, 'wall_s'))} cpu={shown(growth(a, b, 'cpu_s'))} "
+              f"peak_rss={shown(growth(a, b, 'peak_rss_mb'))} "
+              + " ".join(f"{k.removesuffix('_s')}={shown(growth(a, b, k))}" for k in stages)
+              + f"  (largest exponent of a stage taking 0.05 s or more at the largest size: "
+              f"{worst:.2f}; target: none over "
+              f"chunks x questions; peak RSS at x{b['factor']:.0f} {b['peak_rss_mb']:.0f} MB, "
+              "target < 2048)", flush=True)
+
+
+def growth(a: dict[str, float], b: dict[str, float], key: str) -> float | None:
+    """The growth exponent of ``key`` from row ``a`` to row ``b``: log of its ratio over log
+    of the size ratio (1: linear in the corpus, 2: quadratic); None when either is not
+    positive."""
+    import math
+
+    if a.get(key, 0) <= 0 or b.get(key, 0) <= 0:
+        return None
+    return math.log(b[key] / a[key]) / math.log(b["factor"] / a["factor"])
+
+
+def shown(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
 
 
 def unique_texts(out: Path, sizes: str) -> list[str]:
@@ -264,6 +392,17 @@ def main() -> None:
                         help=f"only the big-file line (peak RSS on one {BIG_MB} MB markdown file)")
     parser.add_argument("--covid-only", action="store_true",
                         help="only the COVID-QA lines (cold, warm, rank-bm25, static, bare encode)")
+    parser.add_argument("--cold-warm-only", action="store_true",
+                        help="with --covid-only: only the cold and warm sweeps' lines (ratio, "
+                        "stages, embed overhead), none of the rank-bm25, static or bare-encode "
+                        "ones")
+    parser.add_argument("--scale", default="",
+                        help="only the cost-against-size lines: the warm sweep (and the static "
+                        "model's cold one) at these replication factors of the corpus, e.g. "
+                        "1,4,16")
+    parser.add_argument("--scale-model", default="minilm_static",
+                        help="with --scale: the embedding config whose cold and warm sweeps are "
+                        "timed (minilm: hours at 16x on 2 cores)")
     parser.add_argument("--backends-only", action="store_true",
                         help="only the embedding-backend lines (bare encode per backend x "
                         "precision, cold sweeps on torch and the fastest pair, quantisation tax)")
@@ -291,7 +430,7 @@ def main() -> None:
     out = Path(args.out).resolve()
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    if not args.covid_only and not args.backends_only:
+    if not args.covid_only and not args.backends_only and not args.scale:
         small(out)
         if args.small_only:
             return
@@ -300,6 +439,10 @@ def main() -> None:
                     str(out / "covid")], check=True, stdout=subprocess.DEVNULL)
     if args.docs:
         trim_covid(out / "covid", args.docs)
+    if args.scale:
+        print(f"configurations={4 * len(args.sizes.split(','))}  ({load()})", flush=True)
+        scale(out, args.sizes, [int(f) for f in args.scale.split(",")], args.scale_model)
+        return
     if args.backends_only:
         print(f"configurations={4 * len(args.sizes.split(','))}", flush=True)
         # The bare encodes first, then the cold sweeps one right after the other: the ratio of
@@ -324,15 +467,22 @@ def main() -> None:
     # encode needs sentence-transformers' own API) must not lose half an hour of sweeps.
     print(f"configurations={4 * len(args.sizes.split(','))}", flush=True)
     cold_s = sweep(out, "cold", out / "cache", args.sizes, [])
-    print(f"cold_s={cold_s:.1f}", flush=True)
+    print(f"cold_s={cold_s:.1f} cold_cpu_s={SWEEP_CPU_S['cold']:.1f}  ({load()})", flush=True)
     print(f"peak_rss_mb={SWEEP_PEAK_MB['cold']:.0f}  (the cold sweep's own)", flush=True)
+    print(f"cold_stages_s: {job_seconds(out / 'cold')}", flush=True)
+    embed_overhead(out / "cold", "cold")
     warm_s = sweep(out, "warm", out / "cache", args.sizes, [])
-    print(f"warm_s={warm_s:.1f}", flush=True)
-    print(f"warm_ratio={warm_s / cold_s:.3f}  (target <= 0.03, issue 21)", flush=True)
+    print(f"warm_s={warm_s:.1f} warm_cpu_s={SWEEP_CPU_S['warm']:.1f}  ({load()})", flush=True)
+    print(f"warm_ratio={warm_s / cold_s:.3f} warm_cpu_ratio="
+          f"{SWEEP_CPU_S['warm'] / SWEEP_CPU_S['cold']:.3f}  (target <= 0.01, issue 46)",
+          flush=True)
     # Job time by stage (seconds summed over the configurations); BM25 scoring is in `search`.
     print(f"warm_stages_s: {job_seconds(out / 'warm')}", flush=True)
+    embed_overhead(out / "warm", "warm")
     print(f"warm_outside_jobs_s={warm_s - jobs_total(out / 'warm'):.1f} (of "
           f"warm_s={warm_s:.1f})", flush=True)
+    if args.cold_warm_only:
+        return
     # The same warm sweep with the reference BM25 implementation: what bm25s saves.
     warm_rank_bm25_s = sweep(out, "warm-rank-bm25", out / "cache", args.sizes,
                              ["retrieval.bm25_backend=rank_bm25"])

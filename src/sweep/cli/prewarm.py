@@ -117,7 +117,7 @@ def check_every_job(config: Any) -> int:
             if cfg is None:
                 cfg = loader.load_sweep_config(config, job)
                 composed.append((job, cfg))
-                remember_composed(config, job, cfg)  # the sweeper's check takes it
+            remember_composed(config, job, cfg)  # the sweeper's check takes it, derived or not
             plain = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
             typed: Config = OmegaConf.to_object(  # type: ignore[assignment]
                 OmegaConf.merge(OmegaConf.structured(Config), plain))

@@ -210,13 +210,17 @@ def compose_jobs_once() -> None:
         composed: list[tuple[list[str], Any]] = []  # fully composed jobs of this batch
         for overrides in batch:
             job = list(overrides)
-            cfg = None
-            for ref_overrides, ref_cfg in composed:
+            # What the sweep's up-front check composed or derived already: each job once.
+            # A derived config is the composed one, so it serves as a reference too.
+            cfg = _take_early(self.config, job)
+            if cfg is not None:
+                composed.append((job, cfg))
+            for ref_overrides, ref_cfg in composed if cfg is None else []:
                 cfg = derive_job_config(ref_cfg, ref_overrides, job, self.config)
                 if cfg is not None:
                     break
             if cfg is None:
-                cfg = _take_early(self.config, job) or compose_job(loader, self.config, job)
+                cfg = compose_job(loader, self.config, job)
                 composed.append((job, cfg))
             checked.setdefault((id(loader), id(self.config), tuple(overrides)), []).append(
                 (loader, self.config, cfg))

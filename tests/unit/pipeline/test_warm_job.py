@@ -29,6 +29,11 @@ def test_warm_job_never_loads_the_model(tmp_path: Path, monkeypatch: pytest.Monk
     assert cold.report["texts_from_cache"] == 0 and cold.report["cache_backend"] == "sqlite"
     assert cold.report["node"]
     assert cold.report["latency_source"] == "measured"
+    # The embed stage's time splits into the model's encode calls, its load and the rest
+    # (the stage's own overhead, which the bench prints): the parts are within the whole.
+    t = cold.report["timings_s"]
+    assert t["embed_encode_s"] > 0 and t["embed_load_s"] > 0
+    assert t["embed_encode_s"] + t["embed_load_s"] <= t["embed_s"]
     # A second configuration in the same process times no query again, and says so.
     other = pipeline.run_job(job_of([*base, "eval.latency_sample=5", "chunk.size=128"]),
                                 progress=False)
@@ -45,6 +50,9 @@ def test_warm_job_never_loads_the_model(tmp_path: Path, monkeypatch: pytest.Monk
                                    progress=False)
         assert result_metrics(warm.report["metrics"]) == result_metrics(cold.report["metrics"])
         assert warm.report["metrics"]["n_texts_encoded"] == 0
+        # nothing ran inside the model: the whole embed stage is overhead
+        assert warm.report["timings_s"]["embed_encode_s"] == 0.0
+        assert warm.report["timings_s"]["embed_load_s"] == 0.0
         # every distinct text the cold job encoded is read back, and nothing else
         assert warm.report["texts_encoded"] == 0
         assert warm.report["texts_from_cache"] == cold.report["texts_encoded"]
