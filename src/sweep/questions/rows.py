@@ -22,6 +22,7 @@ from typing import IO, Any
 
 from sweep.common.errors import SweepError
 from sweep.common.files import open_regular
+from sweep.common.registry import Entry, Registry
 
 SOURCES = ("log", "trace", "synthetic")
 
@@ -189,7 +190,8 @@ def detect_format(path: Path) -> str:
     without a ``sniff``."""
     name = path.name.lower().removesuffix(".gz")
     suffix = name.rsplit(".", 1)[-1] if "." in name else ""
-    claiming = [f for f in LOG_FORMATS.values() if suffix in f.suffixes]
+    claiming = [e.impl for e in LOG_FORMATS.values()
+                if e.impl is not None and suffix in e.impl.suffixes]
     if any(f.sniff is not None for f in claiming):
         with open_text(path) as fh:
             head = fh.read(4096)
@@ -249,12 +251,13 @@ def read_rows(path: str | Path, *, fmt: str | None = None, columns: Columns = Co
         raise SweepError(f"{p}: no such file")
     fmt = fmt or detect_format(p)
     if fmt not in LOG_FORMATS:
-        raise SweepError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
+        raise SweepError(f"--format {fmt!r} is not one of {', '.join(LOG_FORMATS)}")
     with open_text(p) as fh:
         progress = Progress(p, fh)
         try:
             lines = _Lines(p, fh, limits)
-            for n, row in enumerate(LOG_FORMATS[fmt].read(p, lines, fmt, columns, chosen), 1):
+            read = LOG_FORMATS.impl(fmt).read
+            for n, row in enumerate(read(p, lines, fmt, columns, chosen), 1):
                 if on_progress is not None and n % 2000 == 0:
                     on_progress(progress.position(), progress.total)
                 yield row
@@ -588,12 +591,14 @@ def _otel_head(head: str) -> bool:
 
 
 # The formats `read_rows` reads, in the order --format lists them: a new one is its reader
-# and one entry here.
-LOG_FORMATS: Mapping[str, LogFormat] = {f.name: f for f in (
-    LogFormat("csv", _table_rows, ("csv",)),
-    LogFormat("tsv", _table_rows, ("tsv", "tab")),
-    LogFormat("jsonl", _jsonl_rows, ("jsonl", "ndjson", "json")),
-    LogFormat("text", _text_rows, ("txt", "log", "text", "")),
-    LogFormat("otel", _otel_rows, ("jsonl", "ndjson", "json"), _otel_head),
-)}
-FORMATS = tuple(LOG_FORMATS)
+# and one entry here (on the project's Registry, as the importers and the axes are).
+LOG_FORMATS: Registry[LogFormat] = Registry("questions.format", [
+    Entry(f.name, f, doc=doc) for f, doc in (
+        (LogFormat("csv", _table_rows, ("csv",)), "comma-separated, a header row"),
+        (LogFormat("tsv", _table_rows, ("tsv", "tab")), "tab-separated, a header row"),
+        (LogFormat("jsonl", _jsonl_rows, ("jsonl", "ndjson", "json")), "one JSON object a line"),
+        (LogFormat("text", _text_rows, ("txt", "log", "text", "")), "one question a line"),
+        (LogFormat("otel", _otel_rows, ("jsonl", "ndjson", "json"), _otel_head),
+         "an OpenTelemetry JSON export of spans"),
+    )])
+FORMATS = LOG_FORMATS.names()

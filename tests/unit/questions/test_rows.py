@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from sweep.common.errors import SweepError
+from sweep.common.registry import Entry
 from sweep.questions.rows import Columns, iso_time, pick_columns, question_of, read_rows
 
 
@@ -146,7 +147,7 @@ def test_reading_memory_does_not_grow_with_the_file(tmp_path: Path) -> None:
     assert large < size / 10, (large, size)
 
 
-def test_a_log_format_is_one_entry(tmp_path, monkeypatch) -> None:
+def test_a_log_format_is_one_entry(tmp_path) -> None:
     """A format registered in LOG_FORMATS alone is detected from its suffix and read."""
     from sweep.questions import rows as r
 
@@ -156,13 +157,14 @@ def test_a_log_format_is_one_entry(tmp_path, monkeypatch) -> None:
             yield r.Row(question=question, source="log", source_ref=f"{path.name}:{n}",
                         time=r.iso_time(when) if when else None)
 
-    monkeypatch.setitem(r.LOG_FORMATS, "pipe", r.LogFormat("pipe", pipe_rows, ("pipe",)))
     log = tmp_path / "asked.pipe"
     log.write_text("how do I reset?|2026-01-02T03:04:05Z\nwhere is the manual?|\n")
-    assert r.detect_format(log) == "pipe"
-    got = [(row.question, row.source_ref, row.time) for row in r.read_rows(log)]
+    with r.LOG_FORMATS.added(Entry("pipe", r.LogFormat("pipe", pipe_rows, ("pipe",)))):
+        assert r.detect_format(log) == "pipe"
+        got = [(row.question, row.source_ref, row.time) for row in r.read_rows(log)]
     assert got == [("how do I reset?", "asked.pipe:1", "2026-01-02T03:04:05Z"),
                    ("where is the manual?", "asked.pipe:2", None)]
+    assert "pipe" not in r.LOG_FORMATS  # the block's toy is gone after it
     # the shared suffixes: an OpenTelemetry export is told from a plain JSONL by its content
     otel = tmp_path / "spans.json"
     otel.write_text('{"resourceSpans": []}\n')
