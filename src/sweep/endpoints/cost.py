@@ -39,6 +39,21 @@ def chat_cost_usd(usage: ChatUsage, price_in_per_mtok: float, price_out_per_mtok
                      price_out_per_mtok)
 
 
+def chat_usage_metrics(prefix: str, usage: ChatUsage, price_in_per_mtok: float,
+                       price_out_per_mtok: float) -> dict[str, float]:
+    """``{prefix}_prompt_tokens`` and ``_completion_tokens`` when the endpoint reported usage,
+    ``{prefix}_cost_usd`` when a price is configured too: a configuration's metrics for one
+    chat-backed step (contextual headers, query transforms)."""
+    out: dict[str, float] = {}
+    if usage.reported:
+        out[f"{prefix}_prompt_tokens"] = float(usage.prompt_tokens)
+        out[f"{prefix}_completion_tokens"] = float(usage.completion_tokens)
+    cost = chat_cost_usd(usage, price_in_per_mtok, price_out_per_mtok)
+    if cost is not None:
+        out[f"{prefix}_cost_usd"] = cost
+    return out
+
+
 # --------------------------------------------------------------------------- metrics
 
 

@@ -24,7 +24,7 @@ from sweep.common.paths import resolve_user_path
 from sweep.common.sqlite import open_db, parts_key
 from sweep.data.corpus import Document
 from sweep.endpoints.chat import ChatClient, ChatUsage
-from sweep.endpoints.cost import chat_cost, chat_cost_usd
+from sweep.endpoints.cost import chat_cost, chat_usage_metrics
 from sweep.retrieval.units import parent_span
 
 log = logging.getLogger(__name__)
@@ -174,10 +174,6 @@ def add_contexts(chunks: Sequence[Chunk], docs: Sequence[Document],
     out = [replace(c, embed_text=f"{contexts[k]}\n\n{c.embed_text}")
            for c, k in zip(chunks, plan.keys, strict=True)]
     metrics = {"context_calls": float(usage.calls), "context_cache_hits": float(len(plan.cached))}
-    if usage.reported:
-        metrics["context_prompt_tokens"] = float(usage.prompt_tokens)
-        metrics["context_completion_tokens"] = float(usage.completion_tokens)
-    cost = chat_cost_usd(usage, spec.price_input_per_mtok, spec.price_output_per_mtok)
-    if cost is not None:
-        metrics["context_cost_usd"] = cost
+    metrics.update(chat_usage_metrics("context", usage, spec.price_input_per_mtok,
+                                      spec.price_output_per_mtok))
     return ContextOutcome(out, metrics)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from sweep.common.errors import SweepError
 from sweep.endpoints.chat import Answer, ChatClient, ChatUsage
-from sweep.endpoints.cost import chat_cost_usd
+from sweep.endpoints.cost import chat_usage_metrics
 from sweep.endpoints.spec import EndpointSpec
 from sweep.generation.cache import AnswerCache
 from sweep.retrieval.transform import HydeSpec, MultiQuerySpec, hyde_text, parse_rewrites
@@ -139,10 +139,6 @@ def transform_queries(job: TransformJob, questions: Sequence[str], client: ChatC
     if job.method == "multi_query":
         metrics["transform_rewrites_mean"] = (sum(len(by_question[q]) - 1 for q in unique)
                                               / max(1, len(unique)))
-    if usage.reported:
-        metrics["transform_prompt_tokens"] = float(usage.prompt_tokens)
-        metrics["transform_completion_tokens"] = float(usage.completion_tokens)
-    cost = chat_cost_usd(usage, job.price_input_per_mtok, job.price_output_per_mtok)
-    if cost is not None:
-        metrics["transform_cost_usd"] = cost
+    metrics.update(chat_usage_metrics("transform", usage, job.price_input_per_mtok,
+                                      job.price_output_per_mtok))
     return Transformed(groups, metrics)
