@@ -116,3 +116,15 @@ def agreement_lines(entries: Sequence[Mapping[str, Any]], metric: str) -> list[s
     return [f"does each axis's best hold under every embedding model ({metric}, each model's "
             "configurations alone; the other model's best against this one's, paired):",
             *(f"  {e['text']}" for e in entries)]
+
+
+def recheck_offer(axes: Sequence[str], top: int = 3) -> list[str]:
+    """The line a one-model sweep ends its axis block with: a verdict that holds under this
+    model may flip under another, and `sweep rerun` re-checks the top configurations under a
+    second one (its report says whether their order holds). None when the sweep varied the
+    model (`model_agreement` answers there) or varied nothing else."""
+    if model_axes(axes) or not axes:
+        return []
+    return [f"  one embedding model in this sweep: `sweep rerun --top {top} embedding=OTHER` "
+            "(e.g. minilm_static) re-checks the best configurations under a second model and "
+            "says whether their order holds"]

@@ -181,6 +181,8 @@ def decide_sweep(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], metric:
     agreement = ag.model_agreement(rows, axes, metric, scores, lower_is_better=low,
                                    correction=correction, n=n, seed=seed)
     axis_lines += ag.agreement_lines(agreement, metric)
+    if effects:
+        axis_lines += ag.recheck_offer(axes)
     for front in fronts:
         if len(front["points"]) > 1:
             axis_lines += ax.front_text(front, rows, axes, metric)

@@ -85,3 +85,14 @@ def test_the_summary_says_it_under_what_each_axis_did() -> None:
     assert lines[0].startswith("what each axis did") and at > 0
     assert any(line.startswith("  chunk.size: the best differs by model") for line in lines)
     assert [e["axis"] for e in out["agreement"]] == ["chunk.size", "chunk.boundary"]
+
+
+def test_a_one_model_sweep_is_offered_the_recheck_and_a_two_model_one_is_not() -> None:
+    rows, scores = sweep()
+    mine = [i for i, r in enumerate(rows) if r["embedding.name"] == "minilm"]
+    one = decision.decide_sweep([rows[i] for i in mine], ["chunk.size", "chunk.boundary"],
+                                "recall_at_5", [scores[i] for i in mine], n=200)
+    offer = [line for line in one["axis_lines"] if "sweep rerun --top" in line]
+    assert len(offer) == 1 and "embedding=OTHER" in offer[0]
+    two = decision.decide_sweep(rows, AXES, "recall_at_5", scores, n=200)
+    assert not any("sweep rerun --top" in line for line in two["axis_lines"])
