@@ -70,6 +70,7 @@ def cmd_compare(argv: Sequence[str]) -> int:
             data["power"]["pair_run_ids"] = [t.rows[i]["run_id"] for i in data["power"]["pair"]]
         if args.axes:
             data["axes"] = decision["axes"]
+            data["agreement"] = decision["agreement"]  # [] unless the sweep varied the model
             data["fronts"] = [{**f, "points": [{**p, "run_id": t.rows[p["index"]]["run_id"]}
                                                for p in f["points"]]}
                               for f in decision["fronts"]]

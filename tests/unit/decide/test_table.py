@@ -497,11 +497,20 @@ def test_compare_prints_corrected_verdicts_power_and_axes(fake_store, tmp_path, 
     assert data["power"]["n_needed"] == math.ceil(k * k * (1 / 40 - 0.015**2) / 0.015**2)
     assert data["rows"][2]["p_adj"] is None and data["rows"][2]["verdict"].startswith("worse, p<1e-04 (diff")
     assert {a["axis"] for a in data["axes"]} == {"chunk.boundary", "chunk.size"}
+    assert data["agreement"] == []  # one embedding model: nothing to agree on
+    assert "sweep rerun --top 3 embedding=OTHER" in out_axes_offer(uri, capsys)
     front = next(f for f in data["fronts"] if f["cost"] == "context_tokens_at_5")
     # c (500 tokens, 0.25) < b (600, 0.725) < a (1200, 0.75)
     assert [p["run_id"] for p in front["points"]] == [fake_store["ids"][x] for x in "cba"]
     with pytest.raises(SystemExit):
         cmd_compare(["--tracking-uri", uri, "--detect", "0"])
+
+
+def out_axes_offer(uri: str, capsys) -> str:
+    from sweep.cli.compare import cmd_compare
+
+    cmd_compare(["--tracking-uri", uri, "--axes", "--no-plot"])
+    return capsys.readouterr().out
 
 
 def test_the_audit_sizes_the_set_from_the_latest_sweep_on_it(fake_store, tmp_path):
