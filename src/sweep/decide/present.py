@@ -94,7 +94,8 @@ def table_json(t: SweepTable) -> dict[str, Any]:
             "sources": [{"source": s, "n": n, "share": share}
                         for s, n, share in source_shares(t.rows[0])] if t.rows else [],
             "correction": t.correction, "n_tests": t.n_tests,
-            "rows": [{k: r.get(k) for k in keep} for r in t.rows]}
+            "rows": [{k: r.get(k) for k in (*keep, "sweep") if k in keep or t.joined}
+                     for r in t.rows]}
 
 
 def plot_table(t: SweepTable, folder: Path) -> list[Path]:

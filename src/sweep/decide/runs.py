@@ -18,7 +18,13 @@ from typing import Any
 from sweep.common.csvcells import read_csv
 from sweep.common.errors import SweepError
 from sweep.common.files import read_text_regular
-from sweep.config.identity import INPUT_SECTIONS, inapplicable_keys
+from sweep.config.identity import (
+    INPUT_KEYS,
+    INPUT_SECTIONS,
+    OPERATIONAL_SECTIONS,
+    inapplicable_keys,
+    unhashed_flat_keys,
+)
 from sweep.config.naming import config_name
 from sweep.decide import lost
 from sweep.decide.multiple import DEFAULT_CORRECTION
@@ -190,7 +196,17 @@ def ranked_table(uri: str, experiment: str | None, sweep: str | Sequence[str],
     if metric not in metric_cols:
         shown = ", ".join(m for m in metric_cols if not m.startswith(("time_", "n_")))
         raise SweepError(f"unknown metric {metric!r} (available: {shown})")
+    lacking = [p["run_id"] for p in joined if not any(rec.get(metric) is not None
+                                                      for rec in records
+                                                      if rec.get("sweep") == p["run_id"])]
+    if lacking:
+        # ranked on a metric one sweep never logged, its rows would sink unjudged
+        raise SweepError(f"cannot join the sweeps: sweep {lacking[0]} has no {metric}; "
+                         "choose a metric every sweep logged with --metric")
     swept = swept_params([rec["params"] for rec in records])
+    if joined:
+        swept = joined_axes(swept, [[rec["params"] for rec in records if rec["sweep"] == p["run_id"]]
+                                    for p in joined])
     for rec in records:
         unused = inapplicable_keys(rec["params"])
         for p in swept:
@@ -247,16 +263,34 @@ def joined_records(uri: str, experiment: str | None, sweeps: Sequence[str]
         raise SweepError(mismatch)
     records: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for _, (recs, _, _), _ in found:
+    for parent, (recs, _, _), _ in found:
         for rec in recs:
             key = rec.get("config_hash") or rec["run_id"]
             if key not in seen:
                 seen.add(key)
-                records.append(rec)
+                records.append({**rec, "sweep": parent["run_id"]})
     metric_cols = sorted({m for _, (_, cols, _), _ in found for m in cols})
     n_failed = sum(nf for _, (_, _, nf), _ in found)
     notes = [note for _, _, note in found if note]
     return parents, (records, metric_cols, n_failed), "; ".join(notes) or None
+
+
+def joined_axes(differing: Sequence[str], sweeps: Sequence[Sequence[Mapping[str, Any]]]
+                ) -> list[str]:
+    """The axes of joined sweeps, from the keys that differ between any of their rows
+    (``differing``) and each sweep's rows' params: every key a sweep varied, and every other
+    key that can change a result. Keys that cannot (where the cache, the store or the sweep's
+    files were, the batch size, an input's name) differ between sweeps run on different days or
+    machines without making their configurations different."""
+    own = {k for params in sweeps for k in swept_params(params)}
+    unhashed = set(unhashed_flat_keys())
+
+    def no_result(key: str) -> bool:
+        section, _, rest = key.partition(".")
+        return (section in OPERATIONAL_SECTIONS or key in unhashed
+                or INPUT_KEYS.get(section, {}).get(rest) == "label")
+
+    return [k for k in differing if k in own or not no_result(k)]
 
 
 def input_mismatch(sweeps: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]) -> str | None:

@@ -552,9 +552,11 @@ def test_the_audit_sizes_the_set_from_the_latest_sweep_on_it(fake_store, tmp_pat
 # --- several sweeps in one table (issue 47) --------------------------------------------------
 
 
-def _sweep(uri: str, root: Path, name: str, model: str, jobs: dict, golden: str = "g" * 64
-           ) -> tuple[str, dict[str, str]]:
-    """One sweep of ``model`` over chunk.size, its runs tagged with input fingerprints."""
+def _sweep(uri: str, root: Path, name: str, model: str, jobs: dict, golden: str = "g" * 64,
+           drop: str | None = None, batch: int = 32) -> tuple[str, dict[str, str]]:
+    """One sweep of ``model`` over chunk.size, its runs tagged with input fingerprints
+    (``drop``: a metric its runs do not log; ``batch``: the embedding batch size and, with
+    the cache folder and the golden set's name, a setting that changes no result)."""
     _, parent = tracking.start_parent(uri, "chunk-sweep-demo", run_name=name,
                                       params={"overrides": "chunk.size=128,256"},
                                       tags={"sweep_dir": str(root / name)})
@@ -563,6 +565,10 @@ def _sweep(uri: str, root: Path, name: str, model: str, jobs: dict, golden: str 
         folder = root / name / job
         report = _job(folder, size, "heading", scores, 100.0 * size / 128, model,
                       {"corpus": "c" * 64, "golden": golden})
+        report["metrics"].pop(drop, None)
+        report["config"]["embedding"]["batch_size"] = batch
+        report["config"]["cache"] = {"dir": f"/cache/{batch}"}
+        report["config"]["golden"]["name"] = f"demo-{batch}"
         ids[job] = tracking.log_job(
             uri, "chunk-sweep-demo", run_name=job, plain_config=report["config"], report=report,
             artifacts=[folder / f for f in ("report.json", "per_question.csv", "config.yaml")],
@@ -580,10 +586,18 @@ def test_two_one_model_sweeps_join_and_say_the_best_size_differs_by_model(tmp_pa
     a, ids_a = _sweep(uri, tmp_path, "a", "minilm", {"a256": (256, [1] * 30 + [0] * 10),
                                                      "a128": (128, [1] * 20 + [0] * 20)})
     b, ids_b = _sweep(uri, tmp_path, "b", "minilm_static",
-                      {"b128": (128, [1] * 28 + [0] * 12), "b256": (256, [1] * 15 + [0] * 25)})
+                      {"b128": (128, [1] * 28 + [0] * 12), "b256": (256, [1] * 15 + [0] * 25)},
+                      batch=64)
     t = runs.load_table(uri, None, [a, b], None, tmp_path / "t", n=2000)
-    # Each sweep alone varies chunk.size; the model, fixed within each, differs between them.
+    # Each sweep alone varies chunk.size; the model, fixed within each, differs between them;
+    # the batch size, cache folder and golden set's name differ too but change no result.
+    assert {"embedding.batch_size", "cache.dir", "golden.name"} <= set(
+        runs.differing_keys([r["params"] for r in t.rows]))
     assert t.swept == ["chunk.size", "embedding.name"]
+    assert runs.joined_axes(["cache.dir", "chunk.size", "embedding.batch_size"],
+                            [[{"embedding.batch_size": "8"}, {"embedding.batch_size": "16"}],
+                             [{"embedding.batch_size": "32"}]]) == ["chunk.size",
+                                                                    "embedding.batch_size"]
     assert [r["run_id"] for r in t.rows] == [ids_a["a256"], ids_b["b128"], ids_a["a128"],
                                              ids_b["b256"]]
     assert [r["recall_at_5"] for r in t.rows] == [0.75, 0.7, 0.5, 0.375]
@@ -618,6 +632,7 @@ def test_two_one_model_sweeps_join_and_say_the_best_size_differs_by_model(tmp_pa
                         "--no-plot", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert data["sweep"]["run_id"] == a and [s["run_id"] for s in data["sweeps"]] == [a, b]
+    assert [r["sweep"] for r in data["rows"]] == [a, b, a, b]  # each row's own sweep
     assert [e["axis"] for e in data["agreement"]] == ["chunk.size"]
     assert data["agreement"][0]["best"] == {"minilm": 256, "minilm_static": 128}
     assert not data["agreement"][0]["holds"]
@@ -638,3 +653,8 @@ def test_two_one_model_sweeps_join_and_say_the_best_size_differs_by_model(tmp_pa
     d, _ = _sweep(uri, tmp_path, "d", "minilm_static", {"d128": (128, [1] * 40)}, golden="")
     with pytest.raises(SweepError, match=f"the runs of sweep {d} carry no golden set fingerprint"):
         runs.ranked_table(uri, None, [a, d], None, tmp_path / "old")
+    # A ranking metric one sweep never logged: refused, not ranked last unjudged.
+    e, _ = _sweep(uri, tmp_path, "e", "minilm_static", {"e128": (128, [1] * 40)}, drop="mrr")
+    with pytest.raises(SweepError, match=f"^cannot join the sweeps: sweep {e} has no mrr; "):
+        runs.ranked_table(uri, None, [a, e], "mrr", tmp_path / "mrr")
+    assert len(runs.ranked_table(uri, None, [a, e], "recall_at_5", tmp_path / "r").rows) == 3
