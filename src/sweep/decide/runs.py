@@ -196,17 +196,18 @@ def ranked_table(uri: str, experiment: str | None, sweep: str | Sequence[str],
     if metric not in metric_cols:
         shown = ", ".join(m for m in metric_cols if not m.startswith(("time_", "n_")))
         raise SweepError(f"unknown metric {metric!r} (available: {shown})")
-    lacking = [p["run_id"] for p in joined if not any(rec.get(metric) is not None
-                                                      for rec in records
-                                                      if rec.get("sweep") == p["run_id"])]
+    # (a sweep whose every configuration an earlier one holds has no rows of its own)
+    lacking = [p["run_id"] for p in joined
+               if (mine := [rec for rec in records if rec["sweep"] == p["run_id"]])
+               and all(rec.get(metric) is None for rec in mine)]
     if lacking:
         # ranked on a metric one sweep never logged, its rows would sink unjudged
         raise SweepError(f"cannot join the sweeps: sweep {lacking[0]} has no {metric}; "
                          "choose a metric every sweep logged with --metric")
     swept = swept_params([rec["params"] for rec in records])
     if joined:
-        swept = joined_axes(swept, [[rec["params"] for rec in records if rec["sweep"] == p["run_id"]]
-                                    for p in joined])
+        swept = joined_axes(swept, [[rec["params"] for rec in records
+                                     if rec["sweep"] == p["run_id"]] for p in joined])
     for rec in records:
         unused = inapplicable_keys(rec["params"])
         for p in swept:

@@ -653,6 +653,13 @@ def test_two_one_model_sweeps_join_and_say_the_best_size_differs_by_model(tmp_pa
     d, _ = _sweep(uri, tmp_path, "d", "minilm_static", {"d128": (128, [1] * 40)}, golden="")
     with pytest.raises(SweepError, match=f"the runs of sweep {d} carry no golden set fingerprint"):
         runs.ranked_table(uri, None, [a, d], None, tmp_path / "old")
+    # A configuration in two sweeps (one config hash) is one row, from the first sweep named.
+    f, ids_f = _sweep(uri, tmp_path, "f", "minilm", {"f256": (256, [1] * 30 + [0] * 10)})
+    assert [r["run_id"] for r in runs.ranked_table(uri, None, [a, f], None,
+                                                   tmp_path / "af").rows] == list(ids_a.values())
+    fa = runs.ranked_table(uri, None, [f, a], None, tmp_path / "fa")
+    assert [r["run_id"] for r in fa.rows] == [ids_f["f256"], ids_a["a128"]]
+    assert fa.swept == ["chunk.size"] and [r["sweep"] for r in fa.rows] == [f, a]
     # A ranking metric one sweep never logged: refused, not ranked last unjudged.
     e, _ = _sweep(uri, tmp_path, "e", "minilm_static", {"e128": (128, [1] * 40)}, drop="mrr")
     with pytest.raises(SweepError, match=f"^cannot join the sweeps: sweep {e} has no mrr; "):
