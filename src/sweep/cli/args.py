@@ -6,11 +6,18 @@ import argparse
 from collections.abc import Callable
 
 
-def selection_args(parser: argparse.ArgumentParser) -> None:
-    """Which sweep of which MLflow store (compare, export, rerun)."""
+def selection_args(parser: argparse.ArgumentParser, *, many: bool = False) -> None:
+    """Which sweep of which MLflow store (compare, export, rerun). ``many``: ``--sweep`` may be
+    given more than once (compare), a list in ``args.sweep`` (None when not given)."""
     parser.add_argument("--experiment", help="MLflow experiment (default: the one used last)")
-    parser.add_argument("--sweep", default="latest",
-                        help="latest (default) or the parent run id of a sweep")
+    if many:
+        parser.add_argument("--sweep", action="append", default=None,
+                            help="latest (default) or the parent run id of a sweep; more than "
+                            "once: the configurations of all of them in one table (they must "
+                            "have scored the same golden set and corpus)")
+    else:
+        parser.add_argument("--sweep", default="latest",
+                            help="latest (default) or the parent run id of a sweep")
     parser.add_argument("--tracking-uri", default=None,
                         help="MLflow store (default: sqlite:///<cwd>/mlflow.db)")
 

@@ -1,8 +1,11 @@
 """``sweep compare``: a sweep's configurations from MLflow, best first, each tested against
 the best (paired bootstrap, corrected for the table's many comparisons), the difference the
-set could detect, what each axis did (``--axes``), with plots.
+set could detect, what each axis did (``--axes``), with plots. ``--sweep`` twice or more joins
+sweeps scored on the same golden set and corpus into one table: what differs between them (the
+embedding model of one-model sweeps) is an axis, and ``--axes`` says whether each axis's best
+holds under every model.
 
-    sweep compare [--experiment NAME] [--sweep latest|PARENT_RUN_ID] [--metric M] [--json]
+    sweep compare [--experiment NAME] [--sweep latest|PARENT_RUN_ID ...] [--metric M] [--json]
                   [--plot DIR] [--no-plot] [--tracking-uri URI] [--correction holm|bh|none]
                   [--detect D] [--margin M] [--axes]
 """
@@ -31,7 +34,7 @@ from sweep.outputs.report import plot_axes
 def cmd_compare(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="sweep compare",
                                      description="Compare the configurations of a sweep.")
-    selection_args(parser)
+    selection_args(parser, many=True)
     parser.add_argument("--metric", help="rank by this metric (default: the sweep's headline)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--plot", metavar="DIR", help="folder for the plots "
@@ -44,8 +47,10 @@ def cmd_compare(argv: Sequence[str]) -> int:
                         "(averaged over the others) and the Pareto fronts; plot axes.png")
     args = parser.parse_args(argv)
     uri = args.tracking_uri or default_uri()
+    sweeps = args.sweep or ["latest"]
     with tempfile.TemporaryDirectory(prefix="sweep-compare-") as tmp:
-        t = load_table(uri, args.experiment, args.sweep, args.metric, Path(tmp),
+        t = load_table(uri, args.experiment, sweeps[0] if len(sweeps) == 1 else sweeps,
+                       args.metric, Path(tmp),
                        correction=args.correction)
     if t.note:
         print(f"note: {t.note}", file=sys.stderr)
@@ -54,15 +59,18 @@ def cmd_compare(argv: Sequence[str]) -> int:
     offer = decision["offer"]
     plots: list[Path] = []
     if not args.no_plot:
-        folder = Path(args.plot) if args.plot else sweep_folder(t.parent)
+        # Joined sweeps: the plots are no one sweep's, so not in a sweep's folder or run.
+        folder = (Path(args.plot) if args.plot
+                  else Path.cwd() if t.joined else sweep_folder(t.parent))
         plots = plot_table(t, folder)
         if args.axes:
             drawn = plot_axes(plot_data(decision, t.rows, t.metric), folder / "axes.png")
             plots += [drawn] if drawn is not None else []
-        try:
-            tracking.log_artifacts_to(uri, t.parent["run_id"], plots)
-        except SweepError as exc:
-            print(f"warning: plots not logged to MLflow: {exc}", file=sys.stderr)
+        if not t.joined:
+            try:
+                tracking.log_artifacts_to(uri, t.parent["run_id"], plots)
+            except SweepError as exc:
+                print(f"warning: plots not logged to MLflow: {exc}", file=sys.stderr)
     if args.json:
         data = table_json(t)
         data["power"] = decision["power"]

@@ -36,9 +36,7 @@ def print_table(t: SweepTable) -> None:
     frame = table_frame(t)
     for c in t.shown:
         frame[c] = frame[c].map(format_value)
-    started = datetime.fromtimestamp((t.parent.get("start_time") or 0) / 1000, UTC)
-    print(f"sweep {t.parent['run_id']} (experiment {t.parent['experiment']}, "
-          f"{started:%Y-%m-%d %H:%M} UTC): {len(t.rows)} configurations"
+    print(f"{_sweeps_named(t)}: {len(t.rows)} configurations"
           + (f", {t.n_failed} failed (not shown)" if t.n_failed else "")
           + f"; best {t.metric} first")
     print(correction_line(t.correction, t.n_tests, t.metric))
@@ -62,6 +60,18 @@ def print_table(t: SweepTable) -> None:
           f"{N_RESAMPLES:,} resamples, 95%, seed {SEED}{corrected})")
 
 
+def _sweeps_named(t: SweepTable) -> str:
+    """``sweep ID (experiment E, 2026-12-05 00:40 UTC)``, or ``sweeps ID (...), ID (...)``."""
+    def one(parent: Mapping[str, Any]) -> str:
+        started = datetime.fromtimestamp((parent.get("start_time") or 0) / 1000, UTC)
+        return (f"{parent['run_id']} (experiment {parent['experiment']}, "
+                f"{started:%Y-%m-%d %H:%M} UTC)")
+
+    if t.joined:
+        return "sweeps " + ", ".join(one(p) for p in t.joined)
+    return f"sweep {one(t.parent)}"
+
+
 def source_shares(row: Mapping[str, Any]) -> list[tuple[str, int, float]]:
     """(source, n, share) from a run's ``by_source/<source>/n`` and ``.../share`` metrics."""
     out = []
@@ -76,13 +86,16 @@ def source_shares(row: Mapping[str, Any]) -> list[tuple[str, int, float]]:
 def table_json(t: SweepTable) -> dict[str, Any]:
     keep = ["rank", "run_id", "name", *t.swept, *t.shown, "tied", "verdict", "n_pairs", "diff", "lo",
             "hi", "p", "p_adj"]
-    return {"sweep": {k: t.parent.get(k) for k in ("run_id", "experiment", "experiment_id",
-                                                    "start_time", "sweep_dir", "status")},
+    fields = ("run_id", "experiment", "experiment_id", "start_time", "sweep_dir", "status")
+    # several sweeps joined: "sweep" is the first, "sweeps" all of them
+    joined = {"sweeps": [{k: p.get(k) for k in fields} for p in t.joined]} if t.joined else {}
+    return {"sweep": {k: t.parent.get(k) for k in fields}, **joined,
             "metric": t.metric, "swept": t.swept, "n_failed": t.n_failed,
             "sources": [{"source": s, "n": n, "share": share}
                         for s, n, share in source_shares(t.rows[0])] if t.rows else [],
             "correction": t.correction, "n_tests": t.n_tests,
-            "rows": [{k: r.get(k) for k in keep} for r in t.rows]}
+            "rows": [{k: r.get(k) for k in (*keep, "sweep") if k in keep or t.joined}
+                     for r in t.rows]}
 
 
 def plot_table(t: SweepTable, folder: Path) -> list[Path]:

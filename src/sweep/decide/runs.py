@@ -18,7 +18,13 @@ from typing import Any
 from sweep.common.csvcells import read_csv
 from sweep.common.errors import SweepError
 from sweep.common.files import read_text_regular
-from sweep.config.identity import INPUT_SECTIONS, inapplicable_keys
+from sweep.config.identity import (
+    INPUT_KEYS,
+    INPUT_SECTIONS,
+    OPERATIONAL_SECTIONS,
+    inapplicable_keys,
+    unhashed_flat_keys,
+)
 from sweep.config.naming import config_name
 from sweep.decide import lost
 from sweep.decide.multiple import DEFAULT_CORRECTION
@@ -61,6 +67,9 @@ class SweepTable:
     orphans: list[str] = field(default_factory=list)
     lost_lines: list[str] = field(default_factory=list)
     note: str | None = None  # how the sweep was chosen, when not as asked (a failed latest)
+    # Every sweep's parent run when several were joined into one table (``parent`` is the
+    # first); empty for one sweep.
+    joined: list[dict[str, Any]] = field(default_factory=list)
 
 
 def default_uri() -> str:
@@ -169,17 +178,36 @@ def _typed(value: Any) -> Any:
     return value
 
 
-def ranked_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
-                 tmp: Path) -> SweepTable:
+def ranked_table(uri: str, experiment: str | None, sweep: str | Sequence[str],
+                 metric: str | None, tmp: Path) -> SweepTable:
     """The sweep's finished configurations, best first, without the per-question scores or
-    the verdicts (what the labelling page needs: the best run and the swept parameters)."""
-    parent, (records, metric_cols, n_failed), note = sweep_with_results(uri, experiment, sweep)
+    the verdicts (what the labelling page needs: the best run and the swept parameters).
+    Several sweeps (a list of two or more): the configurations of all of them in one table
+    (`joined_records`); the keys that differ between them are axes like any swept one."""
+    joined: list[dict[str, Any]] = []
+    if isinstance(sweep, str) or len(sweep) == 1:
+        parent, (records, metric_cols, n_failed), note = sweep_with_results(
+            uri, experiment, sweep if isinstance(sweep, str) else sweep[0])
+    else:
+        joined, (records, metric_cols, n_failed), note = joined_records(uri, experiment, sweep)
+        parent = joined[0]
     if metric is None:
         metric = _headline_of(uri, [rec["run_id"] for rec in records], tmp) or DEFAULT_METRIC
     if metric not in metric_cols:
         shown = ", ".join(m for m in metric_cols if not m.startswith(("time_", "n_")))
         raise SweepError(f"unknown metric {metric!r} (available: {shown})")
+    # (a sweep whose every configuration an earlier one holds has no rows of its own)
+    lacking = [p["run_id"] for p in joined
+               if (mine := [rec for rec in records if rec["sweep"] == p["run_id"]])
+               and all(rec.get(metric) is None for rec in mine)]
+    if lacking:
+        # ranked on a metric one sweep never logged, its rows would sink unjudged
+        raise SweepError(f"cannot join the sweeps: sweep {lacking[0]} has no {metric}; "
+                         "choose a metric every sweep logged with --metric")
     swept = swept_params([rec["params"] for rec in records])
+    if joined:
+        swept = joined_axes(swept, [[rec["params"] for rec in records
+                                     if rec["sweep"] == p["run_id"]] for p in joined])
     for rec in records:
         unused = inapplicable_keys(rec["params"])
         for p in swept:
@@ -215,7 +243,95 @@ def ranked_table(uri: str, experiment: str | None, sweep: str, metric: str | Non
     # eval.by_content: the ranking metric per kind of content the evidence sits in
     shown += [name for name in metric_cols if (pc := content_metric(name)) and pc[1] == metric]
     return SweepTable(parent, metric, swept, shown, rows, {}, cost, latency, n_failed,
-                      note=note)
+                      note=note, joined=joined)
+
+
+def joined_records(uri: str, experiment: str | None, sweeps: Sequence[str]
+                   ) -> tuple[list[dict[str, Any]], tuple[list[dict[str, Any]], list[str], int],
+                              str | None]:
+    """The parents of ``sweeps`` and their finished records as one list (`finished_records`'s
+    shape), the notes of any ``latest`` chosen otherwise. A configuration in two sweeps (one
+    config_hash) is kept once, from the first sweep named. A `SweepError` when a sweep is
+    named twice or the sweeps scored different inputs (`input_mismatch`)."""
+    found = [sweep_with_results(uri, experiment, s) for s in sweeps]
+    parents = [parent for parent, _, _ in found]
+    ids = [p["run_id"] for p in parents]
+    if len(set(ids)) < len(ids):
+        twice = next(i for i in ids if ids.count(i) > 1)
+        raise SweepError(f"sweep {twice} is named twice in --sweep")
+    mismatch = input_mismatch([(p["run_id"], recs) for p, (recs, _, _), _ in found])
+    if mismatch:
+        raise SweepError(mismatch)
+    records: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for parent, (recs, _, _), _ in found:
+        for rec in recs:
+            key = rec.get("config_hash") or rec["run_id"]
+            if key not in seen:
+                seen.add(key)
+                records.append({**rec, "sweep": parent["run_id"]})
+    metric_cols = sorted({m for _, (_, cols, _), _ in found for m in cols})
+    n_failed = sum(nf for _, (_, _, nf), _ in found)
+    notes = [note for _, _, note in found if note]
+    return parents, (records, metric_cols, n_failed), "; ".join(notes) or None
+
+
+def joined_axes(differing: Sequence[str], sweeps: Sequence[Sequence[Mapping[str, Any]]]
+                ) -> list[str]:
+    """The axes of joined sweeps, from the keys that differ between any of their rows
+    (``differing``) and each sweep's rows' params: every key a sweep varied, and every other
+    key that can change a result. Keys that cannot (where the cache, the store or the sweep's
+    files were, the batch size, an input's name) differ between sweeps run on different days or
+    machines without making their configurations different."""
+    own = {k for params in sweeps for k in swept_params(params)}
+    unhashed = set(unhashed_flat_keys())
+
+    def no_result(key: str) -> bool:
+        section, _, rest = key.partition(".")
+        return (section in OPERATIONAL_SECTIONS or key in unhashed
+                or INPUT_KEYS.get(section, {}).get(rest) == "label")
+
+    return [k for k in differing if k in own or not no_result(k)]
+
+
+def input_mismatch(sweeps: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]) -> str | None:
+    """Why the configurations of these sweeps (``(parent run id, records)``) cannot share one
+    table, or None. Every configuration of one comparison must be scored on the same questions
+    of the same documents: each sweep's runs must carry the same golden-set fingerprint, and
+    corpus fingerprints that meet (a sweep over parsers has one per parser, so one fingerprint
+    in common is asked for, and runs with the same corpus settings must have the same one).
+    Runs without fingerprints (logged before runs were tagged with them) cannot be shown to
+    match, so they are refused too."""
+    def prints(recs: Sequence[Mapping[str, Any]], name: str) -> set[str]:
+        return {fp for r in recs if (fp := (r.get("inputs") or {}).get(name))}
+
+    def named(fps: set[str]) -> str:
+        return ",".join(sorted(f[:12] for f in fps))
+
+    why = "every configuration of one comparison must be scored on the same questions"
+    for name, label in (("golden", "golden set"), ("corpus", "corpus")):
+        sets = {sid: prints(recs, name) for sid, recs in sweeps}
+        bare = [sid for sid, fps in sets.items() if not fps]
+        if bare:
+            return (f"cannot join the sweeps: the runs of sweep {bare[0]} carry no {label} "
+                    f"fingerprint (logged before runs were tagged), so they cannot be shown to "
+                    f"have scored the same {label} as the others; {why}")
+        differ = (len({frozenset(fps) for fps in sets.values()}) > 1 if name == "golden"
+                  else not set.intersection(*sets.values()))
+        if not differ and name == "corpus":
+            # the same corpus settings must have loaded the same documents in every sweep
+            by_settings: dict[str, set[str]] = {}
+            for _, recs in sweeps:
+                for r in recs:
+                    settings = json.dumps({k: v for k, v in r["params"].items()
+                                           if k.startswith("corpus.")}, sort_keys=True)
+                    by_settings.setdefault(settings, set()).update(prints([r], name))
+            differ = any(len(fps) > 1 for fps in by_settings.values())
+        if differ:
+            return (f"cannot join the sweeps: they scored different {label}s ("
+                    + "; ".join(f"sweep {sid}: {named(fps)}" for sid, fps in sets.items())
+                    + f"); {why}")
+    return None
 
 
 def sweep_with_results(uri: str, experiment: str | None, sweep: str
@@ -317,11 +433,13 @@ def row_name(row: Mapping[str, Any], axes: Sequence[str]) -> str:
     return ", ".join(f"{a.split('.')[-1]}={row.get(a)}" for a in axes) or "the configuration"
 
 
-def load_table(uri: str, experiment: str | None, sweep: str, metric: str | None,
-               tmp: Path, *, n: int = N_RESAMPLES, seed: int = SEED,
+def load_table(uri: str, experiment: str | None, sweep: str | Sequence[str],
+               metric: str | None, tmp: Path, *, n: int = N_RESAMPLES, seed: int = SEED,
                correction: str = DEFAULT_CORRECTION) -> SweepTable:
     """The sweep's finished configurations, best first, each with its verdict vs the best
-    (corrected for the table's comparisons: ``correction``)."""
+    (corrected for the table's comparisons: ``correction``). Several sweeps: all their
+    configurations in one table (`ranked_table`), each tested against the best of all, paired
+    over the questions both scored."""
     t = ranked_table(uri, experiment, sweep, metric, tmp)
     add_verdicts(t, uri, tmp, n=n, seed=seed, correction=correction)
     add_quant_tax(t)

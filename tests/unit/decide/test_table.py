@@ -202,9 +202,11 @@ def test_flip_rows_binary_and_graded():
 # --- the commands on a hand-built MLflow store (no model) ------------------------------------
 
 
-def _job(folder: Path, size: int, boundary: str, scores: list[int], tokens: float) -> dict:
+def _job(folder: Path, size: int, boundary: str, scores: list[int], tokens: float,
+         model: str = "minilm", fingerprints: dict | None = None) -> dict:
     config = json.loads(json.dumps(CONFIG))
     config["chunk"].update(size=size, boundary=boundary)
+    config["embedding"]["name"] = model
     config["corpus"]["path"] = str(ROOT / "data" / "demo" / "corpus")
     config["golden"]["path"] = str(ROOT / "data" / "demo" / "golden.jsonl")
     folder.mkdir(parents=True)
@@ -215,7 +217,10 @@ def _job(folder: Path, size: int, boundary: str, scores: list[int], tokens: floa
         for i, s in enumerate(scores):
             w.writerow([f"q{i:02d}", f"question {i}", "scored", 1 if s else 20, s, float(s)])
     recall = sum(scores) / len(scores)
-    report = {"status": "FINISHED", "config": config, "config_hash": f"h{size}{boundary}",
+    suffix = "" if model == "minilm" else model
+    report = {"status": "FINISHED", "config": config,
+              "config_hash": f"h{size}{boundary}{suffix}",
+              "fingerprints": fingerprints or {},
               "headline": {"metric": "recall_at_5", "value": recall},
               "metrics": {"recall_at_5": recall, "mrr": recall, "context_tokens_at_5": tokens,
                           "latency_end_to_end_p95_ms": 10.0, "n_questions": len(scores)}}
@@ -542,3 +547,121 @@ def test_the_audit_sizes_the_set_from_the_latest_sweep_on_it(fake_store, tmp_pat
     assert none["mde"] is None and none["line"].startswith("power: not estimated (no sweep to "
                                                            "size it from (")
     assert audit_power(None, "m", None, "why")["line"] == "power: not estimated (why)"
+
+
+# --- several sweeps in one table (issue 47) --------------------------------------------------
+
+
+def _sweep(uri: str, root: Path, name: str, model: str, jobs: dict, golden: str = "g" * 64,
+           drop: str | None = None, batch: int = 32) -> tuple[str, dict[str, str]]:
+    """One sweep of ``model`` over chunk.size, its runs tagged with input fingerprints
+    (``drop``: a metric its runs do not log; ``batch``: the embedding batch size and, with
+    the cache folder and the golden set's name, a setting that changes no result)."""
+    _, parent = tracking.start_parent(uri, "chunk-sweep-demo", run_name=name,
+                                      params={"overrides": "chunk.size=128,256"},
+                                      tags={"sweep_dir": str(root / name)})
+    ids = {}
+    for job, (size, scores) in jobs.items():
+        folder = root / name / job
+        report = _job(folder, size, "heading", scores, 100.0 * size / 128, model,
+                      {"corpus": "c" * 64, "golden": golden})
+        report["metrics"].pop(drop, None)
+        report["config"]["embedding"]["batch_size"] = batch
+        report["config"]["cache"] = {"dir": f"/cache/{batch}"}
+        report["config"]["golden"]["name"] = f"demo-{batch}"
+        ids[job] = tracking.log_job(
+            uri, "chunk-sweep-demo", run_name=job, plain_config=report["config"], report=report,
+            artifacts=[folder / f for f in ("report.json", "per_question.csv", "config.yaml")],
+            parent_run_id=parent)
+    tracking.finish_parent(uri, parent, status="FINISHED", metrics={}, tags={}, artifacts=[])
+    return parent, ids
+
+
+def test_two_one_model_sweeps_join_and_say_the_best_size_differs_by_model(tmp_path, capsys):
+    from sweep.cli.compare import cmd_compare
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    # The same 40 questions. minilm: 256 (0.75) beats 128 (0.50); minilm_static: 128 (0.70)
+    # beats 256 (0.375).
+    a, ids_a = _sweep(uri, tmp_path, "a", "minilm", {"a256": (256, [1] * 30 + [0] * 10),
+                                                     "a128": (128, [1] * 20 + [0] * 20)})
+    b, ids_b = _sweep(uri, tmp_path, "b", "minilm_static",
+                      {"b128": (128, [1] * 28 + [0] * 12), "b256": (256, [1] * 15 + [0] * 25)},
+                      batch=64)
+    t = runs.load_table(uri, None, [a, b], None, tmp_path / "t", n=2000)
+    # Each sweep alone varies chunk.size; the model, fixed within each, differs between them;
+    # the batch size, cache folder and golden set's name differ too but change no result.
+    assert {"embedding.batch_size", "cache.dir", "golden.name"} <= set(
+        runs.differing_keys([r["params"] for r in t.rows]))
+    assert t.swept == ["chunk.size", "embedding.name"]
+    assert runs.joined_axes(["cache.dir", "chunk.size", "embedding.batch_size"],
+                            [[{"embedding.batch_size": "8"}, {"embedding.batch_size": "16"}],
+                             [{"embedding.batch_size": "32"}]]) == ["chunk.size",
+                                                                    "embedding.batch_size"]
+    assert [r["run_id"] for r in t.rows] == [ids_a["a256"], ids_b["b128"], ids_a["a128"],
+                                             ids_b["b256"]]
+    assert [r["recall_at_5"] for r in t.rows] == [0.75, 0.7, 0.5, 0.375]
+    assert [p["run_id"] for p in t.joined] == [a, b]
+    # Every row tested against the best of both sweeps, paired over the 40 questions.
+    assert [r["n_pairs"] for r in t.rows[1:]] == [40, 40, 40]
+    assert t.rows[1]["diff"] == pytest.approx(-0.05) and t.rows[3]["diff"] == pytest.approx(-0.375)
+    # One sweep alone is the table it always was.
+    alone = runs.load_table(uri, None, a, None, tmp_path / "alone", n=2000)
+    assert alone.swept == ["chunk.size"] and alone.joined == []
+    assert [r["run_id"] for r in alone.rows] == [ids_a["a256"], ids_a["a128"]]
+
+    code = cmd_compare(["--tracking-uri", uri, "--sweep", a, "--sweep", b, "--axes",
+                        "--no-plot"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith(f"sweeps {a} (experiment chunk-sweep-demo, ")
+    assert f", {b} (experiment chunk-sweep-demo, " in out.splitlines()[0]
+    assert ": 4 configurations; best recall_at_5 first" in out.splitlines()[0]
+    assert "does each axis's best hold under every embedding model (recall_at_5" in out
+    # minilm's best 256 against its 128: -0.25; minilm_static's 128 against its 256: -0.325.
+    assert re.search(r"  chunk\.size: the best differs by model: minilm 256 \(128 -0\.250 "
+                     r"\[-\d\.\d{3}, -\d\.\d{3}\] worse\); minilm_static 128 \(256 -0\.325 "
+                     r"\[-\d\.\d{3}, -\d\.\d{3}\] worse\)", out)
+    # the table has the rows of both sweeps, each with its model
+    lines = out.splitlines()
+    for ids, model in ((ids_a, " minilm "), (ids_b, " minilm_static ")):
+        for run_id in ids.values():
+            assert model in next(line for line in lines if run_id in line)
+
+    code = cmd_compare(["--tracking-uri", uri, "--sweep", a, "--sweep", b, "--axes",
+                        "--no-plot", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert data["sweep"]["run_id"] == a and [s["run_id"] for s in data["sweeps"]] == [a, b]
+    assert [r["sweep"] for r in data["rows"]] == [a, b, a, b]  # each row's own sweep
+    assert [e["axis"] for e in data["agreement"]] == ["chunk.size"]
+    assert data["agreement"][0]["best"] == {"minilm": 256, "minilm_static": 128}
+    assert not data["agreement"][0]["holds"]
+    # one sweep: no "sweeps" key, the JSON it always was
+    cmd_compare(["--tracking-uri", uri, "--sweep", a, "--no-plot", "--json"])
+    assert "sweeps" not in json.loads(capsys.readouterr().out)
+
+    # Another golden set: refused in one line; a sweep named twice: refused.
+    c, _ = _sweep(uri, tmp_path, "c", "minilm_static", {"c128": (128, [1] * 40)},
+                  golden="f" * 64)
+    with pytest.raises(SweepError, match=r"^cannot join the sweeps: they scored different "
+                       r"golden sets \(sweep \w+: g{12}; sweep \w+: f{12}\); every "
+                       "configuration of one comparison must be scored on the same questions"):
+        runs.load_table(uri, None, [a, c], None, tmp_path / "c")
+    with pytest.raises(SweepError, match="is named twice in --sweep"):
+        runs.load_table(uri, None, [a, a], None, tmp_path / "twice")
+    # Runs logged without a golden fingerprint cannot be shown to have scored the same questions.
+    d, _ = _sweep(uri, tmp_path, "d", "minilm_static", {"d128": (128, [1] * 40)}, golden="")
+    with pytest.raises(SweepError, match=f"the runs of sweep {d} carry no golden set fingerprint"):
+        runs.ranked_table(uri, None, [a, d], None, tmp_path / "old")
+    # A configuration in two sweeps (one config hash) is one row, from the first sweep named.
+    f, ids_f = _sweep(uri, tmp_path, "f", "minilm", {"f256": (256, [1] * 30 + [0] * 10)})
+    assert [r["run_id"] for r in runs.ranked_table(uri, None, [a, f], None,
+                                                   tmp_path / "af").rows] == list(ids_a.values())
+    fa = runs.ranked_table(uri, None, [f, a], None, tmp_path / "fa")
+    assert [r["run_id"] for r in fa.rows] == [ids_f["f256"], ids_a["a128"]]
+    assert fa.swept == ["chunk.size"] and [r["sweep"] for r in fa.rows] == [f, a]
+    # A ranking metric one sweep never logged: refused, not ranked last unjudged.
+    e, _ = _sweep(uri, tmp_path, "e", "minilm_static", {"e128": (128, [1] * 40)}, drop="mrr")
+    with pytest.raises(SweepError, match=f"^cannot join the sweeps: sweep {e} has no mrr; "):
+        runs.ranked_table(uri, None, [a, e], "mrr", tmp_path / "mrr")
+    assert len(runs.ranked_table(uri, None, [a, e], "recall_at_5", tmp_path / "r").rows) == 3
