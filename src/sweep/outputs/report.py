@@ -420,7 +420,8 @@ def embedding_dominates(rows: Sequence[Mapping[str, Any]]) -> bool:
 def narrow_metrics(rows: Sequence[Mapping[str, Any]], metric: str) -> list[str]:
     """The metric columns the printed table shows after the headline: `NARROW_METRICS` that
     some finished row has, evidence lost only when some row lost any, the retrieval-only
-    latency only when the query embedding hides it (`embedding_dominates`)."""
+    latency only when the query embedding hides it (`embedding_dominates`), and the
+    quantisation tax (overlap, headline, MRR) when some row was run off fp32."""
     finished = [r for r in rows if r.get("status") == "FINISHED"]
 
     def wanted(m: str) -> bool:
@@ -433,7 +434,12 @@ def narrow_metrics(rows: Sequence[Mapping[str, Any]], metric: str) -> list[str]:
             return any(v < 1.0 for v in values)
         return m != RETRIEVAL_LATENCY or embedding_dominates(finished)
 
-    return [m for m in NARROW_METRICS if wanted(m)]
+    # A sweep over embedding backends/precisions: what the quantised rows lose against their
+    # fp32 reference is part of the decision (only those rows have it).
+    quant = ("quant_overlap_at_10", f"quant_tax_{metric}", "quant_tax_mrr")
+    taxed = [m for m in dict.fromkeys(quant)
+             if any(isinstance(r.get(m), int | float) for r in finished)]
+    return [*(m for m in NARROW_METRICS if wanted(m)), *taxed]
 
 
 def print_comparison(axes: Sequence[str], rows: Sequence[dict[str, Any]]) -> None:

@@ -118,3 +118,13 @@ def test_no_inversion_no_line_and_direction_follows_the_metric() -> None:
     assert line is not None and line.endswith(
         "#2 (worse) differs on 3 of 40 questions (2 worse, 1 better); #3 (tied) differs on 3 "
         "of 40 questions (2 worse, 1 better)")
+
+
+def test_the_quantisation_tax_joins_the_narrow_table_when_a_row_was_run_off_fp32(
+        tmp_path) -> None:
+    _, rows = _rows(tmp_path, (9.0, 9.1), (4.6, 6.0))
+    plain = narrow_metrics(rows, "recall_at_5")
+    assert not any(m.startswith("quant_") for m in plain)
+    rows[1].update(quant_overlap_at_10=0.9, quant_tax_recall_at_5=0.025, quant_tax_mrr=0.01)
+    assert narrow_metrics(rows, "recall_at_5") == [
+        *plain, "quant_overlap_at_10", "quant_tax_recall_at_5", "quant_tax_mrr"]
