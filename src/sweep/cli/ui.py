@@ -66,9 +66,19 @@ def cmd_ui(argv: Sequence[str]) -> int:
           "the link follows once it answers; Ctrl-C stops it)", flush=True)
     command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri,
                "--host", "127.0.0.1", "--port", str(args.port)]
-    # Its own process group, so that a signal here reaches every process it starts.
-    server = subprocess.Popen(command, process_group=0)
+    # Its own process group, so that a signal here reaches every process it starts. Its own
+    # messages go to stderr: on a shared stdout its log lines spliced into the printed links
+    # ("...workflowType=machine_learning2026/12/05 ..."), which a script reading stdout took
+    # as part of the link.
+    server = subprocess.Popen(command, process_group=0, stdout=_stderr_fd())
     return _serve(server, base, ready)
+
+
+def _stderr_fd() -> int | None:
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # a replaced stderr without a file
+        return None
 
 
 def port_free(port: int) -> bool:
