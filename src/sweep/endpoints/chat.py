@@ -90,6 +90,19 @@ class ChatClient:
         except Exception as exc:
             raise self._error(exc) from None
 
+    def require_served(self, keyed: str) -> None:
+        """The endpoint lists ``model`` under that name. A cache keyed on the name needs it:
+        llama.cpp answers whatever name it is sent, so a wrong one would file another model's
+        replies under this one. ``keyed`` ends the message ("the transform cache keys replies
+        on that name")."""
+        served = self.served_models()
+        if self.model not in served:
+            setting = f"{self.ep.section}.model"
+            raise SweepError(f"{setting}={self.model!r} is not what {self.ep.base_url} serves "
+                             f"({', '.join(served) or 'nothing'}); {keyed} on that name",
+                             hint=f"set {setting} to the served name (servers/llm.sh alias "
+                             "prints it)")
+
     def complete(self, messages: Sequence[dict[str, str]], temperature: float,
                  max_tokens: int) -> Answer:
         self._budget.take(0)  # the SDK's own retries are not counted against it

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sweep.common.errors import SweepError
 from sweep.endpoints.chat import Answer, ChatClient, ChatUsage
 from sweep.endpoints.cost import chat_usage_metrics
 from sweep.endpoints.spec import EndpointSpec
@@ -69,15 +68,7 @@ def open_client(job: TransformJob, cached: bool) -> ChatClient:
     client = ChatClient(job.endpoint, job.model)
     client.preflight()
     if cached:
-        served = client.served_models()
-        if job.model not in served:
-            # llama.cpp answers whatever name it is sent: a wrong name would file another
-            # model's replies under this one.
-            raise SweepError(f"retrieval.transform.model={job.model!r} is not what "
-                             f"{job.endpoint.base_url} serves ({', '.join(served) or 'nothing'})"
-                             "; the transform cache keys replies on that name",
-                             hint="set retrieval.transform.model to the served name "
-                             "(servers/llm.sh alias prints it)")
+        client.require_served("the transform cache keys replies")
     return client
 
 

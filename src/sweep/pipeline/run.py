@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from sweep.chunking.chunkers import Chunk
-from sweep.common.errors import SweepError
 from sweep.common.memory import release_free_memory
 from sweep.common.progress import Progress
 from sweep.common.store import CacheTarget
@@ -490,15 +489,7 @@ def make_reader(gen: GenerationSpec, embedding: EmbeddingSpec, cache: CacheTarge
     client.preflight()
     answers = None
     if gen.cache_answers and cache is not None:
-        # The cache is keyed on the model's name: a name the endpoint does not serve could be
-        # answered by another model (llama.cpp answers whatever name it is sent).
-        served = client.served_models()
-        if gen.model not in served:
-            raise SweepError(f"generation.model={gen.model!r} is not what "
-                             f"{gen.endpoint.base_url} serves ({', '.join(served) or 'nothing'})"
-                             "; generation.cache_answers keys answers on that name",
-                             hint="set generation.model to the served name (servers/llm.sh "
-                             "alias prints it)")
+        client.require_served("generation.cache_answers keys answers")
         answers = get_answer_cache(cache.dir)
     return ChatReader(client, gen.system_prompt, gen.prompt, gen.temperature, gen.max_tokens,
                       answers)
