@@ -22,7 +22,7 @@ from sweep.chunking.semantic import SemanticParams
 from sweep.common.errors import SweepError
 from sweep.common.store import CacheTarget
 from sweep.config.compose import to_container
-from sweep.config.schema import Config
+from sweep.config.schema import Config, typed_config
 from sweep.data.parsers.limits import ParseLimits
 from sweep.embedding.embedder import ServedSpec
 from sweep.embedding.models import FAMILY, EmbeddingSpec
@@ -415,8 +415,7 @@ def sweep_job_spec(config: Any) -> JobSpec | None:
 
     try:
         plain = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
-        merged = OmegaConf.merge(OmegaConf.structured(Config), plain)
-        return build_job_spec(OmegaConf.to_object(merged))  # type: ignore[arg-type]
+        return build_job_spec(typed_config(plain))
     except OmegaConfBaseException as exc:
         log.warning("the golden set's audit was not written: %s", config_error_line(exc))
         return None

@@ -110,3 +110,24 @@ def test_a_registered_value_is_accepted_by_the_schema_and_gone_after() -> None:
         assert compose(["retrieval.unit=sentence_only"]).retrieval.unit.value == "sentence_only"
     with pytest.raises(SweepError, match=r"Invalid value 'sentence_only'"):
         compose(["retrieval.unit=sentence_only"])
+
+
+def test_typed_config_follows_a_refreshed_axis() -> None:
+    """`typed_config` keeps one schema node per set of axis enums: a value registered (and
+    the enums refreshed) converts, and is refused again once it is gone."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import ValidationError
+
+    from sweep.retrieval.units import UNIT
+
+    base = OmegaConf.to_container(OmegaConf.structured(compose([])), enum_to_str=True)
+    plain = {**base, "retrieval": {**base["retrieval"], "unit": "sentence_only"}}
+    with pytest.raises(ValidationError):
+        schema.typed_config(plain)
+    with UNIT.added(Entry("sentence_only", lambda d, hit, spec, memo: hit)):
+        schema.refresh_axes()
+        assert schema.typed_config(plain).retrieval.unit.value == "sentence_only"
+    schema.refresh_axes()
+    with pytest.raises(ValidationError):
+        schema.typed_config(plain)
+    assert schema.typed_config(base) == compose([])
