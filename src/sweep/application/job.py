@@ -11,6 +11,8 @@ the corpus and golden set, the reference chunking, query embeddings) is memoised
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,7 +40,13 @@ from sweep.evaluation.sources import (
     score_by_source,
     source_metrics,
 )
-from sweep.pipeline.memo import golden_drift, item_smells_cached, parsing_summary
+from sweep.pipeline.memo import (
+    golden_drift,
+    item_smells_cached,
+    keep_work,
+    parsing_summary,
+    recall_work,
+)
 from sweep.pipeline.run import (
     LATENCY_NOTE,
     Indexes,
@@ -116,9 +124,16 @@ def run_job(job: JobSpec, *, progress: bool = True) -> JobResult:
         drift = golden_drift(golden, view.docs, view.fingerprint)
     with stage_timer(timings, "chunk_s"):  # the cutting model and the headers' model included
         view.chunks  # noqa: B018  (cut now, inside the timer)
-    s = _search(view, resolved, timings, served)
-    with stage_timer(timings, "eval_s"):
-        scored = _score(view, resolved, s)
+    key = _work_key(job)
+    kept = recall_work(key, view.chunks) if key is not None else None
+    if kept is not None:
+        s, scored = _fresh(*kept, reused=True)
+    else:
+        s = _search(view, resolved, timings, served)
+        with stage_timer(timings, "eval_s"):
+            scored = _score(view, resolved, s)
+        if key is not None:  # a copy: what follows adds to the rows and the views
+            keep_work(key, view.chunks, _fresh(s, scored, reused=False))
     timings["total_s"] = time.perf_counter() - t0
     metrics = _headline_checked(job, scored.summary)
     split = by_needs(scored.rows, need_split_metrics(job.scoring.headline,
@@ -168,6 +183,38 @@ def run_job(job: JobSpec, *, progress: bool = True) -> JobResult:
     }
     return JobResult(report, scored.rows, scored.chunks, list(resolved), scored.rankings,
                      scored.misses.views)
+
+
+def _work_key(job: JobSpec) -> str | None:
+    """What a job's search and scoring read apart from its chunks: two jobs of one process
+    with the same key and equal chunks search and score alike (recursive and heading cut a
+    corpus without headings the same). How the chunks were cut is left out, as the chunks are
+    compared whole; so is what is read after the scoring (generation, judge, tracking). None
+    where each job must run its own: a query transform counts its model calls per job."""
+    if job.retrieval.transform is not None:
+        return None
+    c = job.chunking
+    return repr((job.corpus, job.golden, c.tokenizer, c.cutting, c.context, job.embedding,
+                 job.retrieval, job.index, job.rerank, job.scoring, job.cache, job.assembly))
+
+
+def _fresh(s: _Searched, scored: _Scored, *, reused: bool) -> tuple[_Searched, _Scored]:
+    """Copies of what a job adds to afterwards (metrics, rows, views); ``reused``: for a job
+    that takes another's search, which embedded nothing and measured no latency itself."""
+    metrics = dict(s.ix.metrics)
+    source = s.latency_source
+    if reused:
+        # as a text already in this process's memory counts in neither
+        metrics.update(n_texts_encoded=0.0, n_texts_from_cache=0.0)
+        source = (f"{source} (taken with the search of an earlier configuration of this "
+                  "process: the same chunks and settings)")
+    searched = dataclasses.replace(s, ix=dataclasses.replace(s.ix, metrics=metrics),
+                                   latency=dict(s.latency), latency_source=source,
+                                   transform_metrics=dict(s.transform_metrics))
+    misses = MissAnalysis(dict(scored.misses.counts), [dict(v) for v in scored.misses.views])
+    return searched, dataclasses.replace(
+        scored, summary=dict(scored.summary), rows=[dict(r) for r in scored.rows],
+        misses=misses, sources=copy.deepcopy(scored.sources))
 
 
 def _search(view: CorpusView, resolved: list[ResolvedItem], timings: dict[str, float],

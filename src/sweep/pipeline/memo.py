@@ -67,14 +67,39 @@ class _Memo:
     # The last approximate index built (the scored pass and the latency pass share it);
     # one only, as an index can be as large as the vectors.
     ann: dict[tuple, VectorIndex] = field(default_factory=dict)
+    # The search and scoring of the last few jobs, by their settings apart from how the
+    # chunks were cut, each with its chunks (`recall_work`, `keep_work`).
+    work: dict[str, tuple[list[Chunk], Any]] = field(default_factory=dict)
 
 
 _MEMO = _Memo()
+# Jobs whose work is kept: duplicates come close together in a grid (the boundary axis next to
+# the header axis), and each holds every question's rows and rankings.
+WORK_KEPT = 4
 
 
 def clear_memo() -> None:
     global _MEMO
     _MEMO = _Memo()
+
+
+def recall_work(key: str, chunks: list[Chunk]) -> Any | None:
+    """What `keep_work` kept under ``key`` for these very chunks (equal, chunk by chunk), or
+    None."""
+    kept = _MEMO.work.get(key)
+    if kept is None or kept[0] != chunks:
+        return None
+    return kept[1]
+
+
+def keep_work(key: str, chunks: list[Chunk], work: Any) -> None:
+    """Keep ``work`` (a job's search and scoring) for a later job of this process whose
+    settings give ``key`` and whose chunks equal ``chunks``; the oldest beyond `WORK_KEPT`
+    is let go."""
+    _MEMO.work.pop(key, None)
+    _MEMO.work[key] = (chunks, work)
+    while len(_MEMO.work) > WORK_KEPT:
+        del _MEMO.work[next(iter(_MEMO.work))]
 
 
 def _corpus_key(corpus: CorpusSpec) -> tuple:
