@@ -33,6 +33,7 @@ from sweep.cli.sweep_session import (
     SESSION,
     close_failed,
     close_interrupted,
+    parent_for_log,
     run_name,
     sweep_parent,
 )
@@ -97,7 +98,7 @@ def job(cfg: DictConfig) -> float:
     _print_summary(rep, job_dir, multirun)
     if spec.tracking.enabled:
         failed = log_finished(spec.tracking.uri, spec.tracking.experiment, rep, plain, paths,
-                              job_dir, multirun, name=run_name(plain), parent=sweep_parent(),
+                              job_dir, multirun, name=run_name(plain), parent=parent_for_log(),
                               not_logged=SESSION.not_logged)
         if failed is not None:
             return _exit_or_nan(str(failed), multirun, failed)

@@ -67,9 +67,10 @@ def run_name(plain: dict[str, Any]) -> str:
 
 def sweep_parent(*, exit_on_error: bool = True) -> str | None:
     """The id of the running sweep's parent run (None outside a sweep). The worker creates it
-    while the first job runs, and the first ask waits for it: when the first job's run is
-    logged, or at a Ctrl-C. A store that could not create it ends the sweep with its one line,
-    as it did when the sweep started."""
+    while the first job runs, and the first ask waits for it: at a Ctrl-C, at the sweep's end,
+    or when a job's run is logged once the worker has answered (`parent_for_log`). A store
+    that could not create it ends the sweep with its one line, as it did when the sweep
+    started."""
     s = SESSION
     if s.starting is not None:
         starting = s.starting
@@ -95,6 +96,18 @@ def sweep_parent(*, exit_on_error: bool = True) -> str | None:
                             "ended (%s): KILLED, tagged %s", len(closed), ", ".join(closed),
                             tracking.STALE_TAG)
     return os.environ.get(tracking.PARENT_ENV)
+
+
+def parent_for_log() -> str | tracking_worker.Later | None:
+    """The parent run for a job's run queued to the worker: its id once the worker has
+    created it, else a `Later` the worker fills in (it creates the parent first: calls run in
+    order). The first job no longer waits for the worker's MLflow import and the parent run
+    (up to ~2 s of a warm sweep); a store that failed says so at the next job's log, or at the
+    sweep's end."""
+    starting = SESSION.starting
+    if starting is not None and not starting.parent.ready():
+        return starting.parent.later(1)  # (experiment_id, run_id)
+    return sweep_parent()
 
 
 def close_interrupted() -> str:

@@ -70,7 +70,8 @@ def resume_finished(uri: str, experiment: str, chash: str, job_dir: Path, *, for
 
 def log_finished(uri: str, experiment: str, rep: dict[str, Any], plain: dict[str, Any],
                  artifacts: list[Path], job_dir: Path, multirun: bool, *, name: str,
-                 parent: str | None, not_logged: list[str]) -> SweepError | None:
+                 parent: str | tracking_worker.Later | None, not_logged: list[str]
+                 ) -> SweepError | None:
     """Log the finished job's run: queued inside a sweep (the next job starts while the worker
     logs this one; a failure is reported at the next MLflow call or at the sweep's end, which
     exits 1, and added to ``not_logged``), at once for a single run, whose failure is

@@ -58,11 +58,35 @@ class _Sent:
     reply: tuple[Any, ...] | None = None
 
 
+@dataclass(frozen=True)
+class Later:
+    """Part ``index`` of the result of the `begin` call of ``name``, as an argument of a later
+    call: the worker puts the value in, having run that call first (calls run in order), so
+    the caller need not wait for it (`Promise.later`)."""
+
+    name: str
+    index: int
+
+
 class Promise:
     """The result of a call `begin` sent: waited for (in order) at the first `result`."""
 
     def __init__(self, sent: _Sent) -> None:
         self._sent = sent
+
+    def ready(self) -> bool:
+        """Whether `result` would answer without waiting (the replies already there read)."""
+        sent = self._sent
+        worker = _live()
+        if sent.reply is None and worker is not None and any(s is sent for s in worker.sent):
+            _collect(worker, None, only_ready=True)
+            return sent.reply is not None
+        return True  # answered, or lost with the worker: `result` says which at once
+
+    def later(self, index: int) -> Later:
+        """Part ``index`` of the result, for a call sent after this one (only while the worker
+        has not answered: `ready` is False)."""
+        return Later(self._sent.name, index)
 
     def result(self) -> Any:
         sent = self._sent
@@ -143,7 +167,7 @@ def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     sent = _Sent(_name_of(fn))
     worker = _live()
     if worker is None or not _send(worker, sent, args, kwargs):
-        return fn(*args, **kwargs)
+        return fn(*_here(args), **_here(kwargs))
     return _collect(worker, sent)
 
 
@@ -154,7 +178,7 @@ def submit(fn: Callable[..., Any], *args: Any, on_error: OnError, **kwargs: Any)
     worker = _live()
     if worker is None or not _send(worker, _Sent(_name_of(fn), on_error), args, kwargs):
         try:
-            fn(*args, **kwargs)
+            fn(*_here(args), **_here(kwargs))
         except SweepError as exc:
             on_error(exc)
         return
@@ -164,7 +188,7 @@ def submit(fn: Callable[..., Any], *args: Any, on_error: OnError, **kwargs: Any)
 def begin(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Promise:
     """Send ``fn(*args, **kwargs)`` and go on; its result (or `SweepError`) at
     `Promise.result`. (Where the call runs in this process, it runs now.)"""
-    sent = _Sent(_name_of(fn), keep=True)
+    sent = _BEGUN[_name_of(fn)] = _Sent(_name_of(fn), keep=True)
     worker = _live()
     if worker is None or not _send(worker, sent, args, kwargs):
         try:
@@ -205,6 +229,27 @@ def stop() -> None:
 
 # --- this process's side ---------------------------------------------------------------------
 
+# The latest `begin` call of each function: what a `Later` names, where a call that carries
+# one runs in this process (the worker gone).
+_BEGUN: dict[str, _Sent] = {}
+
+
+def _here(values: Any) -> Any:
+    """``values`` (args or kwargs) with each `Later` replaced by its value, for a call run in
+    this process: the begun call's reply must be in by then (the worker answered it before
+    it went, or `_gone` recorded it lost)."""
+    def fill(v: Any) -> Any:
+        if not isinstance(v, Later):
+            return v
+        sent = _BEGUN.get(v.name)
+        if sent is None or sent.reply is None:
+            raise SweepError(f"{v.name} had not run before the call that needs its result")
+        return _result(sent.reply)[v.index]
+
+    if isinstance(values, dict):
+        return {k: fill(v) for k, v in values.items()}
+    return tuple(fill(v) for v in values)
+
 def _name_of(fn: Callable[..., Any]) -> str:
     name = getattr(fn, "__name__", "")
     if getattr(tracking, name, None) is not fn:
@@ -235,7 +280,7 @@ def _send(worker: _Worker, sent: _Sent, args: tuple[Any, ...], kwargs: dict[str,
     assert worker.conn is not None
     try:
         with _sigint_held():  # sent and queued, or neither
-            worker.conn.send((sent.name, args, kwargs))
+            worker.conn.send((sent.name, args, kwargs, sent.keep))
             worker.sent.append(sent)
     except OSError:
         _gone(worker)
@@ -347,24 +392,44 @@ def _serve(conn: Connection, owner: int) -> None:
     with contextlib.suppress(Exception):
         tracking.preload()
     plot_ready = False
+    done: dict[str, tuple[Any, ...]] = {}  # the reply of the latest `begin` of each function
     while True:
         try:
             if not plot_ready and not conn.poll(IDLE_S):
                 plot_ready = True
                 with contextlib.suppress(Exception):
                     tracking.preload_plot()
-            name, args, kwargs = conn.recv()
+            name, args, kwargs, begun = conn.recv()
         except (EOFError, OSError):
             return
         try:
+            args = tuple(_filled(a, done) for a in args)
+            kwargs = {k: _filled(v, done) for k, v in kwargs.items()}
             reply: tuple[Any, ...] = ("ok", getattr(tracking, name)(*args, **kwargs))
         except SweepError as exc:
             reply = ("error", exc.message, exc.hint)
         except Exception:
             reply = ("crash", traceback.format_exc())
+        if begun:  # for a later call's `Later` argument
+            done[name] = reply
         try:
             conn.send(reply)
         except (EOFError, OSError):
             return
         except Exception:  # a result that does not pickle
             conn.send(("crash", traceback.format_exc()))
+
+
+def _filled(value: Any, done: dict[str, tuple[Any, ...]]) -> Any:
+    """``value``, or for a `Later` the part of the earlier call's result it names; that
+    call's error (or its absence) is this call's."""
+    if not isinstance(value, Later):
+        return value
+    reply = done.get(value.name)
+    if reply is None:
+        raise SweepError(f"{value.name} had not run before the call that needs its result")
+    if reply[0] != "ok":
+        raise SweepError(f"{value.name} failed: "
+                         f"{reply[1] if reply[0] == 'error' else reply[1].strip().splitlines()[-1]}")
+    return reply[1][value.index]
+

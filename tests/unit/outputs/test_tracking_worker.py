@@ -156,6 +156,39 @@ def test_a_begun_call_is_waited_for_when_its_result_is_asked(tmp_path: Path) -> 
                            "before it had done tag_run")
 
 
+def test_a_later_call_takes_a_begun_result_without_waiting_for_it(tmp_path: Path) -> None:
+    """The sweep's first job logs its run under the parent run the worker is still creating:
+    `Promise.later` stands for the result, the worker puts it in; a failed begun call is the
+    later call's error; run here (the worker gone), the reply already read is put in."""
+    res = _script(tmp_path, """
+        assert tracking_worker.start()
+        errors = []
+        parent = tracking_worker.begin(tracking.tag_run, "u", "p", "k", "sleep1")
+        started = time.time()
+        assert not parent.ready()
+        tracking_worker.submit(tracking.tag_run, "u", parent.later(0), "child", "ok",
+                               on_error=errors.append)
+        tracking_worker.submit(tracking.tag_run, "u", "x", "k", "ok", on_error=errors.append)
+        sent_in = time.time() - started  # neither waited for p's second
+        assert parent.result() == ["p", "k"] and parent.ready()
+        failed = tracking_worker.begin(tracking.tag_run, "u", "q", "k", "fail")
+        tracking_worker.submit(tracking.tag_run, "u", failed.later(0), "child", "ok",
+                               on_error=errors.append)
+        tracking_worker.drain()
+        tracking_worker.stop()  # from now on calls run in this process
+        ok = tracking_worker.begin(tracking.tag_run, "u", "r", "k", "ok")
+        here = tracking_worker.call(tracking.tag_run, "u", ok.later(0), "child", "ok")
+        print(json.dumps({"sent_in": sent_in, "errors": [str(e) for e in errors],
+                          "here": here, "ran": [r[0] for r in ran()]}))
+    """)
+    out = json.loads(res.stdout.splitlines()[-1])
+    assert out["sent_in"] < 0.5
+    # the child ran after p, under p's result; q failed, so its child never ran
+    assert out["ran"] == ["p", "p", "x", "q", "r", "r"]
+    assert out["errors"] == ["tag_run failed: tagging q failed"]
+    assert out["here"] == ["r", "child"]
+
+
 def test_the_worker_exits_when_its_pipe_closes(tmp_path: Path) -> None:
     res = _script(tmp_path, """
         assert tracking_worker.start()
