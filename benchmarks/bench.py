@@ -485,6 +485,13 @@ def main() -> None:
     embed_overhead(out / "warm", "warm")
     print(f"warm_outside_jobs_s={warm_s - jobs_total(out / 'warm'):.1f} (of "
           f"warm_s={warm_s:.1f})", flush=True)
+    # Without MLflow: the pipeline alone. With it, a warm sweep cannot end before the MLflow
+    # worker has imported MLflow (~3 s of CPU on the other core) and logged every run.
+    untracked_s = sweep(out, "warm-untracked", out / "cache", args.sizes,
+                        ["tracking.enabled=false"])
+    print(f"warm_untracked_s={untracked_s:.1f} warm_untracked_cpu_s="
+          f"{SWEEP_CPU_S['warm-untracked']:.1f} warm_untracked_ratio={untracked_s / cold_s:.3f}"
+          f"  (tracking.enabled=false; {load()})", flush=True)
     if args.cold_warm_only:
         return
     # The same warm sweep with the reference BM25 implementation: what bm25s saves.
