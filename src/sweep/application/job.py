@@ -22,6 +22,7 @@ from typing import Any
 from sweep.application.corpus import CorpusView, open_corpus_view
 from sweep.chunking.chunkers import Chunk, chunk_stats
 from sweep.common.errors import SweepError
+from sweep.common.files import folder_syncs_once
 from sweep.config.identity import config_hash
 from sweep.config.specs import JobSpec
 from sweep.data.abstentions import Abstention, load_abstentions
@@ -357,10 +358,11 @@ def write_job(job: JobSpec, result: JobResult, job_dir: Path, plain: dict[str, A
 
     rep = result.report
     # Retrieval results are on disk before generation starts: a crash there loses nothing.
-    paths = [rp.write_report(job_dir, rep), rp.write_per_question(job_dir, result.rows),
-             rp.write_config(job_dir, plain)]
-    miss_counts = {k: v for k, v in rep["metrics"].items() if k.startswith("n_miss")}
-    paths += write_views(job_dir, result.views, name, miss_counts)
+    with folder_syncs_once():
+        paths = [rp.write_report(job_dir, rep), rp.write_per_question(job_dir, result.rows),
+                 rp.write_config(job_dir, plain)]
+        miss_counts = {k: v for k, v in rep["metrics"].items() if k.startswith("n_miss")}
+        paths += write_views(job_dir, result.views, name, miss_counts)
     if not multirun:  # a sweep audits its golden set once, at its end
         paths += set_audit(job, job_dir, audit_power(
             None, rep["headline"]["metric"], None, "one configuration: no pair to size it "

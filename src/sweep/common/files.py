@@ -7,10 +7,13 @@ labelling page edits, the baseline, exported winners.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
 import stat
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -31,9 +34,31 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+# The folders whose fsync `folder_syncs_once` holds back, per thread (a stack of blocks).
+_HELD = threading.local()
+
+
+@contextlib.contextmanager
+def folder_syncs_once() -> Iterator[None]:
+    """`atomic_write`s inside the block fsync each folder once, at the block's end (also on an
+    error), not once per file: each file still reaches the disk before its rename, and the
+    renames together after. A job folder's five files cost six fsyncs instead of ten (about
+    0.1 s of a warm job on this machine's disk)."""
+    stack: list[set[Path]] = _HELD.__dict__.setdefault("stack", [])
+    folders: set[Path] = set()
+    stack.append(folders)
+    try:
+        yield
+    finally:
+        stack.pop()
+        for folder in sorted(folders):
+            fsync_dir(folder)
+
+
 def atomic_write(path: Path, data: bytes | str) -> None:
     """Replace ``path`` with ``data`` (str as UTF-8, line ends as given): a temporary file in the
-    same folder, fsync, the old file's permissions, rename, fsync of the folder."""
+    same folder, fsync, the old file's permissions, rename, fsync of the folder (at the end of
+    an enclosing `folder_syncs_once` block)."""
     import shutil  # here: the gate's memo reads through this module on every check
     import tempfile
 
@@ -51,7 +76,11 @@ def atomic_write(path: Path, data: bytes | str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    fsync_dir(path.parent)
+    held = _HELD.__dict__.get("stack")
+    if held:
+        held[-1].add(path.parent)
+    else:
+        fsync_dir(path.parent)
 
 
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
