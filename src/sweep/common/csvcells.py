@@ -88,6 +88,15 @@ def read_csv(path: Any, **kwargs: Any) -> Any:
     return restore_frame(frame)
 
 
+def read_header(path: Path) -> list[str]:
+    """The column names of a tool's CSV, restored, as `read_csv` names them (a UTF-8 BOM
+    dropped): the first record only, without pandas (a reader that picks its columns reads
+    the header first; pandas' ``nrows=0`` costs as much as the file's columns it uses).
+    Empty for an empty file."""
+    with Path(path).open(newline="", encoding="utf-8-sig") as f:
+        return restore_row(next(csv.reader(f), []))
+
+
 def restore_frame(frame: Any) -> Any:
     import pandas as pd
 

@@ -133,3 +133,26 @@ def test_per_question_rows_lacking_columns_write_empty_cells(tmp_path: Path) -> 
     columns = [*PER_QUESTION_COLUMNS, "alpha", "beta", "zeta"]
     expected = _reference_text(columns, [[r.get(k) for k in columns] for r in rows])
     assert path.read_bytes().decode("utf-8") == expected
+
+
+def test_read_header_names_the_columns_as_read_csv_does(tmp_path: Path) -> None:
+    from sweep.common.csvcells import read_header
+
+    path = tmp_path / "t.csv"
+    path.write_bytes(csv_text(["qid", "=x", "'y", "a,b", 'say "hi"', "multi\nline"],
+                              [["1", 2, 3, 4, 5, 6]]).encode("utf-8"))
+    names = ["qid", "=x", "'y", "a,b", 'say "hi"', "multi\nline"]
+    assert read_header(path) == names == list(read_csv(path, nrows=0).columns)
+    bom = tmp_path / "bom.csv"  # a spreadsheet's UTF-8 export starts with one
+    bom.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert read_header(bom) == names == list(read_csv(bom, nrows=0).columns)
+    empty = tmp_path / "empty.csv"
+    empty.write_bytes(b"")
+    assert read_header(empty) == []
+
+
+def test_read_scores_of_an_empty_or_headless_per_question_csv_is_none(tmp_path: Path) -> None:
+    (tmp_path / "per_question.csv").write_bytes(b"")
+    assert read_scores(tmp_path, "mrr") is None
+    (tmp_path / "per_question.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    assert read_scores(tmp_path, "mrr") is None
