@@ -1,5 +1,6 @@
 """``sweep cache info | clear``: the on-disk embedding cache (and what is cached beside it: token
-starts, BM25 indexes, the gate's memos, the models exported for embedding.backend).
+starts, BM25 indexes, the gate's memos, the golden set audits' findings, the models exported
+for embedding.backend).
 
     sweep cache info|clear [overrides...]   (cache.dir=DIR picks the folder)
 """
@@ -11,6 +12,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from sweep.application.audit import MEMO_FOLDER as AUDIT_FOLDER
 from sweep.chunking.cache import get_starts_cache
 from sweep.common.store import CacheTarget
 from sweep.config.compose import compose
@@ -47,6 +49,10 @@ def cmd_cache(argv: Sequence[str]) -> int:
         n = len(list(gate.glob("*.json"))) if gate.is_dir() else 0
         shutil.rmtree(gate, ignore_errors=True)
         print(f"removed {n} gate memo{'' if n == 1 else 's'} from {gate}")
+        audits = Path(cfg.cache.dir) / AUDIT_FOLDER
+        n = len(list(audits.glob("*.json"))) if audits.is_dir() else 0
+        shutil.rmtree(audits, ignore_errors=True)
+        print(f"removed {n} golden set audit{'' if n == 1 else 's'} from {audits}")
         exports = Path(cfg.cache.dir) / EXPORTS_FOLDER
         n = len(exported_models(exports))
         shutil.rmtree(exports, ignore_errors=True)
@@ -65,6 +71,11 @@ def cmd_cache(argv: Sequence[str]) -> int:
     memos = list(gate.glob("*.json")) if gate.is_dir() else []
     print(f"{gate}: {len(memos)} gate memo{'' if len(memos) == 1 else 's'} (the runs "
           "`sweep baseline check` reuses while their inputs are unchanged)")
+    audits = Path(cfg.cache.dir) / AUDIT_FOLDER
+    found_audits = list(audits.glob("*.json")) if audits.is_dir() else []
+    print(f"{audits}: {len(found_audits)} golden set audit{'' if len(found_audits) == 1 else 's'} "
+          "(the findings a sweep's end reads back while the corpus, golden set and code are "
+          "unchanged)")
     exports = Path(cfg.cache.dir) / EXPORTS_FOLDER
     found = exported_models(exports)
     size = sum(f.stat().st_size for p in found for f in p.rglob("*") if f.is_file())

@@ -51,13 +51,25 @@ def restore_row(values: Sequence[str]) -> list[str]:
     return [restore(v) for v in values]
 
 
+# Cells `neutralise` keeps as they are, by their exact type: checked first, as most cells of
+# a per_question.csv are numbers (a million cells a sweep); then a plain text that starts
+# with none of `_FIRST`. None is among them: the ``csv`` module writes it as an empty cell,
+# as it writes "" (excel dialect, QUOTE_MINIMAL). Anything else (a str subclass, a numpy
+# number) goes through `neutralise` itself.
+_AS_IS = frozenset({int, float, bool, type(None)})
+# A text `neutralise` can change starts with one of these (the others are kept as they are).
+_FIRST = frozenset((*TRIGGERS, QUOTE))
+
+
 def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """The CSV (``csv`` module's excel dialect) of ``header`` and ``rows``, every cell through
     `neutralise`; None is written as an empty cell."""
     buf = io.StringIO()
     writer = csv.writer(buf)
     writer.writerow([neutralise(h) for h in header])
-    writer.writerows([("" if v is None else neutralise(v)) for v in row] for row in rows)
+    as_is, first = _AS_IS, _FIRST
+    writer.writerows([v if (c := v.__class__) in as_is or (c is str and v[:1] not in first)
+                      else neutralise(v) for v in row] for row in rows)
     return buf.getvalue()
 
 
@@ -74,6 +86,15 @@ def read_csv(path: Any, **kwargs: Any) -> Any:
 
     frame = pd.read_csv(path, **kwargs)
     return restore_frame(frame)
+
+
+def read_header(path: Path) -> list[str]:
+    """The column names of a tool's CSV, restored, as `read_csv` names them (a UTF-8 BOM
+    dropped): the first record only, without pandas (a reader that picks its columns reads
+    the header first; pandas' ``nrows=0`` costs as much as the file's columns it uses).
+    Empty for an empty file."""
+    with Path(path).open(newline="", encoding="utf-8-sig") as f:
+        return restore_row(next(csv.reader(f), []))
 
 
 def restore_frame(frame: Any) -> Any:

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sweep.common.csvcells import read_csv
+from sweep.common.csvcells import read_csv, read_header
 from sweep.common.errors import SweepError
 from sweep.decide import agreement as ag
 from sweep.decide import axes as ax
@@ -237,7 +237,7 @@ def read_questions(folder: Path, columns: Sequence[str]) -> Any:
     if not path.is_file():
         return None
     try:
-        head = read_csv(path, nrows=0).columns
+        head = read_header(path)
         if "qid" not in head:
             return None
         cols = list(dict.fromkeys(c for c in ("qid", "status", *columns) if c in head))

@@ -84,3 +84,75 @@ def test_comparison_csv_is_inert(tmp_path: Path) -> None:
     assert raw[0]["headline"] == "-0.125"
     back = read_csv(csv_path)
     assert back["chunk.boundary"].tolist() == ["=cmd()"] and back["headline"].tolist() == [-0.125]
+
+
+class _Label(str):
+    """A str subclass (as a StrEnum's member is): still a text cell to neutralise."""
+
+
+def _reference_text(header: list[object], rows: list[list[object]]) -> str:
+    """The CSV written the plain way: every cell through `neutralise`, None as ""."""
+    import io
+
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow([neutralise(h) for h in header])
+    for row in rows:
+        writer.writerow(["" if v is None else neutralise(v) for v in row])
+    return buf.getvalue()
+
+
+def test_csv_text_fast_paths_write_what_neutralise_writes() -> None:
+    import numpy as np
+
+    cells: list[object] = [
+        None, "", 0, -3, 2.5, -0.5, math.inf, math.nan, True, False, np.float64(-0.25),
+        np.int64(7), "plain", "-0.5", "+3e-2", HYPERLINK, "+1+2", "@x", "\t=1", "\r=1", "'q",
+        "''q", "-", "=", " =1", "é=1", _Label("=1"), _Label("ok"), _Label("'x"), _Label(""),
+    ]
+    rows = [cells, cells[::-1], [None] * len(cells), [""] * len(cells), cells[5:] + cells[:5]]
+    header = [f"c{i}" for i in range(len(cells) - 1)] + ["=h"]
+    text = csv_text(header, rows)
+    assert text == _reference_text(header, rows)
+    # and the cells that changed are the text cells the rule names, nothing else
+    written = list(csv.reader(text.splitlines(keepends=True)))
+    assert written[1][cells.index(HYPERLINK)] == "'" + HYPERLINK
+    assert written[1][cells.index(_Label("=1"))] == "'=1"
+    assert written[1][cells.index(-0.5)] == "-0.5" and written[3] == [""] * len(cells)
+
+
+def test_per_question_rows_lacking_columns_write_empty_cells(tmp_path: Path) -> None:
+    # Rows with different keys: each row's missing columns are empty cells, the extra
+    # columns sorted after the fixed ones, as a per-cell `row.get` writes them.
+    from sweep.outputs.report import PER_QUESTION_COLUMNS
+
+    rows = [{"qid": "a", "mrr": 0.5, "zeta": 1, "alpha": "=x"},
+            {"qid": "b", "status": "scored", "beta": None},
+            {"qid": "c", "alpha": "y", "mrr": None}]
+    path = write_per_question(tmp_path, rows)
+    columns = [*PER_QUESTION_COLUMNS, "alpha", "beta", "zeta"]
+    expected = _reference_text(columns, [[r.get(k) for k in columns] for r in rows])
+    assert path.read_bytes().decode("utf-8") == expected
+
+
+def test_read_header_names_the_columns_as_read_csv_does(tmp_path: Path) -> None:
+    from sweep.common.csvcells import read_header
+
+    path = tmp_path / "t.csv"
+    path.write_bytes(csv_text(["qid", "=x", "'y", "a,b", 'say "hi"', "multi\nline"],
+                              [["1", 2, 3, 4, 5, 6]]).encode("utf-8"))
+    names = ["qid", "=x", "'y", "a,b", 'say "hi"', "multi\nline"]
+    assert read_header(path) == names == list(read_csv(path, nrows=0).columns)
+    bom = tmp_path / "bom.csv"  # a spreadsheet's UTF-8 export starts with one
+    bom.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert read_header(bom) == names == list(read_csv(bom, nrows=0).columns)
+    empty = tmp_path / "empty.csv"
+    empty.write_bytes(b"")
+    assert read_header(empty) == []
+
+
+def test_read_scores_of_an_empty_or_headless_per_question_csv_is_none(tmp_path: Path) -> None:
+    (tmp_path / "per_question.csv").write_bytes(b"")
+    assert read_scores(tmp_path, "mrr") is None
+    (tmp_path / "per_question.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    assert read_scores(tmp_path, "mrr") is None
