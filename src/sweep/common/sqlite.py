@@ -130,7 +130,7 @@ def select_keys(db: sqlite3.Connection, sql: str, params: Sequence[object],
                 keys: Sequence[bytes]) -> Iterator[tuple]:
     """The rows of ``sql`` for every distinct key, a batch of keys per statement: ``sql`` ends
     in ``key IN ({marks})``, ``params`` are its parameters before the keys."""
-    unique = list(dict.fromkeys(keys))
+    unique = sorted(set(keys))  # in key order, as `store._batches`: neighbouring B-tree pages
     for lo in range(0, len(unique), KEYS_PER_SELECT):
         part = unique[lo : lo + KEYS_PER_SELECT]
         try:

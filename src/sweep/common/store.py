@@ -115,7 +115,11 @@ class Store(Protocol):
 
 
 def _batches(keys: Sequence[bytes]) -> Iterator[list[bytes]]:
-    unique = list(dict.fromkeys(keys))
+    # In key order: each batch then covers one stretch of the primary key's B-tree, so the
+    # pages one lookup reads serve the next. Hash keys in arrival order sent every batch all
+    # over the file: reading the 19k cached vectors of a warm sweep took 0.34 s, 0.11 s sorted
+    # (callers key the rows they get by key, never by position).
+    unique = sorted(set(keys))
     for lo in range(0, len(unique), KEYS_PER_SELECT):
         yield unique[lo : lo + KEYS_PER_SELECT]
 

@@ -87,3 +87,38 @@ def test_jobs_opening_one_new_cache_together_all_get_it(tmp_path: Path, kind: st
         for p in procs:
             p.join(30)
         assert met == ["ok"] * 4, (trial, met)
+
+
+def test_select_keys_answers_each_key_once_a_sorted_batch_at_a_time(tmp_path: Path) -> None:
+    """Keys past one batch, repeated and in random order: every stored key comes back once
+    (and a missing one not at all), each statement's keys in key order."""
+    import random
+
+    from sweep.common import sqlite as sq
+    from sweep.common.store import KEYS_PER_SELECT, SQLiteStore
+
+    table = Table("t", (("key", "BLOB"), ("v", "INTEGER")), ("key",))
+    store = SQLiteStore(tmp_path / "s.sqlite", [table], "test cache")
+    stored = [i.to_bytes(4, "big") for i in range(0, 2 * KEYS_PER_SELECT + 7, 1)]
+    store.insert(table, [(k, int.from_bytes(k, "big")) for k in stored], replace=False)
+    asked = stored[::-1] + stored[:40] + [b"absent"]
+    random.Random(3).shuffle(asked)
+    sent: list[list[bytes]] = []
+    trace = store.db.execute
+
+    def execute(sql: str, params: list) -> object:
+        sent.append(params)
+        return trace(sql, params)
+
+    store.db = type("Spy", (), {"execute": staticmethod(execute)})()  # type: ignore[assignment]
+    rows = list(store.select_keys("SELECT key, v FROM t WHERE key IN ({marks})", [], asked))
+    assert sorted((bytes(k), v) for k, v in rows) == [(k, int.from_bytes(k, "big"))
+                                                      for k in stored]
+    assert [k for part in sent for k in part] == sorted(set(asked))
+    assert all(len(part) <= KEYS_PER_SELECT for part in sent) and len(sent) == 3
+    with sq.open_db(tmp_path / "f.sqlite", "CREATE TABLE t (key BLOB PRIMARY KEY, v INTEGER);",
+                    "test cache") as db:
+        db.executemany("INSERT INTO t VALUES (?, ?)",
+                       [(k, int.from_bytes(k, "big")) for k in stored])
+        got = list(sq.select_keys(db, "SELECT key, v FROM t WHERE key IN ({marks})", [], asked))
+        assert sorted((bytes(k), v) for k, v in got) == sorted((bytes(k), v) for k, v in rows)
