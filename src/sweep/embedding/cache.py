@@ -15,6 +15,8 @@ and write at once (SQLite serialises the writers; PostgreSQL's upsert writes a t
 
 from __future__ import annotations
 
+import binascii
+import hashlib
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -22,7 +24,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from sweep.common.sqlite import parts_key, text_key
+from sweep.common.sqlite import text_key
 from sweep.common.store import CacheTarget, SQLiteStore, Table, as_target, open_store
 
 log = logging.getLogger(__name__)
@@ -41,8 +43,14 @@ FILE_NAME = "embeddings.sqlite"
 
 def checksum(model: str, key: bytes, vector: bytes) -> bytes:
     """Ties a stored vector to its (model fingerprint, text hash): a vector copied or written
-    over another row's, still of a valid shape, no longer matches and is not used."""
-    return parts_key([model, key.hex(), vector.hex()])[:16]
+    over another row's, still of a valid shape, no longer matches and is not used.
+
+    ``parts_key([model, key.hex(), vector.hex()])[:16]``, the bytes laid out here without the
+    hex strings and their UTF-8 copies (hex digits are ASCII): a warm job checks every vector
+    it reads, and this took a third less time."""
+    parts = (model.encode("utf-8"), binascii.hexlify(key), binascii.hexlify(vector))
+    return hashlib.sha256(b"".join(
+        b for part in parts for b in (len(part).to_bytes(8, "big"), part))).digest()[:16]
 
 
 class EmbeddingCache:
@@ -188,6 +196,31 @@ def get_cache(where: str | Path | CacheTarget) -> EmbeddingCache:
 
 V = TypeVar("V")
 
+# `text_key` of the texts met lately (text -> key), up to KEY_MEMO_CHARS characters of text,
+# then started afresh: a job hashes each chunk text for its vector and again for its token
+# length, and every job hashes the same questions. The texts it holds are mostly held anyway
+# (the process memo keeps each chunking's chunks).
+KEY_MEMO_CHARS = 2**24
+_KEYS: dict[str, bytes] = {}
+_key_chars = 0
+
+
+def text_keys(texts: Iterable[str]) -> list[bytes]:
+    """`text_key` of each text, in order."""
+    global _key_chars
+    out = []
+    for text in texts:
+        key = _KEYS.get(text)
+        if key is None:
+            key = text_key(text)
+            if _key_chars + len(text) > KEY_MEMO_CHARS:
+                _KEYS.clear()
+                _key_chars = 0
+            _KEYS[text] = key
+            _key_chars += len(text)
+        out.append(key)
+    return out
+
 
 def tiered(texts: list[str], memory: dict[bytes, V],
            disk_get: Callable[[str, list[bytes]], dict[bytes, V]] | None,
@@ -197,7 +230,7 @@ def tiered(texts: list[str], memory: dict[bytes, V],
     the disk cache, what that lacks computed, each distinct text once, and written back to
     disk. Returns the texts' keys, in order. Both embedders (`models.LocalEmbedder`, `served.ServedEmbedder`) fill
     their caches this way."""
-    keys = [text_key(t) for t in texts]
+    keys = text_keys(texts)
     missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in memory}
     if missing and disk_get is not None:
         found = disk_get(model, list(missing))
