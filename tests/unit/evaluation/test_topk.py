@@ -1,5 +1,5 @@
-"""`metrics.TopKSpans` and `metrics.TopKRanks` (every k in one pass) equal the per-metric
-reference functions.
+"""`metrics.TopKSpans`, `metrics.TopKRanks` and `metrics.TopKPassages` (every k in one pass)
+equal the per-metric reference functions.
 
 The fast paths add up the same integers (evidence characters covered, characters read,
 relevant ids found) that `covered_chars`, `spans_length` and `recall_at_k` count for each
@@ -126,6 +126,44 @@ def test_random_ranks_equal_the_reference(seed: int) -> None:
             assert ranks.recall(k) == m.recall_at_k(ranked, relevant, k)
             assert ranks.hit(k) == m.hit_at_k(ranked, relevant, k)
             assert ranks.ndcg(k) == m.ndcg_at_k(ranked, dict.fromkeys(relevant, 1.0), k)
+
+
+def test_hand_made_passages() -> None:
+    # passage 0 first at rank 2 ("b"), passage 1 never, passage 2 at rank 4 ("d", "a" repeated)
+    ranked = ["x", "b", "a", "d", "a"]
+    found = m.TopKPassages(ranked, [{"a", "b"}, {"z"}, {"d", "y"}], "all", 10)
+    assert sorted(found.first) == [2, 4]
+    assert [found.found(k) for k in range(1, 7)] == [0, 1, 1, 2, 2, 2]
+    assert found.full_recall(10) == 0.0  # passage 1 is never found
+    alternatives = m.TopKPassages(ranked, [{"z"}, {"d"}], "any", 10)
+    assert [alternatives.found(k) for k in (3, 4)] == [0, 1]
+    assert alternatives.full_recall(4) == 1.0
+    with pytest.raises(ValueError, match="beyond the computed depth"):
+        m.TopKPassages(ranked, [{"a"}], "all", 2).found(3)
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        found.found(0)
+    with pytest.raises(ValueError, match="no passage has a relevant id"):
+        m.TopKPassages(ranked, [set(), set()], "all", 3)
+    with pytest.raises(ValueError, match="needs must be"):
+        m.TopKPassages(ranked, [{"a"}], "most", 3)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_random_passages_equal_the_reference(seed: int) -> None:
+    rng = random.Random(seed)
+    ids = [f"c{i}" for i in range(30)]
+    for _ in range(50):
+        ranked = [rng.choice(ids) for _ in range(rng.randint(0, 25))]  # repeats included
+        passages = [set(rng.sample(ids, rng.randint(0, 4))) for _ in range(rng.randint(1, 4))]
+        if not any(passages):
+            passages.append({rng.choice(ids)})
+        needs = rng.choice(["all", "any"])
+        depth = rng.randint(1, len(ranked) + 6)
+        found = m.TopKPassages(ranked, passages, needs, depth)
+        known = range(1, len(ranked) + 7) if depth >= len(ranked) else range(1, depth + 1)
+        for k in known:
+            assert found.found(k) == m.passages_found_at_k(ranked, passages, k, needs)
+            assert found.full_recall(k) == m.full_recall_at_k(ranked, passages, k, needs)
 
 
 def _chunk(i: int, doc_id: str, text: str, a: int, b: int) -> Chunk:
