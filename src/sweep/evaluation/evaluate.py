@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -38,6 +41,13 @@ def metric_names(k: Sequence[int], prompt_k: int) -> list[str]:
     return METRICS.question_names(k, prompt_k)
 
 
+def _picked(values: Sequence[Any], indices: Sequence[int]) -> list[Any]:
+    """``[values[i] for i in indices]``, picked in one call (read 100 deep per question)."""
+    if len(indices) > 1:
+        return list(itemgetter(*indices)(values))
+    return [values[i] for i in indices]
+
+
 class _Placed:
     """Each chunk's span as the metrics read it (``spec.span_mode``), and which of them touch
     a question's evidence."""
@@ -50,17 +60,32 @@ class _Placed:
         for i, (doc_id, _, _) in enumerate(self.spans):
             by_doc.setdefault(doc_id, []).append(i)
         self.by_doc = by_doc
-        self.starts = {d: np.array([self.spans[i][1] for i in ix]) for d, ix in by_doc.items()}
-        self.ends = {d: np.array([self.spans[i][2] for i in ix]) for d, ix in by_doc.items()}
+        # Where a document's starts and ends both never decrease (a chunker's spans in exact
+        # mode) the chunks touching a span are one slice of them, found by bisection; else
+        # (chroma's moved spans, nested units) one comparison over arrays of the bounds.
+        self.bounds: dict[str, tuple[Any, Any, bool]] = {}
+        for d, ix in by_doc.items():
+            starts = [self.spans[i][1] for i in ix]
+            ends = [self.spans[i][2] for i in ix]
+            if all(a <= b for a, b in pairwise(starts)) and all(a <= b for a, b in pairwise(ends)):
+                self.bounds[d] = (starts, ends, True)
+            else:
+                self.bounds[d] = (np.array(starts), np.array(ends), False)
 
     def touching(self, evidence: Sequence[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
-        """Chunks that touch ``evidence`` (a numpy pre-filter; the metric decides)."""
+        """Chunks that touch ``evidence`` (a pre-filter on the bounds; the metric decides)."""
         hit: set[int] = set()
         for doc_id, s, e in evidence:
             if doc_id in self.by_doc:
-                st, en = self.starts[doc_id], self.ends[doc_id]
-                mask = ((st <= e) & (en >= s)) if self.closed else ((st < e) & (en > s))
-                hit.update(self.by_doc[doc_id][j] for j in np.flatnonzero(mask))
+                ix = self.by_doc[doc_id]
+                st, en, ordered = self.bounds[doc_id]
+                if ordered and self.closed:  # st <= e and en >= s
+                    hit.update(ix[bisect_left(en, s):bisect_right(st, e)])
+                elif ordered:  # st < e and en > s
+                    hit.update(ix[bisect_right(en, s):bisect_left(st, e)])
+                else:
+                    mask = ((st <= e) & (en >= s)) if self.closed else ((st < e) & (en > s))
+                    hit.update(ix[j] for j in np.flatnonzero(mask))
         return m.touching_spans([self.spans[i] for i in sorted(hit)], evidence, self.closed)
 
 
@@ -82,8 +107,8 @@ class _Scores:
         out: dict[str, list[Any]] = {}
         for plan, rows in zip(self._plans, self._rows, strict=True):
             if rows:
-                for name in plan.names:
-                    out[name] = [row[name] for row in rows]
+                values = zip(*map(itemgetter(*plan.names), rows), strict=True)
+                out.update(zip(plan.names, map(list, values), strict=True))
         return out
 
 
@@ -112,11 +137,11 @@ def _question(row: dict[str, Any], item: ResolvedItem, ranked_ids: list[str],
     evidence (Precision_Ω) and the "Min" k."""
     near = placed.touching(item.spans)
     k_min = min(max(len(near), 1), MIN_MODE_CAP)
-    tokens = list(map(chunk_tokens.__getitem__, indices))
+    tokens = _picked(chunk_tokens, indices)
     # Deep enough for every k read: the ks, the "Min" k and the chunks in the budget;
     # one span more tells TopKSpans whether the ranking goes on below that depth.
     depth = max(ks[-1], k_min, m.take_within_budget(tokens, spec.token_budget))
-    top = m.TopKSpans(list(map(placed.spans.__getitem__, indices[: depth + 1])), item.spans,
+    top = m.TopKSpans(_picked(placed.spans, indices[: depth + 1]), item.spans,
                       depth)
     row["n_touching"] = len(near)
     passages = _passage_sets(row, item, locator, spec)
@@ -195,7 +220,7 @@ def evaluate(
     diagnostics = {k: v for k, v in (diagnostics or {}).items() if v and v[0] is not None}
     found_counts: dict[str, int] = {}
     for n, (item, ranking) in enumerate(zip(resolved, rankings, strict=True)):
-        ranked_ids = list(map(chunk_ids.__getitem__, ranking.indices))
+        ranked_ids = _picked(chunk_ids, ranking.indices)
         relevant = relevant_chunks(item.spans, locator, spec.min_overlap)
         row: dict[str, Any] = {
             "qid": item.item.qid,
@@ -221,7 +246,7 @@ def evaluate(
         else:
             _unscored_status(row, item)
         if item.doc_ids:
-            docs = m.collapse_to_docs(list(map(chunk_docs.__getitem__, ranking.indices)))
+            docs = m.collapse_to_docs(_picked(chunk_docs, ranking.indices))
             documents = Documents(docs, item.doc_ids, m.TopKRanks(docs, item.doc_ids, ks[-1]))
             scores.put_all(row, 1, doc_plan.values(documents))
         rows.append(row)

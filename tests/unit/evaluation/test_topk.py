@@ -200,3 +200,23 @@ def test_evaluate_equals_the_reference_functions(mode: str, seed: int) -> None:
                     span_mode=mode)
     _, rows = evaluate(resolved, chunks, rankings, spec, texts=texts)
     assert check_rows_against_reference(rows, resolved, chunks, rankings, spans, spec) > 20
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_chunks_touching_the_evidence_are_those_touching_spans_gives(seed: int) -> None:
+    """`evaluate`'s pre-filter of the chunks touching the evidence (a bisection over ordered
+    bounds, a comparison over others) keeps every chunk `touching_spans` keeps, open and
+    closed intervals alike, in chunk order."""
+    from sweep.evaluation.evaluate import _Placed
+
+    rng = random.Random(seed)
+    for _ in range(20):
+        ranked, evidence, _ = _random_case(rng)
+        pool = sorted(set(ranked)) if rng.random() < 0.5 else ranked  # ordered or shuffled
+        for d, a, b in rng.sample(pool, min(3, len(pool))):  # evidence at a chunk's edges
+            evidence += [(d, b - 1, b + 3), (d, a - 3, a + 1), (d, b, b + 2), (d, a - 2, a)]
+        chunks = [Chunk(f"{d}#{i}", d, i, a, b, "", "", 1) for i, (d, a, b) in enumerate(pool)]
+        for mode in ("exact", "chroma"):
+            placed = _Placed(chunks, "exact", None)
+            placed.closed = mode == "chroma"  # chroma's interval test on the same spans
+            assert placed.touching(evidence) == m.touching_spans(pool, evidence, placed.closed)
