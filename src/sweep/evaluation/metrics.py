@@ -178,8 +178,12 @@ class TopKRanks:
             found.append(len(seen))
         self.found = found
         self.gains = gains
+        # every k from 1 to this is computed and inside the ranking: its prefix is k long
+        self._plain = min(depth, len(gains))
 
     def _n(self, k: int) -> int:
+        if 0 < k <= self._plain:  # the common case, without the checks
+            return k
         if k < 1:
             _check_k(k)
         if k > self.depth and not self.complete:
@@ -360,6 +364,15 @@ class TopKSpans:
                         seen[doc_id] = _merged_pieces([*done, (a, b)])
             self.covered.append(covered)
             self.read.append(read)
+        # every k from 1 to this is computed and inside the ranking: its prefix is k long
+        self._plain = min(depth, len(self.covered) - 1)
+
+    def _checked_n(self, k: int) -> int:
+        """`_n` of a k the metrics read (k >= 1)."""
+        if 0 < k <= self._plain:  # the common case, without the checks
+            return k
+        _check_k(k)
+        return self._n(k)
 
     def _n(self, k: int) -> int:
         """How many ranked spans the top ``k`` holds (k = 0: none, for the budget)."""
@@ -369,22 +382,16 @@ class TopKSpans:
 
     def evidence_recall(self, k: int) -> float:
         """`evidence_recall_at_k`."""
-        if k < 1:
-            _check_k(k)
-        return self.covered[self._n(k)] / self.total
+        return self.covered[self._checked_n(k)] / self.total
 
     def span_precision(self, k: int) -> float:
         """`span_precision_at_k`."""
-        if k < 1:
-            _check_k(k)
-        n = self._n(k)
+        n = self._checked_n(k)
         return self.covered[n] / self.read[n] if self.read[n] else 0.0
 
     def span_iou(self, k: int) -> float:
         """`span_iou_at_k`."""
-        if k < 1:
-            _check_k(k)
-        n = self._n(k)
+        n = self._checked_n(k)
         return self.covered[n] / (self.read[n] + self.total - self.covered[n])
 
     def evidence_recall_at_budget(self, ranked_tokens: Sequence[int], budget: int) -> float:
