@@ -47,6 +47,7 @@ class Question:
     ranks: m.TopKRanks  # recall, hit and nDCG for every k, from one pass
     spans: m.TopKSpans  # the span metrics for every k, from one pass
     passages: Sequence[set[str]]  # per evidence passage, the ids relevant to it
+    found: m.TopKPassages  # the passages found for every k, from one pass
     needs: str  # all | any: whether the answer needs every passage
     evidence: Sequence[Span]
     touching: Sequence[Span]  # every chunk that touches the evidence
@@ -164,29 +165,48 @@ class MetricRegistry:
         return any(e.lower_is_better and e.starts(name) for e in self)
 
 
+class Plan:
+    """The order and the names `compute` gives the values of ``entries`` for the cut-offs
+    ``ks``, worked out once for every question of a run (formatting the names and walking the
+    entries per question was much of the cost of scoring a warm sweep). A run of consecutive
+    per-k entries is computed k by k (``recall_at_1, hit_at_1, ..., recall_at_3, ...``)."""
+
+    def __init__(self, entries: Sequence[Metric], ks: Sequence[int]) -> None:
+        self.names: list[str] = []
+        self._steps: list[tuple[Callable[..., Any], int | None]] = []
+        i = 0
+        while i < len(entries):
+            j = i
+            while j < len(entries) and entries[j].per_k:
+                j += 1
+            if j == i:  # one metric without k
+                self._add(entries[i].pattern, entries[i], None)
+                i += 1
+                continue
+            for k in ks:
+                for e in entries[i:j]:
+                    self._add(e.pattern.format(k=k), e, k)
+            i = j
+
+    def _add(self, name: str, entry: Metric, k: int | None) -> None:
+        self.names.append(name)
+        self._steps.append((entry.compute, k))  # type: ignore[arg-type]
+
+    def values(self, view: Question | Documents) -> list[Any]:
+        """The values for one question, in the order of ``names``."""
+        # two plain calls: a call with *args costs twice as much, 800,000 times a sweep
+        return [f(view) if k is None else f(view, k) for f, k in self._steps]
+
+
 def compute(entries: Sequence[Metric], view: Question | Documents, ks: Sequence[int]
             ) -> dict[str, Any]:
-    """The values of ``entries`` for one question, by name. A run of consecutive per-k
-    entries is computed k by k (``recall_at_1, hit_at_1, ..., recall_at_3, ...``)."""
-    out: dict[str, Any] = {}
-    i = 0
-    while i < len(entries):
-        j = i
-        while j < len(entries) and entries[j].per_k:
-            j += 1
-        if j == i:  # one metric without k
-            out[entries[i].pattern] = entries[i].compute(view)  # type: ignore[misc]
-            i += 1
-            continue
-        for k in ks:
-            for e in entries[i:j]:
-                out[e.pattern.format(k=k)] = e.compute(view, k)  # type: ignore[misc]
-        i = j
-    return out
+    """The values of ``entries`` for one question, by name, in `Plan`'s order."""
+    plan = Plan(entries, ks)
+    return dict(zip(plan.names, plan.values(view), strict=True))
 
 
 def _passages_found(q: Question, k: int) -> float:
-    return float(m.passages_found_at_k(q.ranked_ids, q.passages, k, q.needs))
+    return float(q.found.found(k))
 
 
 METRICS = MetricRegistry([
@@ -216,7 +236,7 @@ METRICS = MetricRegistry([
            lambda q: q.spans.evidence_recall_at_budget(q.tokens, q.token_budget)),
     Metric("full_recall_at_{k}", "1 when the top k holds the whole answer: every passage it "
            "needs (`full_recall_at_k`).",
-           lambda q, k: m.full_recall_at_k(q.ranked_ids, q.passages, k, q.needs)),
+           lambda q, k: q.found.full_recall(k)),
     Metric("passages_found_at_{k}", "How many of the passages the answer needs are in the "
            "top k (`passages_found_at_k`).", _passages_found),
     Metric("precision_omega", "Precision when every chunk touching the evidence is retrieved "

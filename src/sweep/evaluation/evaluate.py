@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
 from sweep.chunking.chunkers import Chunk
 from sweep.evaluation import metrics as m
-from sweep.evaluation.catalog import METRICS, Documents, Question, compute
+from sweep.evaluation.catalog import METRICS, Documents, Plan, Question
 from sweep.evaluation.placement import placed_spans
 from sweep.evaluation.relevance import ChunkLocator, ResolvedItem, relevant_chunks
 from sweep.retrieval.ranking import Ranking
@@ -38,6 +41,13 @@ def metric_names(k: Sequence[int], prompt_k: int) -> list[str]:
     return METRICS.question_names(k, prompt_k)
 
 
+def _picked(values: Sequence[Any], indices: Sequence[int]) -> list[Any]:
+    """``[values[i] for i in indices]``, picked in one call (read 100 deep per question)."""
+    if len(indices) > 1:
+        return list(itemgetter(*indices)(values))
+    return [values[i] for i in indices]
+
+
 class _Placed:
     """Each chunk's span as the metrics read it (``spec.span_mode``), and which of them touch
     a question's evidence."""
@@ -50,31 +60,56 @@ class _Placed:
         for i, (doc_id, _, _) in enumerate(self.spans):
             by_doc.setdefault(doc_id, []).append(i)
         self.by_doc = by_doc
-        self.starts = {d: np.array([self.spans[i][1] for i in ix]) for d, ix in by_doc.items()}
-        self.ends = {d: np.array([self.spans[i][2] for i in ix]) for d, ix in by_doc.items()}
+        # Where a document's starts and ends both never decrease (a chunker's spans in exact
+        # mode) the chunks touching a span are one slice of them, found by bisection; else
+        # (chroma's moved spans, nested units) one comparison over arrays of the bounds.
+        self.bounds: dict[str, tuple[Any, Any, bool]] = {}
+        for d, ix in by_doc.items():
+            starts = [self.spans[i][1] for i in ix]
+            ends = [self.spans[i][2] for i in ix]
+            if all(a <= b for a, b in pairwise(starts)) and all(a <= b for a, b in pairwise(ends)):
+                self.bounds[d] = (starts, ends, True)
+            else:
+                self.bounds[d] = (np.array(starts), np.array(ends), False)
 
     def touching(self, evidence: Sequence[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
-        """Chunks that touch ``evidence`` (a numpy pre-filter; the metric decides)."""
+        """Chunks that touch ``evidence`` (a pre-filter on the bounds; the metric decides)."""
         hit: set[int] = set()
         for doc_id, s, e in evidence:
             if doc_id in self.by_doc:
-                st, en = self.starts[doc_id], self.ends[doc_id]
-                mask = ((st <= e) & (en >= s)) if self.closed else ((st < e) & (en > s))
-                hit.update(self.by_doc[doc_id][j] for j in np.flatnonzero(mask))
+                ix = self.by_doc[doc_id]
+                st, en, ordered = self.bounds[doc_id]
+                if ordered and self.closed:  # st <= e and en >= s
+                    hit.update(ix[bisect_left(en, s):bisect_right(st, e)])
+                elif ordered:  # st < e and en > s
+                    hit.update(ix[bisect_right(en, s):bisect_left(st, e)])
+                else:
+                    mask = ((st <= e) & (en >= s)) if self.closed else ((st < e) & (en > s))
+                    hit.update(ix[j] for j in np.flatnonzero(mask))
         return m.touching_spans([self.spans[i] for i in sorted(hit)], evidence, self.closed)
 
 
 class _Scores:
-    """Per-question metric values, kept per metric for the averages."""
+    """Per-question metric values, written into the rows; the rows that got each `Plan`'s
+    values are kept (not the values again) and read back per metric for the averages."""
 
-    def __init__(self) -> None:
-        self.values: dict[str, list[float]] = {}
+    def __init__(self, plans: Sequence[Plan]) -> None:
+        self._plans = plans
+        self._rows: list[list[dict[str, Any]]] = [[] for _ in plans]
 
-    def put_all(self, row: dict[str, Any], values: dict[str, float]) -> None:
-        """Each of ``values`` into ``row`` and into its metric's values, in their order."""
-        row.update(values)
-        for name, value in values.items():
-            self.values.setdefault(name, []).append(value)
+    def put_all(self, row: dict[str, Any], which: int, values: list[Any]) -> None:
+        """``values`` of plan ``which`` into ``row``, by the plan's names."""
+        row.update(zip(self._plans[which].names, values, strict=True))
+        self._rows[which].append(row)
+
+    def by_metric(self) -> dict[str, list[Any]]:
+        """Each metric's values, in question order."""
+        out: dict[str, list[Any]] = {}
+        for plan, rows in zip(self._plans, self._rows, strict=True):
+            if rows:
+                values = zip(*map(itemgetter(*plan.names), rows), strict=True)
+                out.update(zip(plan.names, map(list, values), strict=True))
+        return out
 
 
 def _passage_sets(row: dict[str, Any], item: ResolvedItem, locator: ChunkLocator,
@@ -95,21 +130,26 @@ def _passage_sets(row: dict[str, Any], item: ResolvedItem, locator: ChunkLocator
 def _question(row: dict[str, Any], item: ResolvedItem, ranked_ids: list[str],
               indices: Sequence[int], rel: set[str], placed: _Placed, chunk_tokens: list[int],
               locator: ChunkLocator, spec: EvalSpec, ks: Sequence[int]) -> Question:
-    """What the chunk-level metrics of a question some chunk answers read: the ranks and the
-    span metrics of its ranking for every k, from one pass each (`metrics.TopKRanks`,
-    `metrics.TopKSpans`, equal to the per-metric functions: tests/unit/evaluation/
-    test_topk.py), every chunk that touches the evidence (Precision_Ω) and the "Min" k."""
+    """What the chunk-level metrics of a question some chunk answers read: the ranks, the
+    span metrics and the passages found of its ranking for every k, from one pass each
+    (`metrics.TopKRanks`, `metrics.TopKSpans`, `metrics.TopKPassages`, equal to the
+    per-metric functions: tests/unit/evaluation/test_topk.py), every chunk that touches the
+    evidence (Precision_Ω) and the "Min" k."""
     near = placed.touching(item.spans)
     k_min = min(max(len(near), 1), MIN_MODE_CAP)
-    tokens = [chunk_tokens[i] for i in indices]
+    tokens = _picked(chunk_tokens, indices)
     # Deep enough for every k read: the ks, the "Min" k and the chunks in the budget;
     # one span more tells TopKSpans whether the ranking goes on below that depth.
     depth = max(ks[-1], k_min, m.take_within_budget(tokens, spec.token_budget))
-    top = m.TopKSpans([placed.spans[i] for i in indices[: depth + 1]], item.spans, depth)
+    top = m.TopKSpans(_picked(placed.spans, indices[: depth + 1]), item.spans,
+                      depth)
     row["n_touching"] = len(near)
+    passages = _passage_sets(row, item, locator, spec)
     return Question(ranked_ids=ranked_ids, relevant=rel, tokens=tokens,
                     ranks=m.TopKRanks(ranked_ids, rel, ks[-1]), spans=top,
-                    passages=_passage_sets(row, item, locator, spec), needs=item.needs,
+                    passages=passages,
+                    found=m.TopKPassages(ranked_ids, passages, item.needs, ks[-1]),
+                    needs=item.needs,
                     evidence=item.spans, touching=near, closed=placed.closed, k_min=k_min,
                     token_budget=spec.token_budget)
 
@@ -175,11 +215,12 @@ def evaluate(
     chunk_docs = [c.doc_id for c in chunks]
     ks = sorted(set(spec.k) | {spec.prompt_k})
     rows: list[dict[str, Any]] = []
-    scores = _Scores()
+    chunk_plan, doc_plan = Plan(METRICS.at("chunk"), ks), Plan(METRICS.at("doc"), ks)
+    scores = _Scores((chunk_plan, doc_plan))
     diagnostics = {k: v for k, v in (diagnostics or {}).items() if v and v[0] is not None}
     found_counts: dict[str, int] = {}
     for n, (item, ranking) in enumerate(zip(resolved, rankings, strict=True)):
-        ranked_ids = [chunk_ids[i] for i in ranking.indices]
+        ranked_ids = _picked(chunk_ids, ranking.indices)
         relevant = relevant_chunks(item.spans, locator, spec.min_overlap)
         row: dict[str, Any] = {
             "qid": item.item.qid,
@@ -194,7 +235,7 @@ def evaluate(
             row["first_relevant_rank"] = m.first_relevant_rank(ranked_ids, rel)
             question = _question(row, item, ranked_ids, ranking.indices, rel, placed,
                                  chunk_tokens, locator, spec, ks)
-            scores.put_all(row, compute(METRICS.at("chunk"), question, ks))
+            scores.put_all(row, 0, chunk_plan.values(question))
             row["evidence_coverage_at_prompt_k"] = row[f"evidence_recall_at_{spec.prompt_k}"]
             found = _found_by(row, {position[c] for c in rel if c in position},
                               {name: lists[n] for name, lists in diagnostics.items()},
@@ -205,12 +246,12 @@ def evaluate(
         else:
             _unscored_status(row, item)
         if item.doc_ids:
-            docs = m.collapse_to_docs([chunk_docs[i] for i in ranking.indices])
+            docs = m.collapse_to_docs(_picked(chunk_docs, ranking.indices))
             documents = Documents(docs, item.doc_ids, m.TopKRanks(docs, item.doc_ids, ks[-1]))
-            scores.put_all(row, compute(METRICS.at("doc"), documents, ks))
+            scores.put_all(row, 1, doc_plan.values(documents))
         rows.append(row)
 
-    summary = {name: m.mean(vals) for name, vals in sorted(scores.values.items())}
+    summary = {name: m.mean(vals) for name, vals in sorted(scores.by_metric().items())}
     statuses = [r["status"] for r in rows]
     summary["n_questions"] = len(rows)
     summary["n_scored"] = statuses.count("scored")

@@ -133,6 +133,21 @@ def ndcg_at_k(ranked: Sequence[str], gains: Mapping[str, float], k: int) -> floa
     return dcg / idcg
 
 
+# log2(i + 2), the DCG discount of rank i + 1, for the ranks most rankings are read to; the
+# same calls `ndcg_at_k` makes, made once.
+_LOG2 = tuple(math.log2(i + 2) for i in range(128))
+# The ideal DCG of n relevant ids with binary gains, by n: the `math.fsum` `ndcg_at_k` takes
+# of the same terms, kept (a pure function of n).
+_IDEAL_DCG: dict[int, float] = {}
+
+
+def _ideal_dcg(n: int) -> float:
+    ideal = _IDEAL_DCG.get(n)
+    if ideal is None:
+        ideal = _IDEAL_DCG[n] = math.fsum(1.0 / math.log2(i + 2) for i in range(n))
+    return ideal
+
+
 class TopKRanks:
     """`recall_at_k`, `hit_at_k` and `ndcg_at_k` with binary gains (``{id: 1.0 for id in
     relevant}``) of one question for every k at once, from one pass over ``ranked[:depth]``.
@@ -149,18 +164,28 @@ class TopKRanks:
         self.relevant = len(relevant)
         self.depth = depth
         self.complete = depth >= len(ranked)
+        top = ranked[:depth]
+        logs = _LOG2 if len(top) <= len(_LOG2) else [math.log2(i + 2) for i in range(len(top))]
         seen: set[str] = set()
-        self.found = [0]
-        self.gains: list[float] = []
-        for i, rid in enumerate(ranked[:depth]):
-            hit = rid in relevant
-            if hit:
+        found = [0]
+        gains: list[float] = []
+        for i, rid in enumerate(top):
+            if rid in relevant:
                 seen.add(rid)  # a repeated id counts once in recall, twice in DCG
-            self.found.append(len(seen))
-            self.gains.append((1.0 if hit else 0.0) / math.log2(i + 2))
+                gains.append(1.0 / logs[i])
+            else:
+                gains.append(0.0)  # 0.0 / log2(i + 2)
+            found.append(len(seen))
+        self.found = found
+        self.gains = gains
+        # every k from 1 to this is computed and inside the ranking: its prefix is k long
+        self._plain = min(depth, len(gains))
 
     def _n(self, k: int) -> int:
-        _check_k(k)
+        if 0 < k <= self._plain:  # the common case, without the checks
+            return k
+        if k < 1:
+            _check_k(k)
         if k > self.depth and not self.complete:
             raise ValueError(f"k={k} is beyond the computed depth {self.depth}")
         return min(k, len(self.gains))
@@ -176,7 +201,45 @@ class TopKRanks:
     def ndcg(self, k: int) -> float:
         """`ndcg_at_k` with a gain of 1.0 for each relevant id."""
         dcg = math.fsum(self.gains[: self._n(k)])
-        return dcg / math.fsum(1.0 / math.log2(i + 2) for i in range(min(k, self.relevant)))
+        return dcg / _ideal_dcg(min(k, self.relevant))
+
+
+class TopKPassages:
+    """`passages_found_at_k` and `full_recall_at_k` of one question for every k at once, from
+    one pass over ``ranked[:depth]``: the rank at which each passage first has a relevant id.
+
+    A passage is in the top k when that rank is at most k, which is the test the reference
+    functions make on ``set(ranked[:k])``; the counts are the same integers. k beyond the
+    ranking and beyond ``depth`` as in `TopKSpans`.
+    """
+
+    def __init__(self, ranked: Sequence[str], passages: Sequence[set[str] | frozenset[str]],
+                 needs: str, depth: int) -> None:
+        _check_passages(passages, 1, needs)
+        self.any = needs == "any"
+        self.needed = 1 if self.any else len(passages)
+        self.depth = depth
+        self.complete = depth >= len(ranked)
+        first: dict[str, int] = {}
+        wanted = set().union(*passages)
+        for rank, rid in enumerate(ranked[:depth], start=1):
+            if rid in wanted and rid not in first:
+                first[rid] = rank
+        # the first rank of each passage found within depth, in no particular order
+        self.first = [min(first[i] for i in p if i in first) for p in passages
+                      if not first.keys().isdisjoint(p)]
+
+    def found(self, k: int) -> int:
+        """`passages_found_at_k`."""
+        _check_k(k)
+        if k > self.depth and not self.complete:
+            raise ValueError(f"k={k} is beyond the computed depth {self.depth}")
+        n = sum(1 for r in self.first if r <= k)
+        return min(n, 1) if self.any else n
+
+    def full_recall(self, k: int) -> float:
+        """`full_recall_at_k`."""
+        return 1.0 if self.found(k) >= self.needed else 0.0
 
 
 def merge_spans(spans: Iterable[Span]) -> list[Span]:
@@ -301,6 +364,15 @@ class TopKSpans:
                         seen[doc_id] = _merged_pieces([*done, (a, b)])
             self.covered.append(covered)
             self.read.append(read)
+        # every k from 1 to this is computed and inside the ranking: its prefix is k long
+        self._plain = min(depth, len(self.covered) - 1)
+
+    def _checked_n(self, k: int) -> int:
+        """`_n` of a k the metrics read (k >= 1)."""
+        if 0 < k <= self._plain:  # the common case, without the checks
+            return k
+        _check_k(k)
+        return self._n(k)
 
     def _n(self, k: int) -> int:
         """How many ranked spans the top ``k`` holds (k = 0: none, for the budget)."""
@@ -310,19 +382,16 @@ class TopKSpans:
 
     def evidence_recall(self, k: int) -> float:
         """`evidence_recall_at_k`."""
-        _check_k(k)
-        return self.covered[self._n(k)] / self.total
+        return self.covered[self._checked_n(k)] / self.total
 
     def span_precision(self, k: int) -> float:
         """`span_precision_at_k`."""
-        _check_k(k)
-        n = self._n(k)
+        n = self._checked_n(k)
         return self.covered[n] / self.read[n] if self.read[n] else 0.0
 
     def span_iou(self, k: int) -> float:
         """`span_iou_at_k`."""
-        _check_k(k)
-        n = self._n(k)
+        n = self._checked_n(k)
         return self.covered[n] / (self.read[n] + self.total - self.covered[n])
 
     def evidence_recall_at_budget(self, ranked_tokens: Sequence[int], budget: int) -> float:

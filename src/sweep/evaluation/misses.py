@@ -26,9 +26,10 @@ ranked list, so the same inputs always give the same cause.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -71,9 +72,12 @@ def best_single_chunk_share(spans: Sequence[Span], chunks: Sequence[Chunk]) -> f
     for doc_id, s, e in spans:
         if e <= s:
             continue
-        for c in chunks:
+        length = e - s
+        for c in chunks:  # a miss reads every chunk of its documents: kept to plain compares
             if c.doc_id == doc_id:
-                best = max(best, _overlap(s, e, c.start, c.end) / (e - s))
+                held = min(e, c.end) - max(s, c.start)
+                if held > 0 and held / length > best:
+                    best = held / length
     return best
 
 
@@ -166,7 +170,14 @@ def _ranks_of(indices: Sequence[int], wanted: Sequence[int]) -> dict[int, int]:
     """The 1-based rank in ``indices`` of each of ``wanted`` it holds (a ranking's indices are
     distinct). Only the shown chunks are looked up: a diagnostic ranking is ``retrieval.depth``
     long, and mapping all of it for every question was most of the view's cost."""
-    return {i: indices.index(i) + 1 for i in wanted if i in indices}
+    ranks: dict[int, int] = {}
+    for i in wanted:
+        try:  # one scan of the ranking (a test with `in` first made two)
+            rank = indices.index(i) + 1
+        except ValueError:
+            continue
+        ranks[i] = rank
+    return ranks
 
 
 def miss_views(rows: Sequence[Mapping[str, Any]], spans_by_row: Sequence[Sequence[Span]],
@@ -194,48 +205,76 @@ def miss_views(rows: Sequence[Mapping[str, Any]], spans_by_row: Sequence[Sequenc
     by_doc: dict[str, list[Chunk]] = {}
     for c in chunks:
         by_doc.setdefault(c.doc_id, []).append(c)
-    # Each document's chunk bounds as arrays: a passage's chunks are found with one comparison
-    # over them instead of a loop over the document's chunks per evidence span (most of the
-    # views' cost on long documents); in the documents' chunk order, as the loop had them.
-    bounds = {d: (np.array([c.start for c in cs]), np.array([c.end for c in cs]))
-              for d, cs in by_doc.items()}
+    # Each document's chunk bounds: a passage's chunks are those ending after its window's
+    # start and starting before its end, in the document's chunk order. Where the starts and
+    # the ends both never decrease (a chunker's output) they are one slice, found by
+    # bisection; otherwise (nested units) one comparison over arrays of the bounds.
+    bounds: dict[str, tuple[Any, Any, bool]] = {}
+    for d, cs in by_doc.items():
+        starts, ends = [c.start for c in cs], [c.end for c in cs]
+        if all(a <= b for a, b in pairwise(starts)) and all(a <= b for a, b in pairwise(ends)):
+            bounds[d] = (starts, ends, True)
+        else:
+            bounds[d] = (np.array(starts), np.array(ends), False)
+
+    def window_chunks(doc_id: str, w0: int, w1: int) -> list[Chunk]:
+        doc_chunks = by_doc.get(doc_id)
+        if not doc_chunks:
+            return []
+        starts, ends, ordered = bounds[doc_id]
+        if ordered:
+            return doc_chunks[bisect_right(ends, w0):bisect_left(starts, w1)]
+        return [doc_chunks[j] for j in np.flatnonzero((ends > w0) & (starts < w1))]
+
+    # What a hit and a segment show of a chunk, made once per chunk (a chunk is shown for many
+    # questions): its id, tokens, heading path, page, and header (a segment's).
+    shown_parts: dict[int, tuple[str, int, str, int | None]] = {}
+    headers: dict[int, str] = {}  # by id(): the chunks are alive for the call
+
+    def parts(i: int) -> tuple[str, int, str, int | None]:
+        got = shown_parts.get(i)
+        if got is None:
+            c = chunks[i]
+            got = shown_parts[i] = (c.chunk_id, c.n_tokens, " > ".join(c.heading_path),
+                                    page(c.doc_id, c.start))
+        return got
+
+    def header(c: Chunk) -> str:
+        got = headers.get(id(c))
+        if got is None:
+            got = headers[id(c)] = c.embed_text[: len(c.embed_text) - len(c.text)].strip()
+        return got
+
+    rank_keys = [(name, f"{name}_rank") for name in diagnostics]
     views = []
     for n, (row, spans) in enumerate(zip(rows, spans_by_row, strict=True)):
         relevant = set(str(row.get("relevant_ids", "")).split())
         ranking = rankings[n]
+        shown_ix = ranking.indices[:top]
         # Each retriever's own rank of each shown chunk; "found by" = in that retriever's top k.
         ranks: dict[str, dict[int, int]] = {}
         for name, lists in diagnostics.items():
             other = lists[n] if lists else None
-            ranks[name] = (_ranks_of(other.indices, ranking.indices[:top])
-                           if other is not None else {})
+            ranks[name] = _ranks_of(other.indices, shown_ix) if other is not None else {}
         hits = []
-        for rank, (i, score) in enumerate(zip(ranking.indices[:top], ranking.scores[:top],
-                                              strict=True), start=1):
-            c = chunks[i]
+        for rank, (i, score) in enumerate(zip(shown_ix, ranking.scores[:top], strict=True),
+                                          start=1):
+            chunk_id, n_tokens, heading, hit_page = parts(i)
             by = [name for name, rk in ranks.items() if rk.get(i, top + 1) <= top]
-            hits.append({"rank": rank, "chunk_id": c.chunk_id, "score": float(score),
-                         "found_by": "+".join(by), "relevant": c.chunk_id in relevant,
-                         "n_tokens": c.n_tokens, "heading": " > ".join(c.heading_path),
-                         "page": page(c.doc_id, c.start),
-                         **{f"{name}_rank": rk.get(i) for name, rk in ranks.items()}})
+            hit = {"rank": rank, "chunk_id": chunk_id, "score": float(score),
+                   "found_by": "+".join(by), "relevant": chunk_id in relevant,
+                   "n_tokens": n_tokens, "heading": heading, "page": hit_page}
+            for name, key in rank_keys:
+                hit[key] = ranks[name].get(i)
+            hits.append(hit)
         passages = []
         for doc_id, s, e in spans:
             text = texts.get(doc_id, "")
             w0, w1 = max(0, s - context), min(len(text), e + context)
-            segs = []
-            doc_chunks = by_doc.get(doc_id, [])
-            if doc_chunks:
-                starts, ends = bounds[doc_id]
-                shown = [doc_chunks[j] for j in np.flatnonzero((ends > w0) & (starts < w1))]
-            else:
-                shown = []
-            for c in shown:
-                segs.append({"chunk_id": c.chunk_id, "start": max(c.start, w0),
-                             "end": min(c.end, w1), "n_tokens": c.n_tokens,
-                             "header": c.embed_text[: len(c.embed_text) - len(c.text)].strip(),
-                             "relevant": c.chunk_id in relevant,
-                             "cut": cuts.get(c.chunk_id)})
+            segs = [{"chunk_id": c.chunk_id, "start": max(c.start, w0), "end": min(c.end, w1),
+                     "n_tokens": c.n_tokens, "header": header(c),
+                     "relevant": c.chunk_id in relevant, "cut": cuts.get(c.chunk_id)}
+                    for c in window_chunks(doc_id, w0, w1)]
             passages.append({"doc_id": doc_id, "page": page(doc_id, s),
                              "window": [w0, w1], "evidence": [s, e],
                              "text": text[w0:w1], "chunks": segs})

@@ -142,3 +142,18 @@ def test_a_metric_registered_in_one_place_is_computed_headlined_sorted_and_judge
         assert "toy_misses_at_{k}" in metrics_page()
     assert "toy_misses_at_{k}" not in metrics_page()
     assert not lower_is_better("toy_misses_at_5")
+
+
+def test_a_plan_orders_and_names_the_values_as_compute_does() -> None:
+    """A run of per-k entries is computed k by k, a single entry in its place; the plan is made
+    once and gives each question's values in the order of its names."""
+    from sweep.evaluation.catalog import Plan, compute
+
+    entries = [Metric("one", "a", lambda v: v * 10), Metric("b_{k}", "b", lambda v, k: v + k),
+               Metric("c_{k}", "c", lambda v, k: v - k), Metric("two", "d", lambda v: -v),
+               Metric("e_{k}", "e", lambda v, k: v * k)]
+    plan = Plan(entries, (1, 3))
+    assert plan.names == ["one", "b_1", "c_1", "b_3", "c_3", "two", "e_1", "e_3"]
+    assert plan.values(2) == [20, 3, 1, 5, -1, -2, 2, 6]
+    assert plan.values(5) == [50, 6, 4, 8, 2, -5, 5, 15]
+    assert compute(entries, 2, (1, 3)) == dict(zip(plan.names, plan.values(2), strict=True))

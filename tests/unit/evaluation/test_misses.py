@@ -162,3 +162,38 @@ def test_view_hits_carry_each_retrievers_rank_and_who_found_them() -> None:
     (view,) = miss_views(rows, [[("d", 0, 5)]], chunks, {"d": TEXT}, [final],
                          {"dense": [None]}, 3, {})
     assert [(h["found_by"], h["dense_rank"]) for h in view["hits"]] == [("", None)] * 3
+
+
+def test_a_passage_shows_every_chunk_its_window_overlaps_in_document_order() -> None:
+    """The segments of a passage are the chunks that end after its window starts and start
+    before it ends, in the document's chunk order: found by bisection over a chunker's ordered
+    bounds and by a comparison over nested units' bounds, both as a plain scan finds them."""
+    import random
+
+    rng = random.Random(7)
+    text = TEXT * 5
+    for ordered in (True, False):
+        for _ in range(30):
+            bounds, pos, size = [], 0, rng.randint(1, 60)
+            while pos < len(text):  # a chunker's output: overlaps, no start or end decreases
+                bounds.append((pos, min(len(text), pos + size)))
+                pos += rng.randint(1, size)
+            if not ordered:  # units around chunks: a long one nests shorter ones after it
+                bounds += [(a, min(len(text), a + rng.randint(1, 200)))
+                           for a in rng.sample(range(len(text)), 5)]
+            chunks = [Chunk(f"d#{i}", "d", i, a, b, text[a:b], text[a:b], b - a)
+                      for i, (a, b) in enumerate(bounds)]
+            spans = []
+            edges = [x for ab in bounds for x in ab]
+            for _ in range(6):  # some windows start or end at a chunk's edge
+                s = rng.choice([rng.randint(0, len(text) - 1), rng.choice(edges)])
+                e = rng.choice([s + rng.randint(0, 40), rng.choice(edges)])
+                spans.append(("d", s, min(len(text), max(s, e))))
+            rows = [{"qid": "q", "question": "?", "status": "scored", "relevant_ids": "d#0"}]
+            context = rng.choice([0, 0, 5, 40])
+            (view,) = miss_views(rows, [spans], chunks, {"d": text},
+                                 [Ranking((0,), (1.0,))], {}, 1, {}, context=context)
+            for passage in view["passages"]:
+                w0, w1 = passage["window"]
+                want = [c.chunk_id for c in chunks if c.end > w0 and c.start < w1]
+                assert [seg["chunk_id"] for seg in passage["chunks"]] == want

@@ -1,5 +1,5 @@
-"""`metrics.TopKSpans` and `metrics.TopKRanks` (every k in one pass) equal the per-metric
-reference functions.
+"""`metrics.TopKSpans`, `metrics.TopKRanks` and `metrics.TopKPassages` (every k in one pass)
+equal the per-metric reference functions.
 
 The fast paths add up the same integers (evidence characters covered, characters read,
 relevant ids found) that `covered_chars`, `spans_length` and `recall_at_k` count for each
@@ -128,6 +128,44 @@ def test_random_ranks_equal_the_reference(seed: int) -> None:
             assert ranks.ndcg(k) == m.ndcg_at_k(ranked, dict.fromkeys(relevant, 1.0), k)
 
 
+def test_hand_made_passages() -> None:
+    # passage 0 first at rank 2 ("b"), passage 1 never, passage 2 at rank 4 ("d", "a" repeated)
+    ranked = ["x", "b", "a", "d", "a"]
+    found = m.TopKPassages(ranked, [{"a", "b"}, {"z"}, {"d", "y"}], "all", 10)
+    assert sorted(found.first) == [2, 4]
+    assert [found.found(k) for k in range(1, 7)] == [0, 1, 1, 2, 2, 2]
+    assert found.full_recall(10) == 0.0  # passage 1 is never found
+    alternatives = m.TopKPassages(ranked, [{"z"}, {"d"}], "any", 10)
+    assert [alternatives.found(k) for k in (3, 4)] == [0, 1]
+    assert alternatives.full_recall(4) == 1.0
+    with pytest.raises(ValueError, match="beyond the computed depth"):
+        m.TopKPassages(ranked, [{"a"}], "all", 2).found(3)
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        found.found(0)
+    with pytest.raises(ValueError, match="no passage has a relevant id"):
+        m.TopKPassages(ranked, [set(), set()], "all", 3)
+    with pytest.raises(ValueError, match="needs must be"):
+        m.TopKPassages(ranked, [{"a"}], "most", 3)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_random_passages_equal_the_reference(seed: int) -> None:
+    rng = random.Random(seed)
+    ids = [f"c{i}" for i in range(30)]
+    for _ in range(50):
+        ranked = [rng.choice(ids) for _ in range(rng.randint(0, 25))]  # repeats included
+        passages = [set(rng.sample(ids, rng.randint(0, 4))) for _ in range(rng.randint(1, 4))]
+        if not any(passages):
+            passages.append({rng.choice(ids)})
+        needs = rng.choice(["all", "any"])
+        depth = rng.randint(1, len(ranked) + 6)
+        found = m.TopKPassages(ranked, passages, needs, depth)
+        known = range(1, len(ranked) + 7) if depth >= len(ranked) else range(1, depth + 1)
+        for k in known:
+            assert found.found(k) == m.passages_found_at_k(ranked, passages, k, needs)
+            assert found.full_recall(k) == m.full_recall_at_k(ranked, passages, k, needs)
+
+
 def _chunk(i: int, doc_id: str, text: str, a: int, b: int) -> Chunk:
     return Chunk(f"{doc_id}#{i}", doc_id, i, a, b, text[a:b], text[a:b], b - a)
 
@@ -162,3 +200,23 @@ def test_evaluate_equals_the_reference_functions(mode: str, seed: int) -> None:
                     span_mode=mode)
     _, rows = evaluate(resolved, chunks, rankings, spec, texts=texts)
     assert check_rows_against_reference(rows, resolved, chunks, rankings, spans, spec) > 20
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_chunks_touching_the_evidence_are_those_touching_spans_gives(seed: int) -> None:
+    """`evaluate`'s pre-filter of the chunks touching the evidence (a bisection over ordered
+    bounds, a comparison over others) keeps every chunk `touching_spans` keeps, open and
+    closed intervals alike, in chunk order."""
+    from sweep.evaluation.evaluate import _Placed
+
+    rng = random.Random(seed)
+    for _ in range(20):
+        ranked, evidence, _ = _random_case(rng)
+        pool = sorted(set(ranked)) if rng.random() < 0.5 else ranked  # ordered or shuffled
+        for d, a, b in rng.sample(pool, min(3, len(pool))):  # evidence at a chunk's edges
+            evidence += [(d, b - 1, b + 3), (d, a - 3, a + 1), (d, b, b + 2), (d, a - 2, a)]
+        chunks = [Chunk(f"{d}#{i}", d, i, a, b, "", "", 1) for i, (d, a, b) in enumerate(pool)]
+        for mode in ("exact", "chroma"):
+            placed = _Placed(chunks, "exact", None)
+            placed.closed = mode == "chroma"  # chroma's interval test on the same spans
+            assert placed.touching(evidence) == m.touching_spans(pool, evidence, placed.closed)
