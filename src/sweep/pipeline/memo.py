@@ -67,9 +67,9 @@ class _Memo:
     # The last approximate index built (the scored pass and the latency pass share it);
     # one only, as an index can be as large as the vectors.
     ann: dict[tuple, VectorIndex] = field(default_factory=dict)
-    # The search and scoring of the last few jobs, by their settings apart from how the
-    # chunks were cut, each with its chunks (`recall_work`, `keep_work`).
-    work: dict[str, tuple[list[Chunk], Any]] = field(default_factory=dict)
+    # The search and scoring of the last few jobs, oldest first: (their settings apart from
+    # how the chunks were cut, their chunks, the work) (`recall_work`, `keep_work`).
+    work: list[tuple[str, list[Chunk], Any]] = field(default_factory=list)
 
 
 _MEMO = _Memo()
@@ -86,20 +86,19 @@ def clear_memo() -> None:
 def recall_work(key: str, chunks: list[Chunk]) -> Any | None:
     """What `keep_work` kept under ``key`` for these very chunks (equal, chunk by chunk), or
     None."""
-    kept = _MEMO.work.get(key)
-    if kept is None or kept[0] != chunks:
-        return None
-    return kept[1]
+    for kept_key, kept_chunks, work in reversed(_MEMO.work):
+        # (chunks of another length, or another first text, differ at the first look)
+        if kept_key == key and kept_chunks == chunks:
+            return work
+    return None
 
 
 def keep_work(key: str, chunks: list[Chunk], work: Any) -> None:
     """Keep ``work`` (a job's search and scoring) for a later job of this process whose
     settings give ``key`` and whose chunks equal ``chunks``; the oldest beyond `WORK_KEPT`
     is let go."""
-    _MEMO.work.pop(key, None)
-    _MEMO.work[key] = (chunks, work)
-    while len(_MEMO.work) > WORK_KEPT:
-        del _MEMO.work[next(iter(_MEMO.work))]
+    _MEMO.work.append((key, chunks, work))
+    del _MEMO.work[:-WORK_KEPT]
 
 
 def _corpus_key(corpus: CorpusSpec) -> tuple:

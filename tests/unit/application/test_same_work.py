@@ -118,3 +118,17 @@ def test_the_demo_with_headings_cuts_differently_and_runs_both(tmp_path: Path) -
         assert TAKEN not in b.report["latency_source"]
     finally:
         memo.clear_memo()
+
+
+def test_a_twin_two_jobs_back_is_found(plain_text: Path, tmp_path: Path) -> None:
+    """The grid's order: boundary outside header, so each twin is two jobs back, with a job
+    of the same settings but other chunks (another header) in between."""
+    base = _base(plain_text, tmp_path)
+    memo.clear_memo()
+    try:
+        taken = [TAKEN in _run([*base, f"chunk.boundary={b}", f"chunk.header={h}"])
+                 .report["latency_source"]
+                 for b in ("recursive", "heading") for h in ("none", "path")]
+        assert taken == [False, False, True, True]
+    finally:
+        memo.clear_memo()
