@@ -31,6 +31,11 @@ def begin_sweep_run(uri: str, experiment: str, sweep_dir: str, overrides: Sequen
     tracking_worker.submit(tracking.close_stale, uri, experiment, "sweep",
                            on_error=lambda exc: log.warning("%s", exc))
     stale = tracking_worker.begin(tracking.close_stale, uri, experiment, "config")
+    if tracking_worker.worker_pid() is not None:
+        # matplotlib for the closing plots, while the first jobs run: the worker's own import
+        # waits for half a second without a call, which a warm sweep's jobs no longer leave it,
+        # and then the sweep's end waited for the import (~0.5 s)
+        tracking_worker.submit(tracking.preload_plot, on_error=lambda exc: None)
     return parent, stale
 
 
