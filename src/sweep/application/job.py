@@ -42,6 +42,7 @@ from sweep.evaluation.sources import (
     source_metrics,
 )
 from sweep.pipeline.memo import (
+    WORK_ROWS,
     golden_drift,
     item_smells_cached,
     keep_work,
@@ -133,8 +134,9 @@ def run_job(job: JobSpec, *, progress: bool = True) -> JobResult:
         s = _search(view, resolved, timings, served)
         with stage_timer(timings, "eval_s"):
             scored = _score(view, resolved, s)
-        if key is not None:  # a copy: what follows adds to the rows and the views
-            keep_work(key, view.chunks, _fresh(s, scored, reused=False))
+        if key is not None and len(scored.rows) <= WORK_ROWS:
+            # a copy: what follows adds to the rows and the views
+            keep_work(key, view.chunks, _fresh(s, scored, reused=False), len(scored.rows))
     timings["total_s"] = time.perf_counter() - t0
     metrics = _headline_checked(job, scored.summary)
     split = by_needs(scored.rows, need_split_metrics(job.scoring.headline,

@@ -68,14 +68,17 @@ class _Memo:
     # one only, as an index can be as large as the vectors.
     ann: dict[tuple, VectorIndex] = field(default_factory=dict)
     # The search and scoring of the last few jobs, oldest first: (their settings apart from
-    # how the chunks were cut, their chunks, the work) (`recall_work`, `keep_work`).
-    work: list[tuple[str, list[Chunk], Any]] = field(default_factory=list)
+    # how the chunks were cut, their chunks, the work, its rows) (`recall_work`, `keep_work`).
+    work: list[tuple[str, list[Chunk], Any, int]] = field(default_factory=list)
 
 
 _MEMO = _Memo()
 # Jobs whose work is kept: duplicates come close together in a grid (the boundary axis next to
-# the header axis), and each holds every question's rows and rankings.
+# the header axis). Each holds every question's rows, rankings and miss views (~20 MB for
+# COVID-QA's 1,380 questions), so the questions kept in all are bounded too: a golden set
+# larger than that is never kept, and its twins run their own.
 WORK_KEPT = 4
+WORK_ROWS = 8192
 
 
 def clear_memo() -> None:
@@ -86,19 +89,21 @@ def clear_memo() -> None:
 def recall_work(key: str, chunks: list[Chunk]) -> Any | None:
     """What `keep_work` kept under ``key`` for these very chunks (equal, chunk by chunk), or
     None."""
-    for kept_key, kept_chunks, work in reversed(_MEMO.work):
+    for kept_key, kept_chunks, work, _ in reversed(_MEMO.work):
         # (chunks of another length, or another first text, differ at the first look)
         if kept_key == key and kept_chunks == chunks:
             return work
     return None
 
 
-def keep_work(key: str, chunks: list[Chunk], work: Any) -> None:
-    """Keep ``work`` (a job's search and scoring) for a later job of this process whose
-    settings give ``key`` and whose chunks equal ``chunks``; the oldest beyond `WORK_KEPT`
-    is let go."""
-    _MEMO.work.append((key, chunks, work))
-    del _MEMO.work[:-WORK_KEPT]
+def keep_work(key: str, chunks: list[Chunk], work: Any, rows: int) -> None:
+    """Keep ``work`` (a job's search and scoring, ``rows`` questions) for a later job of this
+    process whose settings give ``key`` and whose chunks equal ``chunks``; the oldest are let
+    go beyond `WORK_KEPT` jobs or `WORK_ROWS` questions in all."""
+    kept = _MEMO.work
+    kept.append((key, chunks, work, rows))
+    while kept and (len(kept) > WORK_KEPT or sum(k[3] for k in kept) > WORK_ROWS):
+        del kept[0]
 
 
 def _corpus_key(corpus: CorpusSpec) -> tuple:
