@@ -25,12 +25,12 @@ def source_key(path: str) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
-def parts_key(parts: Iterable[str]) -> bytes:
-    """sha256 of a sequence of strings, each length-prefixed, so ("ab", "c") and ("a", "bc")
-    differ."""
+def parts_key(parts: Iterable[str | bytes]) -> bytes:
+    """sha256 of a sequence of strings (as UTF-8) or bytes, each length-prefixed, so ("ab",
+    "c") and ("a", "bc") differ."""
     h = hashlib.sha256()
     for part in parts:
-        data = part.encode("utf-8")
+        data = part.encode("utf-8") if isinstance(part, str) else part
         h.update(len(data).to_bytes(8, "big") + data)
     return h.digest()
 
@@ -122,17 +122,26 @@ def _raise_for(db: sqlite3.Connection, exc: sqlite3.Error) -> SweepError:
     return cache_error(exc, Path("?"), "cache")
 
 
-# Keys per SELECT ... IN (...) (SQLite's variable limit is far above).
+# Keys per SELECT ... IN (...) (SQLite's variable limit and PostgreSQL's 65,535 are above).
 KEYS_PER_SELECT = 500
+
+
+def key_batches(keys: Sequence[bytes]) -> Iterator[list[bytes]]:
+    """The distinct ``keys`` in batches of `KEYS_PER_SELECT`, in key order: each batch then
+    covers one stretch of the primary key's B-tree, so the pages one lookup reads serve the
+    next. Hash keys in arrival order sent every batch all over the file: reading the 19k cached
+    vectors of a warm sweep took 0.34 s, 0.11 s sorted (callers key the rows they get by key,
+    never by position)."""
+    unique = sorted(set(keys))
+    for lo in range(0, len(unique), KEYS_PER_SELECT):
+        yield unique[lo : lo + KEYS_PER_SELECT]
 
 
 def select_keys(db: sqlite3.Connection, sql: str, params: Sequence[object],
                 keys: Sequence[bytes]) -> Iterator[tuple]:
     """The rows of ``sql`` for every distinct key, a batch of keys per statement: ``sql`` ends
     in ``key IN ({marks})``, ``params`` are its parameters before the keys."""
-    unique = sorted(set(keys))  # in key order, as `store._batches`: neighbouring B-tree pages
-    for lo in range(0, len(unique), KEYS_PER_SELECT):
-        part = unique[lo : lo + KEYS_PER_SELECT]
+    for part in key_batches(keys):
         try:
             rows = db.execute(sql.format(marks=",".join("?" * len(part))),
                               [*params, *part]).fetchall()

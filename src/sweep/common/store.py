@@ -30,13 +30,16 @@ from typing import Any, Protocol
 from sweep.common.errors import SweepError
 from sweep.common.paths import resolve_user_path
 from sweep.common.secret import scrub, scrub_urls, url_has_secret_query
-from sweep.common.sqlite import BUSY_TIMEOUT_S, cache_error, prepare
+from sweep.common.sqlite import (
+    BUSY_TIMEOUT_S,
+    cache_error,
+    key_batches,
+    prepare,
+)
 
 log = logging.getLogger(__name__)
 
 BACKENDS = ("sqlite", "postgres")
-# Keys per SELECT ... IN (...) (SQLite's variable limit and PostgreSQL's 65,535 are above).
-KEYS_PER_SELECT = 500
 
 
 @dataclass(frozen=True)
@@ -114,16 +117,6 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
-def _batches(keys: Sequence[bytes]) -> Iterator[list[bytes]]:
-    # In key order: each batch then covers one stretch of the primary key's B-tree, so the
-    # pages one lookup reads serve the next. Hash keys in arrival order sent every batch all
-    # over the file: reading the 19k cached vectors of a warm sweep took 0.34 s, 0.11 s sorted
-    # (callers key the rows they get by key, never by position).
-    unique = sorted(set(keys))
-    for lo in range(0, len(unique), KEYS_PER_SELECT):
-        yield unique[lo : lo + KEYS_PER_SELECT]
-
-
 class SQLiteStore:
     """A SQLite file in WAL mode (readers never wait for the writer; a busy writer is waited
     for up to two minutes), autocommit outside the batches."""
@@ -153,7 +146,7 @@ class SQLiteStore:
 
     def select_keys(self, sql: str, params: Sequence[object], keys: Sequence[bytes]
                     ) -> Iterator[tuple]:
-        for part in _batches(keys):
+        for part in key_batches(keys):
             try:
                 rows = self.db.execute(sql.format(marks=",".join("?" * len(part))),
                                        [*params, *part]).fetchall()
@@ -298,7 +291,7 @@ class PostgresStore:
 
     def select_keys(self, sql: str, params: Sequence[object], keys: Sequence[bytes]
                     ) -> Iterator[tuple]:
-        for part in _batches(keys):
+        for part in key_batches(keys):
             yield from self.execute(sql.format(marks=",".join("?" * len(part))),
                                     [*params, *part])
 

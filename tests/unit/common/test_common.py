@@ -27,6 +27,9 @@ def test_parts_key_is_length_prefixed_by_hand() -> None:
     assert parts_key(["ab", "c"]) != parts_key(["a", "bc"])
     assert parts_key([""]) != parts_key([]) != parts_key(["", ""])
     assert parts_key(["a", "b"]) != parts_key(["b", "a"])
+    # A bytes part is taken as it is: the same key as the string whose UTF-8 it is.
+    assert parts_key([b"ab", "\u00df".encode()]) == by_hand
+    assert parts_key(["ab", b"\xc3\x9f"]) == by_hand
 
 
 def test_flatten_joins_nested_keys_and_keeps_lists() -> None:

@@ -95,7 +95,8 @@ def test_select_keys_answers_each_key_once_a_sorted_batch_at_a_time(tmp_path: Pa
     import random
 
     from sweep.common import sqlite as sq
-    from sweep.common.store import KEYS_PER_SELECT, SQLiteStore
+    from sweep.common.sqlite import KEYS_PER_SELECT
+    from sweep.common.store import SQLiteStore
 
     table = Table("t", (("key", "BLOB"), ("v", "INTEGER")), ("key",))
     store = SQLiteStore(tmp_path / "s.sqlite", [table], "test cache")
