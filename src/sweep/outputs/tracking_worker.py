@@ -35,7 +35,7 @@ import sys
 import threading
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, Pipe
 from typing import Any
@@ -235,20 +235,11 @@ _BEGUN: dict[str, _Sent] = {}
 
 
 def _here(values: Any) -> Any:
-    """``values`` (args or kwargs) with each `Later` replaced by its value, for a call run in
-    this process: the begun call's reply must be in by then (the worker answered it before
-    it went, or `_gone` recorded it lost)."""
-    def fill(v: Any) -> Any:
-        if not isinstance(v, Later):
-            return v
-        sent = _BEGUN.get(v.name)
-        if sent is None or sent.reply is None:
-            raise SweepError(f"{v.name} had not run before the call that needs its result")
-        return _result(sent.reply)[v.index]
+    """``values`` (args or kwargs) with each `Later` filled in, for a call run in this process:
+    the begun call's reply must be in by then (the worker answered it before it went, or
+    `_gone` recorded it lost)."""
+    return _filled_in(values, {name: sent.reply for name, sent in _BEGUN.items()})
 
-    if isinstance(values, dict):
-        return {k: fill(v) for k, v in values.items()}
-    return tuple(fill(v) for v in values)
 
 def _name_of(fn: Callable[..., Any]) -> str:
     name = getattr(fn, "__name__", "")
@@ -403,8 +394,7 @@ def _serve(conn: Connection, owner: int) -> None:
         except (EOFError, OSError):
             return
         try:
-            args = tuple(_filled(a, done) for a in args)
-            kwargs = {k: _filled(v, done) for k, v in kwargs.items()}
+            args, kwargs = _filled_in(args, done), _filled_in(kwargs, done)
             reply: tuple[Any, ...] = ("ok", getattr(tracking, name)(*args, **kwargs))
         except SweepError as exc:
             reply = ("error", exc.message, exc.hint)
@@ -420,16 +410,21 @@ def _serve(conn: Connection, owner: int) -> None:
             conn.send(("crash", traceback.format_exc()))
 
 
-def _filled(value: Any, done: dict[str, tuple[Any, ...]]) -> Any:
-    """``value``, or for a `Later` the part of the earlier call's result it names; that
-    call's error (or its absence) is this call's."""
-    if not isinstance(value, Later):
-        return value
-    reply = done.get(value.name)
-    if reply is None:
-        raise SweepError(f"{value.name} had not run before the call that needs its result")
-    if reply[0] != "ok":
-        raise SweepError(f"{value.name} failed: "
-                         f"{reply[1] if reply[0] == 'error' else reply[1].strip().splitlines()[-1]}")
-    return reply[1][value.index]
+def _filled_in(values: Any, replies: Mapping[str, tuple[Any, ...] | None]) -> Any:
+    """``values`` (a call's args, a tuple, or its kwargs, a dict) with each `Later` replaced
+    by the part of the begun call's result it names (``replies``: the latest `begin` reply of
+    each function); that call's error, or its absence, is this call's."""
+    def filled(value: Any) -> Any:
+        if not isinstance(value, Later):
+            return value
+        reply = replies.get(value.name)
+        if reply is None:
+            raise SweepError(f"{value.name} had not run before the call that needs its result")
+        if reply[0] != "ok":
+            why = reply[1] if reply[0] == "error" else reply[1].strip().splitlines()[-1]
+            raise SweepError(f"{value.name} failed: {why}")
+        return reply[1][value.index]
 
+    if isinstance(values, dict):
+        return {k: filled(v) for k, v in values.items()}
+    return tuple(filled(v) for v in values)
