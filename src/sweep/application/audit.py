@@ -25,6 +25,7 @@ from sweep.chunking.tokenizers import DEFAULT_TOKENIZER
 from sweep.common.errors import SweepError
 from sweep.common.files import atomic_write, content_digest, read_text_regular
 from sweep.common.paths import PACKAGE_DIR
+from sweep.common.secret import scrub_tree
 from sweep.common.sqlite import parts_key
 from sweep.common.store import CacheTarget
 from sweep.config.specs import JobSpec
@@ -113,7 +114,9 @@ def run_audit(job: JobSpec, *, embed: bool = True, spec: AuditSpec | None = None
             embedder.cache = get_cache(cache_dir) if cache_dir else None
             vectors = embedder.encode([r.item.question for r in resolved], query=True,
                                       progress=progress)
-        report = audit(resolved, docs, chunks, vectors, spec)
+        # scrubbed before it is remembered or written: a quote or passage can hold a URL
+        # with credentials (common.secret), and the memo and audit.json must read alike
+        report = scrub_tree(audit(resolved, docs, chunks, vectors, spec))
         _remember(path, key, report)
     report["inputs"] = {
         "golden": golden.path, "golden_fingerprint": golden.fingerprint,

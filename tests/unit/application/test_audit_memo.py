@@ -129,6 +129,21 @@ def test_a_damaged_or_foreign_memo_is_not_read(ws: Path, computed: list[int]) ->
     assert run_audit(_job(ws), embed=False) == first and len(computed) == 4
 
 
+def test_credentials_in_the_text_reach_neither_the_memo_nor_the_findings(
+        ws: Path, computed: list[int]) -> None:
+    url = "https://admin:hunter2@kb.example.com/returns"
+    items = [{**ITEMS[0], "question": f"How long can I return items (asked at {url})?"},
+             ITEMS[1]]
+    (ws / "golden.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items),
+                                     encoding="utf-8")
+    first = run_audit(_job(ws), embed=False)
+    (memo,) = _memos(ws)
+    assert "kb.example.com" in memo.read_text(encoding="utf-8")  # the question is there
+    assert "hunter2" not in memo.read_text(encoding="utf-8")
+    assert "hunter2" not in json.dumps(first)
+    assert run_audit(_job(ws), embed=False) == first and len(computed) == 1
+
+
 def test_no_cache_folder_no_memo(ws: Path, computed: list[int]) -> None:
     first = run_audit(_job(ws, "cache.enabled=false"), embed=False)
     second = run_audit(_job(ws, "cache.enabled=false"), embed=False)
