@@ -12,8 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from sweep.common import yamltext
 from sweep.common.csvcells import write_csv
 from sweep.common.files import atomic_write, read_text_regular
 from sweep.common.mapping import flatten
@@ -133,7 +132,7 @@ def write_report(folder: Path, report: dict[str, Any]) -> Path:
 
 def write_config(folder: Path, plain_config: dict[str, Any]) -> Path:
     path = folder / CONFIG
-    atomic_write(path, yaml.safe_dump(scrub_tree(plain_config), sort_keys=False))
+    atomic_write(path, yamltext.safe_dump(scrub_tree(plain_config), sort_keys=False))
     return path
 
 
