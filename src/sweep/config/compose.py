@@ -231,6 +231,27 @@ def compose_jobs_once() -> None:
 
 
 _SCALARS = (str, int, float, bool, type(None))
+# Each override text parsed once per process (Hydra's grammar costs ~0.5 ms an override; a
+# derived job parses its own, the reference's and the task's): `Override` objects are only
+# read here. Bounded: a process parses a few sweeps' overrides at most.
+_PARSED: dict[str, Any] = {}
+_PARSED_MAX = 4096
+
+
+def _parsed(lines: Sequence[str]) -> list[Any]:
+    """Hydra's ``OverridesParser.parse_overrides(lines)``, each line parsed once."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    out = []
+    for line in lines:
+        found = _PARSED.get(line)
+        if found is None:
+            if len(_PARSED) >= _PARSED_MAX:
+                _PARSED.clear()
+            (found,) = OverridesParser.create().parse_overrides([line])
+            _PARSED[line] = found
+        out.append(found)
+    return out
 
 
 def derive_job_config(ref_cfg: Any, ref_overrides: Sequence[str], overrides: Sequence[str],
@@ -251,15 +272,13 @@ def derive_job_config(ref_cfg: Any, ref_overrides: Sequence[str], overrides: Seq
     import copy
 
     from hydra._internal.config_loader_impl import ConfigLoaderImpl, get_overrides_dirname
-    from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import OverrideType
 
     if len(ref_overrides) != len(overrides):
         return None
-    parser = OverridesParser.create()
     try:
-        ref = parser.parse_overrides(list(ref_overrides))
-        new = parser.parse_overrides(list(overrides))
+        ref = _parsed(ref_overrides)
+        new = _parsed(overrides)
     except Exception:
         return None
     keys = [o.key_or_group for o in new]
@@ -284,7 +303,7 @@ def derive_job_config(ref_cfg: Any, ref_overrides: Sequence[str], overrides: Seq
         ConfigLoaderImpl._apply_overrides_to_config(differing, cfg)
     except Exception:
         return None
-    task = [o for o in parser.parse_overrides(
+    task = [o for o in _parsed(
         [*OmegaConf.to_container(master_config.hydra.overrides.hydra), *overrides])
         if not o.is_hydra_override()]
     cfg.hydra.overrides.task = [o.input_line for o in task]

@@ -91,3 +91,26 @@ def test_what_is_left_to_hydra(loader: Any, ref: list[str], job: list[str]) -> N
     except Exception:  # the reference itself does not compose: nothing to derive from
         return
     assert derive_job_config(ref_cfg, ref, job, master) is None
+
+
+def test_each_override_is_parsed_once_and_read_as_hydra_parses_it(loader: Any) -> None:
+    """`derive_job_config` keeps what Hydra's parser made of each override text (the
+    reference's and the task's are the same for every job): the same objects, equal to a
+    fresh parse, and a second derivation from them is the same config."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from sweep.config import compose as module
+
+    lines = ["chunk.size=128", "retrieval=hybrid", "corpus.name='a b=c'", "+x.y=[1,2]",
+             "~chunk.overlap"]
+    first = module._parsed(lines)
+    assert [id(o) for o in module._parsed(lines)] == [id(o) for o in first]
+    assert first == OverridesParser.create().parse_overrides(lines)
+    with pytest.raises(Exception, match="no viable alternative"):
+        module._parsed(["chunk.size=[1"])  # a bad text is not kept; it fails again
+    assert "chunk.size=[1" not in module._PARSED
+    master = _master(loader, [])
+    ref = _ORIGINAL(loader, master, BENCH[0])
+    for _ in range(2):
+        _same(derive_job_config(ref, BENCH[0], BENCH[3], master),
+              _ORIGINAL(loader, master, BENCH[3]))
