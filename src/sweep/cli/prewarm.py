@@ -11,7 +11,7 @@ from typing import Any
 
 from sweep.application.shared import prewarm
 from sweep.common.errors import SweepError
-from sweep.config.schema import typed_config
+from sweep.config.schema import composed_config
 from sweep.config.specs import JobSpec, build_job_spec
 
 log = logging.getLogger("sweep.application.shared")
@@ -51,7 +51,7 @@ def prewarm_sweep(config: Any) -> dict[str, Any] | None:
         try:
             job_cfg = loader.load_sweep_config(config, overrides)
             plain = OmegaConf.masked_copy(job_cfg, [k for k in job_cfg if k != "hydra"])
-            typed = typed_config(plain)
+            typed = composed_config(plain)
             check_config(typed)
         except (OmegaConfBaseException, SweepError) as exc:  # that job fails on its own
             message = config_error_line(exc) if isinstance(exc, OmegaConfBaseException) \
@@ -118,7 +118,7 @@ def check_every_job(config: Any) -> int:
                 composed.append((job, cfg))
             remember_composed(config, job, cfg)  # the sweeper's check takes it, derived or not
             plain = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
-            typed = typed_config(plain)
+            typed = composed_config(plain)
             check_config(typed)
         except (HydraException, OmegaConfBaseException) as exc:
             bad.setdefault(composition_error_line(exc).removeprefix("config: "), []).append(

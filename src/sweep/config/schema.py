@@ -500,17 +500,37 @@ class Config:
 _SCHEMA_NODE: dict[tuple[int, ...], DictConfig] = {}
 
 
-def typed_config(plain: object) -> Config:
-    """``plain`` (a job's composed config, ``hydra`` left out) merged onto the schema and
-    converted to `Config`. The schema's node is built once per process: building it reads
-    every dataclass (~20 ms, once per job of a sweep before); `OmegaConf.merge` copies its
-    first argument, so the node is never changed."""
+def _schema_node() -> DictConfig:
     key = tuple(id(globals()[name]) for name in _AXIS_ENUMS)
     node = _SCHEMA_NODE.get(key)
     if node is None:
         _SCHEMA_NODE.clear()
         node = _SCHEMA_NODE[key] = OmegaConf.structured(Config)
-    return OmegaConf.to_object(OmegaConf.merge(node, plain))  # type: ignore[return-value]
+    return node
+
+
+def typed_config(plain: object) -> Config:
+    """``plain`` (a job's composed config, ``hydra`` left out) merged onto the schema and
+    converted to `Config`. The schema's node is built once per process: building it reads
+    every dataclass (~20 ms, once per job of a sweep before); `OmegaConf.merge` copies its
+    first argument, so the node is never changed."""
+    return OmegaConf.to_object(OmegaConf.merge(_schema_node(), plain))  # type: ignore[return-value]
+
+
+def composed_config(plain: DictConfig) -> Config:
+    """`typed_config` of a job's config as Hydra composed it (``hydra`` left out, e.g. by
+    ``OmegaConf.masked_copy``): when each section is already the schema's own node type, the
+    sections are converted as they are, as the job itself converts its config
+    (``OmegaConf.to_object``), instead of being merged onto the schema again (a third of the
+    cost: the sweep's up-front check does this for every job). Anything else (a key the
+    schema lacks, a section of another type, a schema whose axes were refreshed since):
+    `typed_config`, which says what is wrong."""
+    schema = _schema_node()
+    if all(key in schema and OmegaConf.get_type(plain, key) is OmegaConf.get_type(schema, key)
+           for key in plain):
+        sections = OmegaConf.to_object(plain)
+        return Config(**sections)  # type: ignore[arg-type]
+    return typed_config(plain)
 
 
 def register() -> None:
