@@ -125,11 +125,13 @@ def main() -> None:
         sys.exit(1)
     _refuse_secrets(sys.argv[1:])
     _own_write_errors()
+    from sweep.cli.config_copies import faster_metadata_copies
     from sweep.cli.hydra_files import fast_hydra_files
     from sweep.config.compose import compose_jobs_once
 
     compose_jobs_once()
     fast_hydra_files()
+    faster_metadata_copies()
     interrupt.install()
     try:
         hydra.main(version_base="1.3", config_path=config_path, config_name="config")(job)()
