@@ -156,3 +156,25 @@ def test_read_scores_of_an_empty_or_headless_per_question_csv_is_none(tmp_path: 
     assert read_scores(tmp_path, "mrr") is None
     (tmp_path / "per_question.csv").write_text("a,b\n1,2\n", encoding="utf-8")
     assert read_scores(tmp_path, "mrr") is None
+
+
+def test_float_cells_are_written_as_the_csv_module_writes_them() -> None:
+    """csv_text makes each float's text once per value: the bytes are still the csv module's
+    own, for the zeros (equal keys, different texts), NaN, infinities, and ints and booleans
+    equal to a float beside them."""
+    import io
+    import random
+
+    rng = random.Random(46)
+    specials = [0.0, -0.0, float("nan"), float("inf"), float("-inf"), 1e-300, 1.0, 1, True,
+                False, 0, 0.5, -0.5, 1 / 3, 2.0**60, None, "-0.0", "=1", "1.0", ""]
+    rows = [[rng.choice(specials) if rng.random() < 0.5 else rng.choice([0.25, 0.75, 1 / 7])
+             for _ in range(9)] for _ in range(300)]
+    rows.append(specials)
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow([f"c{i}" for i in range(len(specials))])
+    writer.writerows([neutralise(v) for v in row] for row in rows)
+    got = csv_text([f"c{i}" for i in range(len(specials))], rows)
+    assert got == buf.getvalue()
+    assert "-0.0,nan,inf,-inf,1e-300,1.0,1,True,False,0,0.5,-0.5" in got
