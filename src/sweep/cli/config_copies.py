@@ -15,21 +15,40 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections import defaultdict
 from typing import Any
 
 _MARK = "chunk_sweep"
-# What `copy.deepcopy` returns as it is (its atomic types); anything else goes through it.
+# What `copy.deepcopy` returns as it is (its atomic types; any class too); anything else goes
+# through it, but for the two containers every node's metadata holds, in their usual form.
 _AS_IS = frozenset({type(None), bool, int, float, complex, str, bytes, type, range})
 
 
 def copy_metadata(self: Any, memo: dict[int, Any]) -> Any:
     """``copy.deepcopy(self, memo)`` of a ``Metadata`` (a dataclass without ``__slots__`` or
-    ``__setstate__``): what its generic path makes, without its detours."""
+    ``__setstate__``): what its generic path makes, without its detours. Its ``flags`` (a
+    dict of texts to True, False or None) and an empty ``resolver_cache`` (a
+    ``defaultdict(dict)``) are copied directly, each registered in the memo as `copy.deepcopy`
+    registers it, so that one held by two nodes is still one in the copy; they stay alive
+    while the memo does, through ``self``."""
     new = object.__new__(type(self))
     memo[id(self)] = new
     deep = copy.deepcopy
-    new.__dict__.update({k: v if type(v) in _AS_IS else deep(v, memo)
-                         for k, v in self.__dict__.items()})
+    state = {}
+    for key, value in self.__dict__.items():
+        kind = type(value)
+        if kind in _AS_IS or isinstance(value, type):
+            state[key] = value
+        elif id(value) in memo:
+            state[key] = memo[id(value)]
+        elif kind is dict and all(type(k) is str for k in value) and all(
+                v is True or v is False or v is None for v in value.values()):
+            state[key] = memo[id(value)] = dict(value)
+        elif kind is defaultdict and not value and value.default_factory is dict:
+            state[key] = memo[id(value)] = defaultdict(dict)
+        else:
+            state[key] = deep(value, memo)
+    new.__dict__.update(state)
     return new
 
 

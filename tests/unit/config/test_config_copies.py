@@ -109,6 +109,28 @@ def test_one_metadata_held_twice_is_copied_once(restored: None) -> None:
     assert copy_metadata(meta, {}).__dict__ == meta.__dict__
 
 
+def test_flags_and_caches_held_twice_stay_shared_and_apart(restored: None) -> None:
+    """What `copy.deepcopy` keeps (one dict held by two metadata is one dict in the copy;
+    nothing of the copy is the original's), for the forms copied directly and the rest."""
+    flags: dict[str, bool | None] = {"readonly": True, "struct": None}
+    odd_flags = {"readonly": 1}  # not a True/False/None flag: deep-copied as before
+    first = Metadata(ref_type=int, object_type=int, optional=False, key=0, flags=flags)
+    second = Metadata(ref_type=int, object_type=int, optional=False, key=1, flags=flags)
+    third = Metadata(ref_type=int, object_type=int, optional=False, key=2, flags=odd_flags)
+    second.resolver_cache = first.resolver_cache  # an empty defaultdict(dict), shared
+    theirs = copy.deepcopy([first, second, third, flags])
+    faster_metadata_copies()
+    ours = copy.deepcopy([first, second, third, flags])
+    for copies in (ours, theirs):
+        assert copies[0].flags is copies[1].flags is copies[3] and copies[3] is not flags
+        assert copies[0].resolver_cache is copies[1].resolver_cache
+        assert copies[0].resolver_cache is not first.resolver_cache
+        assert copies[2].flags == odd_flags and copies[2].flags is not odd_flags
+    assert [m.__dict__ for m in ours[:3]] == [m.__dict__ for m in theirs[:3]]
+    ours[0].flags["struct"] = True
+    assert flags["struct"] is None
+
+
 def test_an_omegaconf_that_copies_its_own_is_left_alone(restored: None) -> None:
     def own(self: Any, memo: dict[int, Any]) -> Any:
         return self
