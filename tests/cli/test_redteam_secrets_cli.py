@@ -77,3 +77,23 @@ def test_subcommands_refuse_secret_overrides(tmp_path: Path) -> None:
     res = run_cli("-m", "sweep.cli", "validate", f"+generation.api_key={SECRET}", timeout=300)
     assert res.returncode != 0 and "Traceback" not in res.stderr
     assert "generation.api_key" in res.stderr and SECRET not in res.stderr
+
+
+@pytest.mark.parametrize("how", [["-m", "chunk.size=128,256"], ["--cfg", "job"], ["--info", "config"]],
+                         ids=["multirun", "cfg", "info"])
+def test_an_experiment_files_secret_is_refused_by_every_command(tmp_path: Path,
+                                                                how: list[str]) -> None:
+    """A run or multirun checks the configuration Hydra composes first (to read hydra.mode,
+    before it writes anything); --cfg and --info, which print a configuration without that
+    step, are checked on a composition of their own: both refuse it."""
+    extra = tmp_path / "extra"
+    (extra / "experiment").mkdir(parents=True)
+    (extra / "experiment" / "leaky.yaml").write_text(
+        f"# @package _global_\ngeneration:\n  base_url: http://user:{SECRET}@127.0.0.1:9/v1\n",
+        encoding="utf-8")
+    res = run_cli("-m", "sweep", *how, f"hydra.searchpath=[file://{extra}]", "experiment=leaky",
+                  *_common(tmp_path), timeout=300)
+    assert res.returncode != 0 and "Traceback" not in res.stderr, res.stderr
+    assert "generation.base_url" in res.stderr and res.stderr.startswith("error:")
+    assert SECRET not in res.stdout + res.stderr
+    assert _files_with(tmp_path / "run", SECRET) == [] and not (tmp_path / "sweep").exists()

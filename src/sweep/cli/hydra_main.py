@@ -14,9 +14,14 @@ from sweep.common.memory import tune_gc
 from sweep.outputs import tracking_worker
 
 
-def _refuse_secrets(argv: list[str]) -> None:
+def _refuse_secrets(argv: list[str]) -> bool:
     """Hydra writes the composed config to ``.hydra/`` before the job function runs, so a
-    secret-looking key is refused here, before Hydra starts; so is an axis given twice."""
+    secret-looking key is refused here, before Hydra starts; so is an axis given twice.
+    Returns whether the composition with the plain overrides is left to `_check_mode_config`:
+    for a run or multirun, Hydra composes that configuration first (to read ``hydra.mode``),
+    before it writes anything, so it is checked there instead of being composed twice. For
+    ``--help``, ``--cfg``, ``--info`` and shell completion, which show a configuration
+    without that step, it is composed and checked here as before."""
     from hydra._internal.utils import get_args_parser
 
     from sweep.config.compose import check_duplicate_overrides, preflight_secrets
@@ -24,14 +29,57 @@ def _refuse_secrets(argv: list[str]) -> None:
     try:
         args = get_args_parser().parse_args(argv)
     except SystemExit:  # Hydra prints its own usage error
-        return
+        return False
+    later = not (args.help or args.hydra_help or args.cfg is not None
+                 or args.info is not None or args.shell_completion)
     try:
-        preflight_secrets(args.overrides, config_name=args.config_name or "config")
+        preflight_secrets(args.overrides, config_name=args.config_name or "config",
+                          plain_checked_later=later)
         for warning in check_duplicate_overrides(args.overrides):
             print(f"warning: {warning}", file=sys.stderr)
     except SweepError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)
+    return later
+
+
+def _check_mode_config() -> None:
+    """Hydra's first composition of a run or multirun (``Hydra.get_mode``, which reads
+    ``hydra.mode`` from it before anything is written) goes through `check_composed`: the
+    check `preflight_secrets` made on a composition of its own. A YAML syntax error is one
+    ``file:line:col`` line, as there; any other composition error is left to Hydra, as
+    ``get_mode`` leaves it (Hydra's own internal module, as `_own_write_errors` wraps
+    `run_and_report`; hydra-core is pinned to 1.3)."""
+    from hydra._internal.hydra import Hydra
+
+    if getattr(Hydra.get_mode, "chunk_sweep", False):
+        return
+
+    def get_mode(self: Any, config_name: str | None, overrides: list[str]) -> Any:
+        import yaml
+        from hydra.types import RunMode
+
+        from sweep.config.compose import check_composed, yaml_error_line
+
+        try:  # the composition Hydra's get_mode makes
+            cfg = self.compose_config(config_name=config_name, overrides=overrides,
+                                      with_log_configuration=False,
+                                      run_mode=RunMode.MULTIRUN,
+                                      validate_sweep_overrides=False)
+        except yaml.YAMLError as exc:
+            print(f"error: {yaml_error_line(exc)}", file=sys.stderr)
+            sys.exit(1)
+        except Exception:  # Hydra reports it when it composes again
+            return None
+        try:
+            check_composed(cfg)
+        except SweepError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(1)
+        return cfg.hydra.mode
+
+    get_mode.chunk_sweep = True  # type: ignore[attr-defined]
+    Hydra.get_mode = get_mode  # type: ignore[method-assign]
 
 
 def _own_write_errors() -> None:
@@ -123,7 +171,8 @@ def main() -> None:
     except SweepError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)
-    _refuse_secrets(sys.argv[1:])
+    if _refuse_secrets(sys.argv[1:]):
+        _check_mode_config()
     _own_write_errors()
     from sweep.cli.config_copies import faster_metadata_copies
     from sweep.cli.hydra_files import fast_hydra_files

@@ -396,12 +396,15 @@ def refuse_secrets(overrides: Sequence[str]) -> None:
                                           "query parameter (?password=)"), hint=HINT)
 
 
-def preflight_secrets(overrides: Sequence[str], config_name: str = "config") -> None:
+def preflight_secrets(overrides: Sequence[str], config_name: str = "config", *,
+                      plain_checked_later: bool = False) -> None:
     """`refuse_secrets` plus the composed config, for a Hydra run or multirun, BEFORE Hydra
     writes ``.hydra/`` and ``multirun.yaml``: once with the plain overrides, and once per value
     of each swept config group (``experiment=a,b``). A YAML syntax error is reported here as
     one ``file:line:col`` line (Hydra would print a traceback); any other composition error is
-    left to Hydra, which reports it (and then writes nothing either)."""
+    left to Hydra, which reports it (and then writes nothing either). With
+    ``plain_checked_later`` the plain overrides' composition is left to `check_composed` on
+    the one Hydra makes itself before it writes anything (``sweep.cli.hydra_main``)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -414,7 +417,7 @@ def preflight_secrets(overrides: Sequence[str], config_name: str = "config") -> 
     except Exception:
         return
     plain = [o.input_line for o in parsed if not o.is_sweep_override()]
-    variants = [plain]
+    variants = [] if plain_checked_later else [plain]
     for o in parsed:
         if o.is_sweep_override() and "." not in o.key_or_group and not o.is_hydra_override():
             try:
@@ -423,6 +426,8 @@ def preflight_secrets(overrides: Sequence[str], config_name: str = "config") -> 
                 continue
             prefix = o.input_line.split("=", 1)[0]
             variants += [[*plain, f"{prefix}={v}"] for v in values]
+    if not variants:
+        return
     register()
     try:  # one Hydra set-up for every variant (it scans the search path and the schema)
         context = initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3",
@@ -437,8 +442,14 @@ def preflight_secrets(overrides: Sequence[str], config_name: str = "config") -> 
                 raise SweepError(yaml_error_line(exc)) from None
             except Exception:
                 continue
-            refuse_secrets_in(cfg)
-            refuse_unknown_keys(cfg)
+            check_composed(cfg)
+
+
+def check_composed(cfg: Any) -> None:
+    """What `preflight_secrets` checks on each composed config: no secret-looking key or URL
+    with credentials (`refuse_secrets_in`), no key the schema lacks (`refuse_unknown_keys`)."""
+    refuse_secrets_in(cfg)
+    refuse_unknown_keys(cfg)
 
 
 def check_duplicate_overrides(overrides: Sequence[str]) -> list[str]:
