@@ -3,12 +3,13 @@
 A warm sweep deep-copies each job's whole config about six times: the up-front check derives
 it (`sweep.config.compose.derive_job_config`), and Hydra's ``run_job`` copies it for the task,
 twice more for `HydraConfig` (``OmegaConf.masked_copy``) and once for the job's return: ~0.6 s
-of the bench grid. Over a third of each copy is spent copying the nodes' ``Metadata`` (one
+of the warm bench grid under a sampling profiler. Over a third of each copy is spent copying the nodes' ``Metadata`` (one
 per node) through `copy.deepcopy`'s generic path (``__reduce_ex__``, a state dict copied and
 applied). `faster_metadata_copies` gives OmegaConf's ``Metadata`` a ``__deepcopy__`` that makes
 the same copy directly: a new object of the same class, registered in the memo first, whose
 attributes are the originals' deep copies, the immutable ones (texts, numbers, classes) taken
-as they are, exactly as `copy.deepcopy` takes them.
+as they are, exactly as `copy.deepcopy` takes them; the flags and an empty resolver cache
+(every node has both) are copied directly too (`copy_metadata`).
 """
 
 from __future__ import annotations
