@@ -125,14 +125,26 @@ def resampled_means(scores: Any, n: int = N_RESAMPLES, seed: int = SEED) -> Any:
     rng = np.random.default_rng(seed)
     out = np.empty((n, s.shape[1]))
     step = max(1, 4_000_000 // m)  # as paired_bootstrap: the same draws, in the same order
+    counts = np.empty((min(step, n), m))
+    offsets = (np.arange(_COUNT_ROWS) * m)[:, None]
     for start in range(0, n, step):
         size = min(step, n - start)
         idx = rng.integers(0, m, size=(size, m))
         # How often each question is drawn in each resample: one product for every column.
-        flat = (idx + (np.arange(size) * m)[:, None]).ravel()
-        counts = np.bincount(flat, minlength=size * m).reshape(size, m)
-        out[start : start + size] = counts.astype(float) @ s / m  # (an integer matmul: 5x slower)
+        # Counted a few resamples at a time, so that the counts being filled stay in the
+        # CPU's cache (a third of the time of one bincount over the whole step); the product
+        # is the same one, of the same counts, so every mean is the same to the bit.
+        for r0 in range(0, size, _COUNT_ROWS):
+            block = idx[r0 : r0 + _COUNT_ROWS]
+            rows = block.shape[0]
+            block += offsets[:rows]
+            counts[r0 : r0 + rows] = np.bincount(block.ravel(), minlength=rows * m
+                                                 ).reshape(rows, m)
+        out[start : start + size] = counts[:size] @ s / m  # (an integer matmul: 5x slower)
     return out
+
+
+_COUNT_ROWS = 64  # resamples counted at once by `resampled_means`
 
 
 def _tail_p(boots: Any, observed: float) -> float:
