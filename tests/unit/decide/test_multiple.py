@@ -91,6 +91,17 @@ def _one_bincount_means(scores, n, seed):
     return out
 
 
+@pytest.mark.parametrize("m", [1380, 1381, 7])
+def test_bounded_draws_in_pieces_are_the_draws_at_once(m):
+    """What `resampled_means` relies on to draw a step's resamples a few at a time: numpy's
+    generator gives the same values for the same number of draws however they are split
+    (odd pieces included)."""
+    whole = np.random.default_rng(0).integers(0, m, size=(301, m))
+    rng = np.random.default_rng(0)
+    pieces = np.concatenate([rng.integers(0, m, size=(r, m)) for r in (1, 64, 3, 200, 33)])
+    assert whole.tobytes() == pieces.tobytes()
+
+
 @pytest.mark.parametrize(("m", "k", "n"), [
     (1380, 12, 10_000),  # the covid bench's table: 1,380 questions, 12 configurations
     (57, 3, 1500), (5, 2, 130),  # one step, its last block partial
