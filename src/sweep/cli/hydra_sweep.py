@@ -25,7 +25,7 @@ from sweep.common.paths import unwritable_output
 from sweep.config.specs import JobSpec, sweep_job_spec
 from sweep.decide.decision import plot_data
 from sweep.outputs import report as rp
-from sweep.outputs import tracking, tracking_worker
+from sweep.outputs import tracking, tracking_worker, written
 from sweep.outputs.job_run import fetch_resumed
 from sweep.outputs.sweep_run import begin_plots, begin_sweep_run, plotted
 
@@ -61,6 +61,7 @@ class MlflowSweepCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         _check_output_dir(str(config.hydra.sweep.dir))
         os.environ.pop(tracking.PARENT_ENV, None)
+        written.forget()  # what an earlier sweep of this process wrote: not read again
         try:  # before any job and before the parent run: every combination checked
             check_every_job(config)
         except SweepError as exc:

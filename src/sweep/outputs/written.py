@@ -35,6 +35,7 @@ PANDAS_NA = frozenset({
     "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
 })
 # At most this many rows in all are remembered (24 bytes a row): beyond it, the files are read.
+# (`forget` at each sweep's start bounds the memo to one sweep's jobs.)
 MAX_ROWS = 4_000_000
 
 
@@ -140,5 +141,6 @@ def recall(path: Path, columns: Sequence[str]) -> Written | None:
 
 
 def forget() -> None:
-    """Drop everything remembered (tests; a process that starts another sweep needs not)."""
+    """Drop everything remembered (at a sweep's start: an earlier sweep's files are not read
+    again; tests)."""
     _MEMO.clear()
