@@ -95,8 +95,9 @@ def job(cfg: DictConfig) -> float:
                                      multirun=multirun)
     except OSError as exc:  # a full disk, a read-only or vanished job folder
         return _fail(plain, job_dir, write_error(job_dir, exc), multirun)
-    if multirun:  # the sweep's end reads these columns back, here in this process
-        written.remember(job_dir / rp.PER_QUESTION, result.rows, [rep["headline"]["metric"]])
+    headline = (rep.get("headline") or {}).get("metric")
+    if multirun and headline:  # the sweep's end reads these columns back, in this process
+        written.remember(job_dir / rp.PER_QUESTION, result.rows, [str(headline)])
     _print_summary(rep, job_dir, multirun)
     if spec.tracking.enabled:
         failed = log_finished(spec.tracking.uri, spec.tracking.experiment, rep, plain, paths,
