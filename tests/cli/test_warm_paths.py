@@ -173,3 +173,34 @@ def test_a_sweep_leaves_mlflow_to_its_worker_process(tmp_path: Path) -> None:
         assert {r.info.status for r in mine} == {"FINISHED"}
         assert {r.data.tags["mlflow.parentRunId"] for r in children} == {parents[0].info.run_id}
         assert sorted(r.data.params["chunk.size"] for r in children) == ["128", "256"]
+
+
+def test_a_sweeps_end_reads_its_jobs_scores_without_pandas(tmp_path: Path) -> None:
+    """The statistics at a sweep's end take the per-question scores its jobs wrote in this
+    process from what they remembered (sweep.outputs.written), not from the files through
+    pandas, which nothing else of such a sweep imports; the verdicts are those the files give."""
+    args = ["-c", HEAVY_MODULES.replace("sweep.cli.main", "sweep.__main__"), "-m",
+            "chunk.size=128,256", "retrieval=bm25", "retrieval.diagnose=false",
+            "sweep.audit=false", "tracking.enabled=false", f"cache.dir={tmp_path}/cache",
+            f"hydra.sweep.dir={tmp_path}/sweep"]
+    res = run_cli(*args, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    # (matplotlib draws the plots here: no MLflow worker without tracking)
+    assert res.stdout.splitlines()[-1] == 'IMPORTED ["matplotlib"]'
+    assert "verdicts: paired bootstrap" in res.stdout
+    table = (tmp_path / "sweep" / "comparison.csv").read_text()
+    # the same table from the files (pandas), in a process that remembers nothing
+    from sweep.application.sweep import SweepSpec, finish_sweep
+    from sweep.outputs import report as rp
+    from sweep.outputs import written
+
+    written.forget()
+    again = tmp_path / "again"
+    import shutil
+
+    shutil.copytree(tmp_path / "sweep", again)
+    outcome = finish_sweep(SweepSpec(again), rp.read_reports(again))
+    assert outcome.decision is not None
+    assert (again / "comparison.csv").read_text() == table.replace(
+        str(tmp_path / "sweep"), str(again))
+    assert all(line in res.stdout for line in outcome.lines)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,17 +96,26 @@ class SweepOutcome:
         return None
 
 
-def finish_sweep(spec: SweepSpec, found: list[tuple[Path, dict[str, Any]]]) -> SweepOutcome:
+# What the caller does with the final table as soon as it is known: (axes, rows, decision).
+Decided = Callable[[list[str], list[dict[str, Any]], "dict[str, Any] | None"], None]
+
+
+def finish_sweep(spec: SweepSpec, found: list[tuple[Path, dict[str, Any]]],
+                 on_decided: Decided | None = None) -> SweepOutcome:
     """The end of the sweep whose job reports are ``found`` (`outputs.report.read_reports`:
     (job folder, report), read from ``spec.sweep_dir``). Writes comparison.{csv,md,json} and,
     when some configuration finished, audit.{json,html}; never raises for what cannot be
-    computed (the statistics, the audit): it is said in a warning."""
+    computed (the statistics, the audit): it is said in a warning. ``on_decided`` is called
+    with the table (its rows final, verdicts set) and the decision before the files and the
+    audit are written: the Hydra callback has the plots drawn meanwhile."""
     sweep_dir = spec.sweep_dir
     # Configurations run off torch fp32 beside the same one at it: the quantisation tax.
     quant.add_to_reports(found)
     reports = [r for _, r in found]
     axes, rows = rp.comparison_rows(reports, folders=[f for f, _ in found])
     decision = decide(axes, rows, found)
+    if on_decided is not None:
+        on_decided(axes, rows, decision)
     artifacts = rp.write_comparison(sweep_dir, axes, rows)
     # Audited when some configuration finished: their golden set and corpus loaded.
     if any(r["status"] == "FINISHED" for r in rows) and spec.audit_job is not None:

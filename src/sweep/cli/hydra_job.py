@@ -47,7 +47,7 @@ from sweep.config.naming import group_choices
 from sweep.config.schema import Config
 from sweep.config.specs import JobSpec, build_job_spec
 from sweep.outputs import report as rp
-from sweep.outputs import tracking, tracking_worker
+from sweep.outputs import tracking, tracking_worker, written
 from sweep.outputs.job_run import log_failed, log_finished, resume_finished, write_error
 
 # The names other modules and conf/config.yaml import from here.
@@ -95,6 +95,9 @@ def job(cfg: DictConfig) -> float:
                                      multirun=multirun)
     except OSError as exc:  # a full disk, a read-only or vanished job folder
         return _fail(plain, job_dir, write_error(job_dir, exc), multirun)
+    headline = (rep.get("headline") or {}).get("metric")
+    if multirun and headline:  # the sweep's end reads these columns back, in this process
+        written.remember(job_dir / rp.PER_QUESTION, result.rows, [str(headline)])
     _print_summary(rep, job_dir, multirun)
     if spec.tracking.enabled:
         failed = log_finished(spec.tracking.uri, spec.tracking.experiment, rep, plain, paths,

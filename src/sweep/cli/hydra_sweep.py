@@ -25,7 +25,7 @@ from sweep.common.paths import unwritable_output
 from sweep.config.specs import JobSpec, sweep_job_spec
 from sweep.decide.decision import plot_data
 from sweep.outputs import report as rp
-from sweep.outputs import tracking, tracking_worker
+from sweep.outputs import tracking, tracking_worker, written
 from sweep.outputs.job_run import fetch_resumed
 from sweep.outputs.sweep_run import begin_plots, begin_sweep_run, plotted
 
@@ -61,6 +61,7 @@ class MlflowSweepCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         _check_output_dir(str(config.hydra.sweep.dir))
         os.environ.pop(tracking.PARENT_ENV, None)
+        written.forget()  # what an earlier sweep of this process wrote: not read again
         try:  # before any job and before the parent run: every combination checked
             check_every_job(config)
         except SweepError as exc:
@@ -95,21 +96,32 @@ class MlflowSweepCallback(Callback):
             sweep_parent()
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        # The queued child runs first: their failures are in the reports read below (a Ctrl-C
-        # while this waits still closes the parent KILLED).
         sweep_parent()
-        tracking_worker.drain()
-        SESSION.active_parent = None
         sweep_dir = Path(str(config.hydra.sweep.dir))
         found = rp.read_reports(sweep_dir)
         fetch_resumed(found, self.uri)
+        drawings: list[tracking_worker.Promise] = []
+
+        def draw(axes: list[str], rows: list[dict[str, Any]],
+                 decision: dict[str, Any] | None) -> None:
+            # sent as soon as the table is final: the worker draws (after the queued child
+            # runs) while the audit is written and the table printed here
+            drawings.extend(begin_plots(axes, rows, None if decision is None else plot_data(
+                decision, decision["rows"], decision["metric"]), sweep_dir))
+
+        # The statistics and the table first, while the worker logs the last queued child
+        # runs, then draws; those runs' failures come back by the drain (into
+        # SESSION.not_logged, read below, and their report.json), before the parent is
+        # closed. Until then a Ctrl-C closes it KILLED.
         outcome = finish_sweep(SweepSpec(sweep_dir, _audit_job(config, found), self.parent),
-                               found)
+                               found, on_decided=draw)
+        self._show(outcome, drawings)
+        tracking_worker.drain()
+        SESSION.active_parent = None
         # (a launcher's job process logs its own run and writes the error to the report)
         not_logged = list(SESSION.not_logged) or [
             f"{run_name(r.get('config') or {})}: {r['tracking_error']}"
             for r in outcome.reports if r.get("tracking_error")]
-        self._show(outcome, sweep_dir)
         if self.parent and self.uri:
             self._close_parent(outcome)
         error = outcome.error(not_logged)
@@ -117,13 +129,11 @@ class MlflowSweepCallback(Callback):
             print(f"error: {error}", file=sys.stderr)
             sys.exit(1)
 
-    def _show(self, outcome: SweepOutcome, sweep_dir: Path) -> None:
-        """The table and the lines after it; the plots drawn meanwhile by the MLflow worker
-        where there is one (it imported matplotlib while the jobs ran), else here."""
-        axes, rows, decision = outcome.axes, outcome.rows, outcome.decision
-        drawings = begin_plots(axes, rows, None if decision is None else plot_data(
-            decision, decision["rows"], decision["metric"]), sweep_dir)
-        rp.print_comparison(axes, rows)
+    def _show(self, outcome: SweepOutcome, drawings: list[tracking_worker.Promise]) -> None:
+        """The table and the lines after it; the plots (``drawings``, begun by
+        `on_multirun_end`) drawn meanwhile by the MLflow worker where there is one (it imported
+        matplotlib while the jobs ran), else here before."""
+        rp.print_comparison(outcome.axes, outcome.rows)
         for line in outcome.lines:
             print(line)
         outcome.artifacts.extend(plotted(drawings))

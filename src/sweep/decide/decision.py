@@ -27,6 +27,7 @@ from sweep.decide.stats import (
     table_verdicts,
 )
 from sweep.evaluation.catalog import lower_is_better
+from sweep.outputs import written as memo
 from sweep.outputs.report import PER_QUESTION
 
 LATENCY = "latency_end_to_end_p95_ms"
@@ -232,8 +233,13 @@ def decide_table(t: Any, detect: float | None = power.DEFAULT_DETECT,
 
 def read_questions(folder: Path, columns: Sequence[str]) -> Any:
     """The ``qid``, ``status`` and ``columns`` (those it has) of a job folder's
-    per_question.csv, or None when it has none (or cannot be read)."""
+    per_question.csv, or None when it has none (or cannot be read): what a job of this
+    process wrote there when it is still that file (`sweep.outputs.written`), else the file
+    read with pandas. Read either through `statuses_of` and `scores_of`."""
     path = folder / PER_QUESTION
+    kept = memo.recall(path, columns)
+    if kept is not None:
+        return kept
     if not path.is_file():
         return None
     try:
@@ -246,6 +252,18 @@ def read_questions(folder: Path, columns: Sequence[str]) -> Any:
         return None
 
 
+def statuses_of(frame: Any) -> dict[str, str] | None:
+    """`lost.statuses` of what `read_questions` gave."""
+    return frame.status_of() if isinstance(frame, memo.Written) else lost.statuses(frame)
+
+
+def scores_of(frame: Any, metric: str) -> dict[str, float]:
+    """`stats.question_scores` of what `read_questions` gave (``metric`` among its columns)."""
+    if isinstance(frame, memo.Written):
+        return frame.scores(metric)
+    return question_scores(frame, metric)
+
+
 def read_scores(folder: Path, metric: str) -> dict[str, float] | None:
     """``{qid: score}`` from a job folder's per_question.csv, or None when it has none (or not
     the metric: a job of an older chunk-sweep)."""
@@ -253,7 +271,7 @@ def read_scores(folder: Path, metric: str) -> dict[str, float] | None:
     if frame is None or metric not in frame.columns:
         return None
     try:
-        return question_scores(frame, metric)
+        return scores_of(frame, metric)
     except (ValueError, SweepError):
         return None
 
@@ -268,7 +286,7 @@ def _count_lost(rows: list[dict[str, Any]], finished: Sequence[dict[str, Any]],
     from sweep.outputs.report import TABLE_METRICS, rank_key
 
     found = lost.lost_questions(
-        [lost.statuses(f) for f in frames],
+        [statuses_of(f) for f in frames],
         [((reports.get(str(r.get("folder"))) or {}).get("fingerprints") or {}).get("golden")
          for r in finished])
     if not found.any:
@@ -282,7 +300,7 @@ def _count_lost(rows: list[dict[str, Any]], finished: Sequence[dict[str, Any]],
             continue
         for name in dict.fromkeys([metric, *TABLE_METRICS]):
             if name in frame.columns and lost.miss_value(name) is not None:
-                value = lost.mean(lost.with_misses(question_scores(frame, name), qids, name))
+                value = lost.mean(lost.with_misses(scores_of(frame, name), qids, name))
                 if name == metric:
                     r["headline"] = value
                 if name in r:
@@ -344,7 +362,7 @@ def finished_sweep(axes: Sequence[str], rows: list[dict[str, Any]],
             if isinstance(metrics.get(name), int | float):
                 row[name] = float(metrics[name])
         plain.append(row)
-        scores.append(lost.with_misses(question_scores(frame, metric), qids, metric)
+        scores.append(lost.with_misses(scores_of(frame, metric), qids, metric)
                       if frame is not None and metric in frame.columns else None)
     costs = costs_of(plain, next((k for k in plain[0] if k.startswith("context_tokens_at_")),
                                  "context_tokens_at_5"), LATENCY)

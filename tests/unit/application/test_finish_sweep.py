@@ -125,3 +125,21 @@ def test_the_best_configuration_s_split_by_passages_needed_is_said(tmp_path: Pat
     assert out.best_needs == ("recall_at_5 by passages needed: 1 1.000 (n=3) · 2 0.500 (n=2) "
                               "· 3+ - (n=0)")
     assert out.lines[0] == f"best configuration, {out.best_needs}"
+
+
+def test_on_decided_gets_the_final_table_before_the_files_are_written(tmp_path: Path) -> None:
+    """The Hydra callback begins the plots from ``on_decided``: the rows it gets are the
+    table's, in order and with their verdicts, and nothing is written yet (the worker draws
+    while the table and the audit are)."""
+    _grid(tmp_path)
+    seen: dict = {}
+
+    def decided(axes: list, rows: list, decision: dict | None) -> None:
+        seen.update(axes=list(axes), rows=[dict(r) for r in rows], decision=decision,
+                    written=(tmp_path / "comparison.csv").exists())
+
+    out = finish_sweep(SweepSpec(tmp_path), rp.read_reports(tmp_path), on_decided=decided)
+    assert seen["written"] is False and (tmp_path / "comparison.csv").is_file()
+    assert seen["axes"] == out.axes and seen["rows"] == out.rows
+    assert seen["rows"][0]["verdict"] == "best" and "verdict" in seen["rows"][1]
+    assert seen["decision"] is out.decision and out.decision is not None

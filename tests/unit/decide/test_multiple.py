@@ -74,6 +74,51 @@ def test_resampled_means_are_the_paired_bootstraps_draws():
     assert min(1, 2 * min((boots <= 0).mean(), (boots >= 0).mean())) == pytest.approx(p)
 
 
+def _one_bincount_means(scores, n, seed):
+    """`resampled_means` as first written: one bincount over each step's draws (the draws
+    and the product the same; only how the counts are made differs)."""
+    s = np.asarray(scores, dtype=float)
+    m = s.shape[0]
+    rng = np.random.default_rng(seed)
+    out = np.empty((n, s.shape[1]))
+    step = max(1, 4_000_000 // m)
+    for start in range(0, n, step):
+        size = min(step, n - start)
+        idx = rng.integers(0, m, size=(size, m))
+        flat = (idx + (np.arange(size) * m)[:, None]).ravel()
+        counts = np.bincount(flat, minlength=size * m).reshape(size, m)
+        out[start : start + size] = counts.astype(float) @ s / m
+    return out
+
+
+@pytest.mark.parametrize("m", [1380, 1381, 7])
+def test_bounded_draws_in_pieces_are_the_draws_at_once(m):
+    """What `resampled_means` relies on to draw a step's resamples a few at a time: numpy's
+    generator gives the same values for the same number of draws however they are split
+    (odd pieces included)."""
+    whole = np.random.default_rng(0).integers(0, m, size=(301, m))
+    rng = np.random.default_rng(0)
+    pieces = np.concatenate([rng.integers(0, m, size=(r, m)) for r in (1, 64, 3, 200, 33)])
+    assert whole.tobytes() == pieces.tobytes()
+
+
+@pytest.mark.parametrize(("m", "k", "n"), [
+    (1380, 12, 10_000),  # the covid bench's table: 1,380 questions, 12 configurations
+    (57, 3, 1500), (5, 2, 130),  # one step, its last block partial
+    (70_000, 2, 200),  # steps of 57 resamples, smaller than a block
+])
+def test_resampled_means_counted_in_blocks_are_the_same_to_the_bit(m, k, n):
+    rng = np.random.default_rng(m)
+    # what a table holds: reciprocal ranks, recall over 1-7 passages, zeros and ones
+    ranks = rng.integers(1, 30, size=(m, k))
+    need = rng.integers(1, 8, size=(m, k))
+    s = np.where(rng.random((m, k)) < 0.5, 1.0 / ranks,
+                 np.floor(rng.random((m, k)) * (need + 1)) / need)
+    got = stats.resampled_means(s, n=n, seed=0)
+    want = _one_bincount_means(s, n, 0)
+    assert got.shape == (n, k) and got.tobytes() == want.tobytes()
+
+
 def _noise_sweep(seed, n_configs=40, n_questions=120, n_ties=30):
     """One configuration 40 times with its ties shuffled: 30 of 120 questions have their
     relevant chunk tied at the cut-off, and the tie-break decides each run (50/50)."""
