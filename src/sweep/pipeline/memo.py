@@ -240,11 +240,12 @@ def bm25_for(texts: list[str], params: Bm25Spec, backend: str,
     for each distinct list of chunk texts: two chunkings that cut the corpus identically (a
     heading split of a corpus without headings is a recursive split) share one index.
     ``backend`` may differ from ``params.backend`` (the diagnosis-only list uses bm25s)."""
-    key = (parts_key(texts), backend, params.k1, params.b, params.stopwords)
+    texts_key = parts_key(texts)
+    key = (texts_key, backend, params.k1, params.b, params.stopwords)
     if key not in _MEMO.bm25:
         start = time.perf_counter()
         index = BM25Index(texts, k1=params.k1, b=params.b, backend=backend,
-                          stopwords=params.stopwords, cache_dir=cache_dir)
+                          stopwords=params.stopwords, cache_dir=cache_dir, texts_key=texts_key)
         _MEMO.bm25[key] = (index, time.perf_counter() - start)
     return _MEMO.bm25[key]
 

@@ -217,7 +217,10 @@ class BM25Index:
 
     def __init__(self, texts: Sequence[str], *, k1: float = BM25_K1, b: float = BM25_B,
                  backend: str = "rank_bm25", stopwords: str = "english",
-                 cache_dir: str | Path | None = None) -> None:
+                 cache_dir: str | Path | None = None, texts_key: bytes | None = None) -> None:
+        """``texts_key``: `parts_key` of ``texts``, where the caller has it already (the
+        process memo keys its indexes by it): the cache folder's key hashes it again
+        otherwise."""
         if backend not in BACKENDS:
             raise SweepError(f"retrieval.bm25_backend={backend!r} is not one of "
                              f"{', '.join(BACKENDS)}")
@@ -225,7 +228,7 @@ class BM25Index:
         self.stopwords = stopwords_for(stopwords)
         self.n = len(texts)
         self.from_cache = False
-        folder = (Path(cache_dir) / CACHE_FOLDER / self._key(texts)
+        folder = (Path(cache_dir) / CACHE_FOLDER / self._key(texts, texts_key)
                   if cache_dir is not None and backend == "bm25s" else None)
         if folder is not None and folder.is_dir():
             loaded = _Bm25s.load(folder, self.n, k1, b)
@@ -242,13 +245,13 @@ class BM25Index:
         if folder is not None:
             self._save(folder)
 
-    def _key(self, texts: Sequence[str]) -> str:
+    def _key(self, texts: Sequence[str], texts_key: bytes | None = None) -> str:
         """Everything the index depends on: this module's code (its tokenisation), the backend
         and its version, k1, b, the stop words, and the texts in order."""
         bm25s = _import_bm25s()
         head = [source_key(__file__), self.backend, getattr(bm25s, "__version__", ""), repr(self.k1),
                 repr(self.b), *sorted(self.stopwords)]
-        return parts_key([*head, parts_key(texts).hex()]).hex()[:32]
+        return parts_key([*head, (texts_key or parts_key(texts)).hex()]).hex()[:32]
 
     def _save(self, folder: Path) -> None:
         """Written beside, then moved into place: a reader never sees half an index."""
