@@ -401,7 +401,7 @@ def chunk_document(doc: Document, starts: np.ndarray, spec: ChunkSpec,
 def chunks_from_spans(doc: Document, starts: np.ndarray, spec: ChunkSpec,
                       spans: Sequence[tuple[int, int]]) -> list[Chunk]:
     """`Chunk` objects (ids, heading path, header, token count) for spans in document order."""
-    if not spans:
+    if len(spans) == 0:
         return []
     section_starts = [s.start for s in doc.sections]
     bounds = np.array(spans, dtype=np.int64).reshape(-1, 2)

@@ -12,6 +12,7 @@ import pytest
 from helpers import DEMO
 from sweep.chunking.chunkers import (
     BOUNDARIES,
+    BOUNDARY,
     HEADERS,
     Chunk,
     ChunkSpec,
@@ -107,3 +108,34 @@ def test_boundaries_that_cut_alike_share_one_chunk_list(monkeypatch: pytest.Monk
     assert got["recursive", "none"] != got["recursive", "path"]
     assert [(s.boundary, s.header) for s in made] == [
         ("recursive", "none"), ("recursive", "path"), ("fixed", "none"), ("fixed", "path")]
+
+
+def test_a_boundary_giving_arrays_is_chunked_without_being_compared() -> None:
+    """A boundary registered elsewhere may give each document's spans as a numpy array:
+    two such cuts cannot be compared with ``==``, so each is chunked on its own, as before
+    the memo shared equal cuts (no error, the chunks of each equal `chunk_corpus`'s)."""
+    import numpy as np
+
+    from sweep.common.registry import Entry
+    from sweep.data.corpus import corpus_fingerprint
+    from sweep.pipeline import memo
+
+    def halves(d: object, size: int, overlap: int) -> np.ndarray:
+        n = len(d.text)  # type: ignore[attr-defined]
+        return np.array([(0, n // 2), (n // 2, n)], dtype=np.int64)
+
+    docs = load_corpus(DEMO / "corpus")
+    tok = load_chunk_tokenizer("minilm")
+    starts = corpus_token_starts(docs, tok)
+    with BOUNDARY.added(Entry("halves_a", halves), Entry("halves_b", halves)):
+        memo.clear_memo()
+        try:
+            fp = corpus_fingerprint(docs)
+            a = memo.chunks_for(docs, fp, ChunkSpec("halves_a", 40), "minilm")
+            b = memo.chunks_for(docs, fp, ChunkSpec("halves_b", 40), "minilm")
+        finally:
+            memo.clear_memo()
+        assert a is not b and a == b == chunk_corpus(docs, ChunkSpec("halves_a", 40), tok,
+                                                     starts)
+    assert len(a) == 2 * len(docs)
+
