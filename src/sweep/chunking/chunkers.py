@@ -401,26 +401,37 @@ def chunk_document(doc: Document, starts: np.ndarray, spec: ChunkSpec,
 def chunks_from_spans(doc: Document, starts: np.ndarray, spec: ChunkSpec,
                       spans: Sequence[tuple[int, int]]) -> list[Chunk]:
     """`Chunk` objects (ids, heading path, header, token count) for spans in document order."""
+    if len(spans) == 0:
+        return []
     section_starts = [s.start for s in doc.sections]
+    bounds = np.array(spans, dtype=np.int64).reshape(-1, 2)
+    # A span's tokens: the token starts before its end less those before its start (what
+    # `bisect_left` on each bound gives), for every span in one call.
+    lefts = np.searchsorted(starts, bounds, side="left")
+    n_tokens = (lefts[:, 1] - lefts[:, 0]).tolist()
+    make_header = HEADER.impl(spec.header)
+    headers: dict[int, tuple[tuple[str, ...], str]] = {}  # section -> (path, header)
     chunks = []
-    for ordinal, (start, end) in enumerate(spans):
+    doc_id, text, size = doc.doc_id, doc.text, spec.size
+    for ordinal, ((start, end), n) in enumerate(zip(spans, n_tokens, strict=True)):
         idx = bisect_right(section_starts, start) - 1
-        heading_path = doc.sections[idx].heading_path if idx >= 0 else ()
-        body = doc.text[start:end]
-        header = header_for(doc, heading_path, spec.header)
-        n_tokens = bisect_left(starts, end) - bisect_left(starts, start)
+        if idx not in headers:
+            path = doc.sections[idx].heading_path if idx >= 0 else ()
+            headers[idx] = (path, make_header(doc, path))
+        heading_path, header = headers[idx]
+        body = text[start:end]
         chunks.append(
             Chunk(
-                chunk_id=f"{doc.doc_id}#{ordinal}",
-                doc_id=doc.doc_id,
+                chunk_id=f"{doc_id}#{ordinal}",
+                doc_id=doc_id,
                 ordinal=ordinal,
                 start=start,
                 end=end,
                 text=body,
                 embed_text=f"{header}\n\n{body}" if header else body,
-                n_tokens=int(n_tokens),
+                n_tokens=n,
                 heading_path=heading_path,
-                oversize=bool(n_tokens > spec.size),
+                oversize=n > size,
             )
         )
     return chunks
@@ -482,12 +493,16 @@ def _spans_source(boundary: str) -> str:
     return f"{_SPANS_SOURCE}|{source_key(path)}"
 
 
-def spans_key(doc: Document, spec: ChunkSpec, tokenizer_fingerprint: str) -> bytes:
+def spans_key(doc: Document, spec: ChunkSpec, tokenizer_fingerprint: str,
+              source: str | None = None) -> bytes:
     """What a tiling boundary's cuts of ``doc`` depend on, hashed: the whole document (its
     text's sha256, every other field pickled), boundary, size, overlap, the tokenizer (its
     fingerprint covers the token starts) and the source of this module and of
-    `sweep.data.corpus`, whose code cuts."""
-    h = hashlib.sha256(f"spans1|{_spans_source(spec.boundary)}|{tokenizer_fingerprint}|"
+    `sweep.data.corpus`, whose code cuts (``source``: `_spans_source` of the boundary, when
+    the caller has it already: it reads the file system, the same for every document)."""
+    if source is None:
+        source = _spans_source(spec.boundary)
+    h = hashlib.sha256(f"spans1|{source}|{tokenizer_fingerprint}|"
                        f"{spec.boundary}|{spec.size}|{spec.overlap}|".encode())
     h.update(text_key(doc.text))  # the text by its hash: no second copy of a big document
     h.update(pickle.dumps(replace(doc, text=""), protocol=5))
@@ -505,7 +520,8 @@ def corpus_spans(docs: Sequence[Document], spec: ChunkSpec, tokenizer: ChunkToke
     if cache is None or not fingerprint or not BOUNDARY.has(spec.boundary, "tiling"):
         return [chunk_spans(doc, doc_starts, spec, tokenizer)
                 for doc, doc_starts in zip(docs, starts, strict=True)]
-    keys = [spans_key(doc, spec, fingerprint) for doc in docs]
+    source = _spans_source(spec.boundary)
+    keys = [spans_key(doc, spec, fingerprint, source) for doc in docs]
     found = cache.get_spans(keys, [len(d.text) for d in docs])
     out: list[list[tuple[int, int]]] = []
     fresh = []

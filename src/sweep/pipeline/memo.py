@@ -57,6 +57,11 @@ class _Memo:
     chunks: dict[tuple, list[Chunk]] = field(default_factory=dict)
     starts: dict[tuple, list[np.ndarray]] = field(default_factory=dict)
     spans: dict[tuple, list[list[tuple[int, int]]]] = field(default_factory=dict)
+    # cut -> the first cut of the same corpus, tokenizer, size and overlap that gave equal
+    # spans (a heading split of a corpus without headings is a recursive split); the chunks
+    # made from a cut's spans, by (that first cut, header): cut alike, chunked once.
+    same_cut: dict[tuple, tuple] = field(default_factory=dict)
+    made: dict[tuple, list[Chunk]] = field(default_factory=dict)
     bm25: dict[tuple, tuple[BM25Index, float]] = field(default_factory=dict)
     goldens: dict[str, GoldenSet] = field(default_factory=dict)
     resolved: dict[tuple, list[ResolvedItem]] = field(default_factory=dict)
@@ -183,7 +188,13 @@ def chunks_for(docs: list[Document], fingerprint: str, spec: ChunkSpec,
             if cut not in _MEMO.spans:  # offsets only: small beside the chunks kept above
                 _MEMO.spans[cut] = corpus_spans(
                     docs, spec, tok, starts, get_starts_cache(cache_dir) if cache_dir else None)
-            _MEMO.chunks[key] = chunk_corpus(docs, spec, tok, starts, _MEMO.spans[cut])
+                _MEMO.same_cut[cut] = _first_equal_cut(cut)
+            made = (_MEMO.same_cut[cut], spec.header)
+            if made not in _MEMO.made:
+                # the boundary is no input of the chunks beyond their spans: equal spans,
+                # size and header make equal chunks
+                _MEMO.made[made] = chunk_corpus(docs, spec, tok, starts, _MEMO.spans[cut])
+            _MEMO.chunks[key] = _MEMO.made[made]
         else:
             sent: list[int] = []
             # a semantic cut embeds every sentence window: 16 minutes on the Debian book
@@ -198,6 +209,20 @@ def chunks_for(docs: list[Document], fingerprint: str, spec: ChunkSpec,
                 _MEMO.chunks[key] = chunk_corpus_embedded(docs, spec, params, starts, embed)
             _MEMO.cut_texts[key] = sum(sent)
     return _MEMO.chunks[key]
+
+
+def _first_equal_cut(cut: tuple) -> tuple:
+    """The first cut kept whose spans equal ``cut``'s, of the same corpus, tokenizer, size
+    and overlap (``cut`` itself when none does)."""
+    spans = _MEMO.spans[cut]
+    for other, first in _MEMO.same_cut.items():
+        if other == first and other[:2] == cut[:2] and other[3:] == cut[3:]:
+            try:
+                if _MEMO.spans[other] == spans:
+                    return other
+            except ValueError:  # a boundary of elsewhere that gives arrays: not compared
+                continue
+    return cut
 
 
 def cut_texts(fingerprint: str, spec: ChunkSpec, tokenizer: str, params: SemanticParams,
@@ -218,11 +243,12 @@ def bm25_for(texts: list[str], params: Bm25Spec, backend: str,
     for each distinct list of chunk texts: two chunkings that cut the corpus identically (a
     heading split of a corpus without headings is a recursive split) share one index.
     ``backend`` may differ from ``params.backend`` (the diagnosis-only list uses bm25s)."""
-    key = (parts_key(texts), backend, params.k1, params.b, params.stopwords)
+    texts_key = parts_key(texts)
+    key = (texts_key, backend, params.k1, params.b, params.stopwords)
     if key not in _MEMO.bm25:
         start = time.perf_counter()
         index = BM25Index(texts, k1=params.k1, b=params.b, backend=backend,
-                          stopwords=params.stopwords, cache_dir=cache_dir)
+                          stopwords=params.stopwords, cache_dir=cache_dir, texts_key=texts_key)
         _MEMO.bm25[key] = (index, time.perf_counter() - start)
     return _MEMO.bm25[key]
 

@@ -30,13 +30,27 @@ def _doc_and_ordinal(chunk_id: str) -> tuple[str, int]:
     return chunk_id, -1  # not a `doc#ordinal` id: by the id alone
 
 
+# The orders made lately, by their ids (read-only arrays): a job builds its search twice
+# (the scored pass, the latency pass) over one chunk list, and twin configurations share it.
+_TIES: dict[tuple[str, ...], np.ndarray] = {}
+TIES_KEPT = 8
+
+
 def tiebreak_order(chunk_ids: Sequence[str]) -> np.ndarray:
     """Position of each chunk in (document id, ordinal) order: the secondary sort key for
-    equal scores. Computed from the ids, so it does not depend on the order of the input."""
-    keys = [_doc_and_ordinal(c) for c in chunk_ids]
-    order = sorted(range(len(keys)), key=keys.__getitem__)
-    ranks = np.empty(len(chunk_ids), dtype=np.int64)
-    ranks[order] = np.arange(len(chunk_ids))
+    equal scores. Computed from the ids, so it does not depend on the order of the input.
+    The array is shared with later calls for the same ids, so it is read-only."""
+    ids = tuple(chunk_ids)
+    ranks = _TIES.get(ids)
+    if ranks is None:
+        keys = [_doc_and_ordinal(c) for c in ids]
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        ranks = np.empty(len(ids), dtype=np.int64)
+        ranks[order] = np.arange(len(ids))
+        ranks.flags.writeable = False
+        if len(_TIES) >= TIES_KEPT:
+            del _TIES[next(iter(_TIES))]
+        _TIES[ids] = ranks
     return ranks
 
 

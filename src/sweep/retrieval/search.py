@@ -163,17 +163,15 @@ class ConfigSearch:
         return out
 
     def _bm25_rows(self, questions: Sequence[str]) -> RankedRows:
-        """BM25's rankings of a block, as `lexical_search` ranks each score vector. Scored a
-        question at a time (bm25s per query beat a batched scoring), ranked a few rows at a
-        time: a (rows x chunks) float64 matrix held to ~32 MB on a big corpus."""
+        """BM25's rankings of a block, as `lexical_search` ranks each score vector. Scored
+        and ranked a few rows at a time (`BM25Index.scores_many`: the same rows as `scores`):
+        a (rows x chunks) float64 matrix held to ~32 MB on a big corpus."""
         assert self.bm25 is not None
         n = len(self.chunks)
         rows = max(1, BLOCK_BYTES // (8 * max(n, 1)))
         parts = []
         for lo in range(0, len(questions), rows):
-            scores = np.empty((len(questions[lo : lo + rows]), n), dtype=np.float64)
-            for j, question in enumerate(questions[lo : lo + rows]):
-                scores[j] = self.bm25.scores(question)
+            scores = self.bm25.scores_many(questions[lo : lo + rows])
             parts.append(top_k_rows(scores, self.tiebreak, self.depth, matched_only=True))
         return RankedRows.concat(parts)
 

@@ -48,3 +48,28 @@ def test_old_cache_file_is_migrated(tmp_path: Path) -> None:
     assert np.array_equal(cache.get_many("m", [b"k"])[b"k"], vec)
     cache.put_many("m", [(b"k2", vec)])
     assert set(cache.get_many("m", [b"k", b"k2"])) == {b"k", b"k2"}
+
+
+@pytest.mark.parametrize("model", ["m", "", "bf09563cd7370584", "é-model"])
+def test_the_read_checksum_is_the_stored_one(model: str) -> None:
+    """get_many checks rows with `_Checksums` (the model part hashed once); each value equals
+    `checksum`, the one put_many stores, for keys and vectors of several lengths, and
+    differs when the model, the key or one bit of the vector does."""
+    from sweep.common.sqlite import parts_key
+    from sweep.embedding.cache import _Checksums, checksum
+
+    rng = np.random.default_rng(5)
+    check_of = _Checksums(model)
+    for n in (0, 1, 3, 384, 1024):
+        vec = rng.standard_normal(n).astype(np.float32).tobytes()
+        key = rng.bytes(32)
+        got = check_of(key, vec)
+        assert got == checksum(model, key, vec) == parts_key(
+            [model, key.hex(), vec.hex()])[:16]  # the layout by hand: hex strings, prefixed
+        assert check_of(key, vec) == got  # the kept model part is not consumed
+        assert _Checksums(model + "x")(key, vec) != got
+        assert check_of(rng.bytes(32), vec) != got
+        if n:
+            flipped = bytearray(vec)
+            flipped[0] ^= 1
+            assert check_of(key, bytes(flipped)) != got

@@ -296,3 +296,22 @@ def test_run_all_reranks_each_question_as_run_does(demo_search: tuple,
     assert all(a.final.indices[5:] == b.final.indices[5:] for a, b in zip(new, first,
                                                                           strict=True))
 
+
+
+@pytest.mark.parametrize("backend", ["bm25s", "rank_bm25"])
+def test_scores_many_equals_scores_bit_for_bit(demo_search: tuple, backend: str) -> None:
+    """`BM25Index.scores_many` (one bincount over the block) against `scores` (bm25s's
+    per-query `np.add.at`): the same float64 bits, on the demo's questions plus queries with
+    no known word, a repeated word, a stop word only and an empty text."""
+    chunks, questions, *_ = demo_search
+    index = BM25Index([c.embed_text for c in chunks], backend=backend)
+    odd = ["zzzqqq unknownword", "", "the of and", "backup backup BACKUP restore",
+           questions[0] + " " + questions[0]]
+    queries = [*questions[:60], *odd]
+    many = index.scores_many(queries)
+    single = np.stack([index.scores(q) for q in queries])
+    assert many.shape == (len(queries), len(chunks)) and many.dtype == np.float64
+    assert np.array_equal(many.view(np.int64), single.view(np.int64))
+    assert (many[:60] > 0).any(axis=1).all()  # every demo question matches some chunk
+    assert not many[60:63].any()  # unknown, empty, stop words only: nothing matches
+    assert index.scores_many([]).shape == (0, len(chunks))

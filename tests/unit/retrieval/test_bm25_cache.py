@@ -123,3 +123,27 @@ def test_bm25s_logs_at_the_callers_level(caplog: pytest.LogCaptureFixture) -> No
         BM25Index(_texts(), backend="bm25s")
     assert logging.getLogger("bm25s").level == logging.NOTSET
     assert [r for r in caplog.records if r.name.startswith("bm25s")] == []
+
+
+def test_a_texts_key_given_is_the_same_folder(tmp_path: Path) -> None:
+    """The process memo hands its `parts_key` of the texts over (`texts_key`): the index is
+    read from the folder an index built without it wrote, and the folder name is that of the
+    key worked out from the texts."""
+    from sweep.common.sqlite import parts_key
+    from sweep.config.specs import Bm25Spec
+    from sweep.pipeline import memo
+
+    texts = _texts()
+    built = BM25Index(texts, backend="bm25s", cache_dir=tmp_path)
+    folders = sorted(p.name for p in (tmp_path / "bm25").iterdir())
+    assert folders == [built._key(texts)] == [built._key(texts, parts_key(texts))]
+    given = BM25Index(texts, backend="bm25s", cache_dir=tmp_path, texts_key=parts_key(texts))
+    assert given.from_cache
+    _same_scores(built, given)
+    memo.clear_memo()
+    try:
+        index, _ = memo.bm25_for(texts, Bm25Spec("bm25s", 1.5, 0.75, "english"), "bm25s",
+                                    tmp_path)
+    finally:
+        memo.clear_memo()
+    assert index.from_cache and sorted(p.name for p in (tmp_path / "bm25").iterdir()) == folders

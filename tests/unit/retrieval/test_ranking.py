@@ -21,6 +21,23 @@ def test_tiebreak_order_is_rank_in_sorted_ids() -> None:
     assert tiebreak_order([]).tolist() == []
 
 
+def test_tiebreak_order_is_kept_read_only_and_recomputed_past_its_memo() -> None:
+    from sweep.retrieval import ranking
+
+    ids = [f"d{i % 7}#{i}" for i in range(50)]
+    first = tiebreak_order(ids)
+    assert tiebreak_order(list(ids)) is first  # the same ids: the kept array
+    assert not first.flags.writeable
+    with pytest.raises(ValueError):
+        first[0] = 5
+    for j in range(ranking.TIES_KEPT):  # pushed out by others: made again, equal
+        tiebreak_order([f"x#{j}"])
+    again = tiebreak_order(ids)
+    assert again is not first and again.tolist() == first.tolist()
+    by_hand = sorted(range(50), key=lambda i: (f"d{i % 7}", i))
+    assert [by_hand.index(i) for i in range(50)] == again.tolist()
+
+
 def test_top_k_ties_broken_by_chunk_id() -> None:
     ids = ["c", "x", "a", "b", "z"]
     scores = np.array([0.5, 0.9, 0.5, 0.5, 0.1])
