@@ -21,6 +21,7 @@ from typing import Any
 
 from sweep.application.corpus import CorpusView, open_corpus_view
 from sweep.chunking.chunkers import Chunk, chunk_stats
+from sweep.common.blas import one_blas_thread
 from sweep.common.errors import SweepError
 from sweep.common.files import folder_syncs_once
 from sweep.config.identity import config_hash
@@ -109,6 +110,7 @@ class _Scored:
 
 def run_job(job: JobSpec, *, progress: bool = True) -> JobResult:
     """Evaluate one configuration. Raises `SweepError` for bad input."""
+    one_blas_thread()  # the same scores whatever the machine's core count
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     view = open_corpus_view(job, progress=progress)
