@@ -6,8 +6,8 @@ too: a 256 x 384 by 384 x 5,233 product on numpy's OpenBLAS differed in 7% of it
 between one thread and two. Rankings of near-ties then depend on the machine's core count
 (main at 1ddc525 swapped a pair of chunks around rank 23 in four of the bench grid's COVID-QA
 configurations between one BLAS thread and two). On one thread the scores are the same on
-any machine with the same BLAS build, and a 2-core machine stops spinning a second BLAS thread
-against the MLflow worker (issue 46: the warm bench sweep took 1.5 s less CPU, 0.4 s less wall).
+any machine with the same BLAS build and CPU kernel, and a 2-core machine stops spinning a
+second BLAS thread against the MLflow worker (issue 46: the warm bench sweep took 1.5 s less CPU, 0.4 s less wall).
 """
 
 from __future__ import annotations
