@@ -46,8 +46,10 @@ from sweep.pipeline.memo import (
     WORK_ROWS,
     golden_drift,
     item_smells_cached,
+    keep_text,
     keep_work,
     parsing_summary,
+    recall_text,
     recall_work,
 )
 from sweep.pipeline.run import (
@@ -361,12 +363,15 @@ def write_job(job: JobSpec, result: JobResult, job_dir: Path, plain: dict[str, A
     from sweep.pipeline.run import run_generation_for
 
     rep = result.report
+    # A job that may share its work (`_work_key`) may have a twin in this process: the same
+    # rows and views, so the same files but for the name. They are rendered once.
+    twins = _work_key(job) is not None and len(result.rows) <= WORK_ROWS
     # Retrieval results are on disk before generation starts: a crash there loses nothing.
     with folder_syncs_once():
-        paths = [rp.write_report(job_dir, rep), rp.write_per_question(job_dir, result.rows),
+        paths = [rp.write_report(job_dir, rep), _write_rows(job_dir, result.rows, twins),
                  rp.write_config(job_dir, plain)]
         miss_counts = {k: v for k, v in rep["metrics"].items() if k.startswith("n_miss")}
-        paths += write_views(job_dir, result.views, name, miss_counts)
+        paths += _write_views(job_dir, result.views, name, miss_counts, twins)
     if not multirun:  # a sweep audits its golden set once, at its end
         paths += set_audit(job, job_dir, audit_power(
             None, rep["headline"]["metric"], None, "one configuration: no pair to size it "
@@ -385,3 +390,36 @@ def write_job(job: JobSpec, result: JobResult, job_dir: Path, plain: dict[str, A
             add_answers(result.views, result.rows)
             write_views(job_dir, result.views, name, miss_counts)
     return paths, gen_error
+
+
+def _write_rows(job_dir: Path, rows: list[dict[str, Any]], twins: bool) -> Path:
+    """per_question.csv; with ``twins``, its text comes from an earlier job of this process
+    whose cells were alike (`common.alike`: the same bytes), and is kept for a later one."""
+    from sweep.common.csvcells import csv_text
+    from sweep.outputs import report as rp
+
+    if not twins:
+        return rp.write_per_question(job_dir, rows)
+    table = rp.per_question_table(rows)  # fresh tuples of immutable cells: kept as they are
+    text = recall_text(rp.PER_QUESTION, table)
+    if text is None:
+        text = csv_text(*table)
+        keep_text(rp.PER_QUESTION, table, text, len(rows))
+    return rp.write_per_question(job_dir, rows, text=text)
+
+
+def _write_views(job_dir: Path, views: list[dict[str, Any]], name: str,
+                 counts: dict[str, float], twins: bool) -> list[Path]:
+    """misses.json and misses.html; with ``twins``, all but their title come from an earlier
+    job of this process whose views and counts were alike, and are kept for a later one."""
+    from sweep.outputs.misses_html import render_untitled, write_views
+
+    if not twins:
+        return write_views(job_dir, views, name, counts)
+    untitled = recall_text("misses", (views, counts))
+    if untitled is None:
+        untitled = render_untitled(views, counts)
+        # Copies of the views: what a job adds afterwards (an answer, by_content's kind) goes
+        # into a view itself, never into the lists it shares with the kept work.
+        keep_text("misses", ([dict(v) for v in views], dict(counts)), untitled, len(views))
+    return write_views(job_dir, views, name, counts, untitled=untitled)

@@ -11,6 +11,7 @@ import json
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from html import escape
 from itertools import pairwise
 from pathlib import Path
@@ -204,7 +205,20 @@ def render_page(views: Sequence[Mapping[str, Any]], title: str,
                 edit_links: bool = False) -> str:
     """The whole page. ``nonce`` marks its style for a Content-Security-Policy; ``edit_links``
     links each question to its labelling view (when `sweep label` serves the page)."""
+    return _page_head(title, nonce) + _page_body(views, counts, edit_links)
+
+
+def _page_head(title: str, nonce: str | None) -> str:
+    """The page up to its heading: all of it that names the configuration."""
     style_attr = f' nonce="{escape(nonce)}"' if nonce else ""
+    return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f"<title>{escape(title)}</title>"
+            f"<style{style_attr}>{_CSS}</style></head><body>"
+            f"<h1>Misses: {escape(title)}</h1>")
+
+
+def _page_body(views: Sequence[Mapping[str, Any]], counts: Mapping[str, float],
+               edit_links: bool) -> str:
     missed = [v for v in views if v["cause"]]
     found = [v for v in views if not v["cause"] and v["status"] == "scored"]
     cause_rows = "".join(
@@ -214,10 +228,6 @@ def render_page(views: Sequence[Mapping[str, Any]], title: str,
         f"<tr><td>{escape(str(v['qid']))}</td><td>{v['first_relevant_rank']}</td>"
         f"<td>{escape(str(v['question']))}</td></tr>" for v in found)
     return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(title)}</title>"
-        f"<style{style_attr}>{_CSS}</style></head><body>"
-        f"<h1>Misses: {escape(title)}</h1>"
         f"<p>{len(missed)} of {len(views)} questions missed in the top k.</p>"
         "<table><tr><th>cause</th><th>questions</th><th>what to try</th></tr>"
         f"{cause_rows}</table>{_answers_section(views)}"
@@ -244,18 +254,42 @@ def _kinds_table(views: Sequence[Mapping[str, Any]]) -> str:
             f"<th>scored</th><th>missed</th></tr>{rows}</table>")
 
 
-def write_views(folder: Path, views: Sequence[Mapping[str, Any]], title: str,
-                counts: Mapping[str, float]) -> list[Path]:
-    """``misses.json`` (what `sweep show` reads) and ``misses.html`` in the job folder."""
+@dataclass(frozen=True)
+class Untitled:
+    """``misses.json`` and ``misses.html`` of some views and counts, as UTF-8, without what
+    names the configuration (the title): two configurations whose views and counts are alike
+    (recursive and heading on a corpus without headings) differ in these files by name only."""
+
+    json_rest: bytes  # the document after its "title" member
+    html_body: bytes  # the page after its <h1>
+
+
+def render_untitled(views: Sequence[Mapping[str, Any]], counts: Mapping[str, float]
+                    ) -> Untitled:
     import orjson
 
-    data = {"title": title, "counts": dict(counts), "questions": list(views)}
+    # orjson, as UTF-8 like ensure_ascii=False: the same document as json.dumps (compact),
+    # 17x faster. It would write a NaN as null; a view holds no NaN (scores and ranks are
+    # finite). Compact JSON of an object is its members' texts joined by commas, so the
+    # document is its title's member and these bytes, as one dumps of it all would write.
+    rest = (b',"counts":' + orjson.dumps(dict(counts)) + b',"questions":'
+            + orjson.dumps(list(views)) + b"}")
+    return Untitled(rest, _page_body(views, counts, False).encode("utf-8"))
+
+
+def write_views(folder: Path, views: Sequence[Mapping[str, Any]], title: str,
+                counts: Mapping[str, float], *, untitled: Untitled | None = None
+                ) -> list[Path]:
+    """``misses.json`` (what `sweep show` reads) and ``misses.html`` in the job folder;
+    ``untitled``: what `render_untitled` made of these views and counts."""
+    import orjson
+
+    if untitled is None:
+        untitled = render_untitled(views, counts)
     json_path = folder / "misses.json"
     html_path = folder / "misses.html"
-    # orjson, as UTF-8 like ensure_ascii=False: the same document as json.dumps (compact), 17x
-    # faster. It would write a NaN as null; a view holds no NaN (scores and ranks are finite).
-    atomic_write(json_path, orjson.dumps(data))
-    atomic_write(html_path, render_page(views, title, counts))
+    atomic_write(json_path, b'{"title":' + orjson.dumps(title) + untitled.json_rest)
+    atomic_write(html_path, _page_head(title, None).encode("utf-8") + untitled.html_body)
     return [json_path, html_path]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep.common import yamltext
-from sweep.common.csvcells import write_csv
+from sweep.common.csvcells import csv_text, write_csv
 from sweep.common.files import atomic_write, read_text_regular
 from sweep.common.mapping import flatten
 from sweep.common.secret import scrub_tree
@@ -136,18 +136,29 @@ def write_config(folder: Path, plain_config: dict[str, Any]) -> Path:
     return path
 
 
-def write_per_question(folder: Path, rows: Sequence[dict[str, Any]]) -> Path:
-    """One row per question; the key columns first, then every metric computed for it."""
+def per_question_table(rows: Sequence[dict[str, Any]]
+                       ) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """The columns of per_question.csv and each row's cells, in file order: everything its
+    text is made from. The key columns first, then every metric computed for a question."""
     extra = sorted(set().union(*rows) - set(PER_QUESTION_COLUMNS))  # every row's keys, in C
     columns = PER_QUESTION_COLUMNS + extra
     # Value tuples, not csv.DictWriter: no dict built per row and read back (a third of the
     # file's cost on 1,380 rows of 80 columns). A row lacking a column gets None (an empty
     # cell) from `blank`; one C-level merge and itemgetter per row instead of a get per cell.
-    # Text cells are neutralised (common.csvcells).
     blank = dict.fromkeys(columns)
     cells = operator.itemgetter(*columns)
-    return write_csv(folder / PER_QUESTION, columns,
-                     (cells({**blank, **row}) for row in rows))
+    return columns, [cells({**blank, **row}) for row in rows]
+
+
+def write_per_question(folder: Path, rows: Sequence[dict[str, Any]], *,
+                       text: str | None = None) -> Path:
+    """One row per question (`per_question_table`), text cells neutralised
+    (common.csvcells); ``text``: the file's text, already rendered from these rows."""
+    if text is None:
+        text = csv_text(*per_question_table(rows))
+    path = folder / PER_QUESTION
+    atomic_write(path, text)
+    return path
 
 
 def read_reports(sweep_dir: Path) -> list[tuple[Path, dict[str, Any]]]:

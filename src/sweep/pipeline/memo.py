@@ -29,6 +29,7 @@ from sweep.chunking.chunkers import (
 from sweep.chunking.reference import load_golden
 from sweep.chunking.semantic import SemanticParams, chunk_corpus_embedded
 from sweep.chunking.tokenizers import DEFAULT_TOKENIZER, load_chunk_tokenizer
+from sweep.common.alike import alike
 from sweep.common.errors import SweepError
 from sweep.common.memory import release_free_memory
 from sweep.common.paths import resolve_user_path
@@ -75,6 +76,9 @@ class _Memo:
     # The search and scoring of the last few jobs, oldest first: (their settings apart from
     # how the chunks were cut, their chunks, the work, its rows) (`recall_work`, `keep_work`).
     work: list[tuple[str, list[Chunk], Any, int]] = field(default_factory=list)
+    # What the last few such jobs wrote, by kind of file, oldest first: (what the text was
+    # made from, the text, its rows) (`recall_text`, `keep_text`).
+    texts: dict[str, list[tuple[Any, Any, int]]] = field(default_factory=dict)
 
 
 _MEMO = _Memo()
@@ -108,6 +112,26 @@ def keep_work(key: str, chunks: list[Chunk], work: Any, rows: int) -> None:
     kept = _MEMO.work
     kept.append((key, chunks, work, rows))
     while kept and (len(kept) > WORK_KEPT or sum(k[3] for k in kept) > WORK_ROWS):
+        del kept[0]
+
+
+def recall_text(kind: str, made_from: Any) -> Any | None:
+    """The text `keep_text` kept for a ``kind`` of file made from what is `alike` to
+    ``made_from`` (the same bytes again: a twin's per_question.csv), or None."""
+    for kept_from, text, _ in reversed(_MEMO.texts.get(kind, ())):
+        if alike(kept_from, made_from):
+            return text
+    return None
+
+
+def keep_text(kind: str, made_from: Any, text: Any, rows: int) -> None:
+    """Keep the ``text`` of a ``kind`` of file, rendered from ``made_from`` (``rows``
+    questions), for a later job of this process; bounded per kind as `keep_work` is. Nothing
+    may change ``made_from`` afterwards: the caller hands over a copy, or values that are
+    never edited in place."""
+    kept = _MEMO.texts.setdefault(kind, [])
+    kept.append((made_from, text, rows))
+    while kept and (len(kept) > WORK_KEPT or sum(k[2] for k in kept) > WORK_ROWS):
         del kept[0]
 
 

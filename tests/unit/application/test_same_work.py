@@ -132,3 +132,78 @@ def test_a_twin_two_jobs_back_is_found(plain_text: Path, tmp_path: Path) -> None
         assert taken == [False, False, True, True]
     finally:
         memo.clear_memo()
+
+
+FILES = ("per_question.csv", "misses.json", "misses.html")
+
+
+def _written(overrides: list[str], folder: Path, result: pipeline.JobResult | None = None
+             ) -> tuple[pipeline.JobResult, dict[str, bytes]]:
+    """Run (unless ``result`` is given) and write a job as a sweep's job does; its files."""
+    job = job_of(overrides)
+    result = result or pipeline.run_job(job, progress=False)
+    name = f"{job.chunking.spec.boundary}-{job.chunking.spec.header}"
+    pipeline.write_job(job, result, folder, job.plain, name, multirun=True)
+    return result, {f: (folder / f).read_bytes() for f in FILES}
+
+
+def test_a_twin_writes_the_files_of_its_own_run(plain_text: Path, tmp_path: Path) -> None:
+    """The twin's per_question.csv and misses views are the first job's rendering, its name
+    put in: byte for byte what its own run in a fresh process writes."""
+    base = _base(plain_text, tmp_path)
+    memo.clear_memo()
+    try:
+        _, first = _written([*base, "chunk.boundary=recursive"], tmp_path / "first")
+        taken, twin = _written([*base, "chunk.boundary=heading"], tmp_path / "twin")
+        assert TAKEN in taken.report["latency_source"]
+        # recalled, not rendered and kept again
+        assert [len(memo._MEMO.texts[k]) for k in ("per_question.csv", "misses")] == [1, 1]
+        memo.clear_memo()
+        _, own = _written([*base, "chunk.boundary=heading"], tmp_path / "own")
+        assert twin == own
+        assert twin["per_question.csv"] == first["per_question.csv"]
+        for f in ("misses.json", "misses.html"):  # by their names only
+            assert twin[f] != first[f]
+            assert twin[f].replace(b"heading-none", b"recursive-none") == first[f]
+    finally:
+        memo.clear_memo()
+
+
+def test_rows_or_views_unlike_the_first_jobs_are_rendered_anew(plain_text: Path,
+                                                                tmp_path: Path) -> None:
+    """Another scoring (eval.by_content adds a column and a line to each view), and edits of a
+    twin's rows and views that ``==`` would not see, are written as their own run writes
+    them, never as the kept text."""
+    from sweep.outputs.misses_html import write_views
+    from sweep.outputs.report import write_per_question
+
+    base = _base(plain_text, tmp_path)
+    memo.clear_memo()
+    try:
+        _written([*base, "chunk.boundary=recursive"], tmp_path / "first")
+        content = [*base, "chunk.boundary=heading", "eval.by_content=true"]
+        _, files = _written(content, tmp_path / "content")
+        memo.clear_memo()
+        _, own = _written(content, tmp_path / "own")
+        assert files == own
+        assert b"content_kind" in files["per_question.csv"]
+
+        memo.clear_memo()
+        _written([*base, "chunk.boundary=recursive"], tmp_path / "again")
+        taken = _run([*base, "chunk.boundary=heading"])
+        assert TAKEN in taken.report["latency_source"]
+        row = next(r for r in taken.rows if r.get("recall_at_1") == 1.0)
+        row["recall_at_1"] = 1  # equal, but written "1"
+        zero = next(r for r in taken.rows if r.get("mrr") == 0.0)
+        zero["mrr"] = -0.0  # equal, but written "-0.0"
+        taken.views[-1] = {**taken.views[-1], "detail": taken.views[-1]["detail"] + " (edited)"}
+        _, edited = _written([*base, "chunk.boundary=heading"], tmp_path / "edited", taken)
+        plain = tmp_path / "plain"
+        plain.mkdir()
+        write_per_question(plain, taken.rows)
+        counts = {k: v for k, v in taken.report["metrics"].items() if k.startswith("n_miss")}
+        write_views(plain, taken.views, "heading-none", counts)
+        assert edited == {f: (plain / f).read_bytes() for f in FILES}
+        assert b"(edited)" in edited["misses.json"] and b",-0.0," in edited["per_question.csv"]
+    finally:
+        memo.clear_memo()

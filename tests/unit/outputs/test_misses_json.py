@@ -43,3 +43,24 @@ def test_misses_json_is_what_json_would_write(tmp_path: Path) -> None:
     assert json.loads(raw.decode("utf-8")) == json.loads(json.dumps(expected, ensure_ascii=False))
     assert "質問".encode() in raw  # UTF-8, not \\u escapes
     assert load_views(str(tmp_path), None)["questions"][0]["question"] == views[0]["question"]
+
+
+def test_the_files_made_without_their_title_are_the_whole_documents(tmp_path: Path) -> None:
+    """write_views joins the title to what `render_untitled` made: the bytes of one orjson
+    dump of the document and of the whole page, whatever the title holds."""
+    import orjson
+
+    from sweep.outputs.misses_html import render_page, render_untitled
+
+    views = _views()
+    counts = {"n_miss_never_retrieved": 2.0, "n_miss_orphan": 0.0, "n_missed": 2}
+    untitled = render_untitled(views, counts)
+    for i, title in enumerate(["recursive-128-ov0-none-bm25", 'a "quoted" <b>&</b> \\ title',
+                               "démo — 質問 \u2028", ""]):
+        for given in (None, untitled):
+            folder = tmp_path / f"{i}-{given is None}"
+            write_views(folder, views, title, counts, untitled=given)
+            assert (folder / "misses.json").read_bytes() == orjson.dumps(
+                {"title": title, "counts": counts, "questions": views})
+            assert (folder / "misses.html").read_bytes() == \
+                render_page(views, title, counts).encode("utf-8")

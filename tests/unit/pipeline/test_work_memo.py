@@ -44,3 +44,21 @@ def test_the_oldest_go_first_beyond_the_jobs_or_the_questions_kept() -> None:
                for i in range(memo.WORK_KEPT + 1))
     memo.keep_work("k", _chunks("huge"), "huge", memo.WORK_ROWS + 1)  # alone over budget
     assert memo.recall_work("k", _chunks("huge")) is None
+
+
+def test_a_text_is_found_for_alike_inputs_of_its_kind_within_the_bounds() -> None:
+    """`keep_text` / `recall_text`: a rendered file is found again for inputs `alike` to
+    those it was made from (a copy), of its own kind, and kept within the same bounds."""
+    memo.keep_text("csv", (["a"], [("q1", 1.0)]), "text 1", 10)
+    assert memo.recall_text("csv", (["a"], [("q1", 1.0)])) == "text 1"
+    assert memo.recall_text("csv", (["a"], [("q1", 1)])) is None  # equal, written otherwise
+    assert memo.recall_text("html", (["a"], [("q1", 1.0)])) is None
+    for i in range(memo.WORK_KEPT):
+        memo.keep_text("csv", i, f"text {i}", 1)
+        memo.keep_text("html", i, f"page {i}", 1)  # another kind: bounded on its own
+    assert memo.recall_text("csv", (["a"], [("q1", 1.0)])) is None  # the oldest, let go
+    assert [memo.recall_text("csv", i) for i in range(memo.WORK_KEPT)] == \
+        [f"text {i}" for i in range(memo.WORK_KEPT)]
+    memo.keep_text("csv", "huge", "huge", memo.WORK_ROWS + 1)  # alone over budget
+    assert memo.recall_text("csv", "huge") is None
+    assert memo.recall_text("html", 0) == "page 0"
