@@ -3,26 +3,15 @@ composed job: the same `Config`, by converting the sections as they are where it
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hydra import initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
 from omegaconf import OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from sweep.config import schema
-from sweep.config.schema import Config, composed_config, conf_dir, register, typed_config
-
-
-@pytest.fixture(scope="module")
-def loader() -> Iterator[Any]:
-    register()
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3",
-                               job_name="sweep"):
-        yield GlobalHydra.instance().config_loader()
+from sweep.config.schema import Config, composed_config, typed_config
 
 
 def _plain(loader: Any, job: list[str]) -> Any:

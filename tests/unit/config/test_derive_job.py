@@ -4,28 +4,16 @@ and anything Hydra would compose differently is left to Hydra."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hydra import initialize_config_dir
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
-from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
 from omegaconf import OmegaConf
 
 from sweep.config.compose import derive_job_config
-from sweep.config.schema import conf_dir, register
 
 HYDRA = ["hydra.sweep.dir=/tmp/derive-test", "hydra.job.chdir=false"]
-
-
-@pytest.fixture(scope="module")
-def loader() -> Iterator[Any]:
-    register()
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3",
-                               job_name="sweep"):
-        yield GlobalHydra.instance().config_loader()
 
 
 def _master(loader: Any, overrides: list[str]) -> Any:

@@ -4,21 +4,17 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from hydra import initialize_config_dir
 from hydra.core import utils as hydra_utils
-from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
 from omegaconf import OmegaConf, open_dict
 
 from sweep.cli.hydra_files import config_yaml, fast_hydra_files
 from sweep.common import yamltext
-from sweep.config.schema import conf_dir, register
 
 JOBS = [
     ["chunk.size=128", "chunk.boundary=heading", "chunk.header=path", "retrieval=hybrid",
@@ -27,14 +23,6 @@ JOBS = [
     # non-ASCII and a line break beside a space: the Python emitter writes these
     ["corpus.path='/data/d\u00e9j\u00e0 vu'", "golden.name='x \\ny'"],
 ]
-
-
-@pytest.fixture(scope="module")
-def loader() -> Iterator[Any]:
-    register()
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3",
-                               job_name="sweep"):
-        yield GlobalHydra.instance().config_loader()
 
 
 def _three(loader: Any, job: list[str]) -> list[Any]:
