@@ -9,6 +9,7 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from sweep.common.errors import CacheUnusable, SweepError
 
@@ -28,11 +29,17 @@ def source_key(path: str) -> str:
 def parts_key(parts: Iterable[str | bytes]) -> bytes:
     """sha256 of a sequence of strings (as UTF-8) or bytes, each length-prefixed, so ("ab",
     "c") and ("a", "bc") differ."""
-    h = hashlib.sha256()
+    return feed_parts(hashlib.sha256(), parts).digest()
+
+
+def feed_parts(h: Any, parts: Iterable[str | bytes]) -> Any:
+    """``parts`` added to the running hash ``h`` as `parts_key` lays them out, and ``h``: a
+    copy of a hash fed a common head (``h.copy()``) then finishes many keys of one layout."""
     for part in parts:
         data = part.encode("utf-8") if isinstance(part, str) else part
-        h.update(len(data).to_bytes(8, "big") + data)
-    return h.digest()
+        h.update(len(data).to_bytes(8, "big"))
+        h.update(data)
+    return h
 
 
 class CacheDB(sqlite3.Connection):

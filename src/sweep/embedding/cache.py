@@ -24,7 +24,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from sweep.common.sqlite import parts_key, text_key
+from sweep.common.sqlite import feed_parts, parts_key, text_key
 from sweep.common.store import CacheTarget, SQLiteStore, Table, as_target, open_store
 
 log = logging.getLogger(__name__)
@@ -55,17 +55,11 @@ class _Checksums:
     equals `checksum`'s (a test compares them)."""
 
     def __init__(self, model: str) -> None:
-        self._head = hashlib.sha256()
-        head = model.encode("utf-8")
-        self._head.update(len(head).to_bytes(8, "big") + head)
+        self._head = feed_parts(hashlib.sha256(), [model])
 
     def __call__(self, key: bytes, vector: bytes) -> bytes:
-        h = self._head.copy()
-        hex_key, hex_vector = binascii.hexlify(key), binascii.hexlify(vector)
-        h.update(len(hex_key).to_bytes(8, "big") + hex_key
-                 + len(hex_vector).to_bytes(8, "big"))
-        h.update(hex_vector)
-        return h.digest()[:16]
+        return feed_parts(self._head.copy(), [binascii.hexlify(key),
+                                              binascii.hexlify(vector)]).digest()[:16]
 
 
 class EmbeddingCache:

@@ -109,10 +109,7 @@ def keep_work(key: str, chunks: list[Chunk], work: Any, rows: int) -> None:
     """Keep ``work`` (a job's search and scoring, ``rows`` questions) for a later job of this
     process whose settings give ``key`` and whose chunks equal ``chunks``; the oldest are let
     go beyond `WORK_KEPT` jobs or `WORK_ROWS` questions in all."""
-    kept = _MEMO.work
-    kept.append((key, chunks, work, rows))
-    while kept and (len(kept) > WORK_KEPT or sum(k[3] for k in kept) > WORK_ROWS):
-        del kept[0]
+    _keep_bounded(_MEMO.work, (key, chunks, work, rows))
 
 
 def recall_text(kind: str, made_from: Any) -> Any | None:
@@ -129,9 +126,14 @@ def keep_text(kind: str, made_from: Any, text: Any, rows: int) -> None:
     questions), for a later job of this process; bounded per kind as `keep_work` is. Nothing
     may change ``made_from`` afterwards: the caller hands over a copy, or values that are
     never edited in place."""
-    kept = _MEMO.texts.setdefault(kind, [])
-    kept.append((made_from, text, rows))
-    while kept and (len(kept) > WORK_KEPT or sum(k[2] for k in kept) > WORK_ROWS):
+    _keep_bounded(_MEMO.texts.setdefault(kind, []), (made_from, text, rows))
+
+
+def _keep_bounded(kept: list[tuple[Any, ...]], entry: tuple[Any, ...]) -> None:
+    """Append ``entry`` (its last field: its rows) to ``kept``, letting the oldest go beyond
+    `WORK_KEPT` entries or `WORK_ROWS` rows in all."""
+    kept.append(entry)
+    while kept and (len(kept) > WORK_KEPT or sum(k[-1] for k in kept) > WORK_ROWS):
         del kept[0]
 
 

@@ -154,9 +154,6 @@ class _Bm25s:
         One numpy pass for the block instead of a call per query (~30 us each, 8,000 a warm
         COVID-QA sweep)."""
         index = self.index
-        if getattr(index, "nonoccurrence_array", None) is not None:  # not robertson's
-            return np.stack([self.scores(q, n) for q in queries]) if queries else \
-                np.zeros((0, n), dtype=np.float64)
         vocab = index.vocab_dict
         data, indices, indptr = (index.scores[k] for k in ("data", "indices", "indptr"))
         words = [[vocab[t] for t in q if t in vocab] for q in queries]
@@ -176,6 +173,12 @@ class _Bm25s:
                            minlength=len(queries) * n)
         flat *= self.k1 + 1.0
         return flat.reshape(len(queries), n)
+
+    @property
+    def batches(self) -> bool:
+        """Whether `scores_many` applies: a variant without a non-occurrence score (robertson's,
+        the default) adds nothing to a text beyond its words' postings."""
+        return getattr(self.index, "nonoccurrence_array", None) is None
 
     def size_bytes(self) -> int:
         s = self.index.scores
@@ -277,7 +280,7 @@ class BM25Index:
     def scores_many(self, queries: Sequence[str]) -> np.ndarray:
         """`scores` of each query, as a (queries x texts) matrix: equal row for row."""
         tokens = [query_tokens(q, self.stopwords) for q in queries]
-        if isinstance(self._index, _Bm25s):
+        if isinstance(self._index, _Bm25s) and self._index.batches:
             return self._index.scores_many(tokens, self.n)
         out = np.empty((len(queries), self.n), dtype=np.float64)
         for j, t in enumerate(tokens):
