@@ -6,7 +6,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from operator import itemgetter
+from operator import itemgetter, methodcaller
 from typing import Any
 
 import numpy as np
@@ -342,20 +342,19 @@ def by_needs(rows: Sequence[Mapping[str, Any]], names: Sequence[str]
     A metric's mean is over the group's rows that hold it (the filtered mean of
     per_question.csv); a group without questions has ``n`` 0 and no means.
     """
-    out: dict[str, dict[str, float]] = {g: {"n": 0} for g in NEED_GROUPS}
-    values: dict[str, dict[str, list[float]]] = {g: {} for g in NEED_GROUPS}
+    grouped: dict[str, list[Mapping[str, Any]]] = {g: [] for g in NEED_GROUPS}
     for row in rows:
         group = need_group(int(row.get("passages_needed") or 0))
-        if group is None or row.get("status") != "scored":
-            continue
-        out[group]["n"] += 1
-        for name in names:
-            if isinstance(row.get(name), int | float):
-                values[group].setdefault(name, []).append(float(row[name]))
-    for group in NEED_GROUPS:
-        for name in names:
-            if values[group].get(name):
-                out[group][name] = m.mean(values[group][name])
+        if group is not None and row.get("status") == "scored":
+            grouped[group].append(row)
+    out: dict[str, dict[str, float]] = {}
+    for group, mine in grouped.items():
+        out[group] = {"n": len(mine)}
+        for name in names:  # one pass over the group's rows per name, no call per row
+            values = [float(v) for v in map(methodcaller("get", name), mine)
+                      if isinstance(v, int | float)]
+            if values:
+                out[group][name] = m.mean(values)
     return out
 
 
