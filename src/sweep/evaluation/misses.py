@@ -137,8 +137,12 @@ def diagnose_misses(rows: list[dict[str, Any]], spans_by_row: Sequence[Sequence[
         by_doc.setdefault(c.doc_id, []).append(c)
     counts = dict.fromkeys(MISS_CAUSES, 0)
     for row, spans in zip(rows, spans_by_row, strict=True):
-        relevant = [by_id[i] for i in str(row.get("relevant_ids", "")).split() if i in by_id]
-        doc_chunks = [c for d in sorted({s[0] for s in spans}) for c in by_doc.get(d, [])]
+        rank = row.get("first_relevant_rank")
+        if row.get("status") == "scored" and (rank is None or rank > prompt_k):
+            relevant = [by_id[i] for i in str(row.get("relevant_ids", "")).split() if i in by_id]
+            doc_chunks = [c for d in sorted({s[0] for s in spans}) for c in by_doc.get(d, [])]
+        else:  # `miss_cause` reads neither: an orphan, a document-level item or a hit
+            relevant = doc_chunks = []
         miss = miss_cause(row, spans, relevant, doc_chunks, prompt_k, cuts, model_reads)
         row["miss_cause"] = miss.cause if miss else ""
         row["miss_detail"] = miss.detail if miss else ""
