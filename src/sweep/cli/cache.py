@@ -14,6 +14,7 @@ from pathlib import Path
 
 from sweep.application.audit import MEMO_FOLDER as AUDIT_FOLDER
 from sweep.chunking.cache import get_starts_cache
+from sweep.common.files import DIGESTS_FOLDER
 from sweep.common.store import CacheTarget
 from sweep.config.compose import compose
 from sweep.config.specs import cache_target
@@ -27,7 +28,8 @@ from sweep.retrieval.bm25 import CACHE_FOLDER
 def cmd_cache(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="sweep cache",
                                      description="Inspect or empty the embedding cache (and the "
-                                     "token starts, BM25 indexes and gate memos cached beside it).")
+                                     "token starts, BM25 indexes, gate memos and model file "
+                                     "digests cached beside it).")
     parser.add_argument("action", choices=["info", "clear"])
     parser.add_argument("overrides", nargs="*", help="config overrides, e.g. cache.dir=DIR")
     args = parser.parse_args(argv)
@@ -57,6 +59,10 @@ def cmd_cache(argv: Sequence[str]) -> int:
         n = len(exported_models(exports))
         shutil.rmtree(exports, ignore_errors=True)
         print(f"removed {n} exported model{'' if n == 1 else 's'} from {exports}")
+        digests = Path(cfg.cache.dir) / DIGESTS_FOLDER
+        n = len(list(digests.iterdir())) if digests.is_dir() else 0
+        shutil.rmtree(digests, ignore_errors=True)
+        print(f"removed {n} model file digest{'' if n == 1 else 's'} from {digests}")
         return 0
     info = cache.info()
     print(f"{info['path']}: {info['vectors']} vectors, {info['token_lengths']} token lengths, "
@@ -81,6 +87,10 @@ def cmd_cache(argv: Sequence[str]) -> int:
     size = sum(f.stat().st_size for p in found for f in p.rglob("*") if f.is_file())
     print(f"{exports}: {len(found)} exported model{'' if len(found) == 1 else 's'} "
           f"(embedding.backend/precision), {size / 1e6:.1f} MB")
+    digests = Path(cfg.cache.dir) / DIGESTS_FOLDER
+    n = len(list(digests.iterdir())) if digests.is_dir() else 0
+    print(f"{digests}: {n} model file digest{'' if n == 1 else 's'} (a model's large files "
+          "are not read again while their stat is unchanged)")
     for model, stats in info["models"].items():  # type: ignore[union-attr]
         print(f"  model {model}: {stats['vectors']} vectors")
     # what served models were paid for, and what the cache has answered since
