@@ -20,7 +20,7 @@ from sweep.config.compose import compose
 from sweep.config.specs import cache_target
 from sweep.decide.memo import FOLDER as GATE_FOLDER
 from sweep.embedding.backends import EXPORTS_FOLDER, exported_models
-from sweep.embedding.cache import FILE_NAME, get_cache
+from sweep.embedding.cache import FILE_NAME, PACKS_FOLDER, get_cache
 from sweep.endpoints.ledger import clear_ledger, ledger_summary
 from sweep.retrieval.bm25 import CACHE_FOLDER
 
@@ -39,7 +39,9 @@ def cmd_cache(argv: Sequence[str]) -> int:
     starts = get_starts_cache(target)
     if args.action == "clear":
         clear_ledger(cache.folder / FILE_NAME)
-        print(f"removed {cache.clear()} vectors (and their token lengths) from {cache.location}")
+        packs = len(list((cache.folder / PACKS_FOLDER).glob("*.f32")))
+        print(f"removed {cache.clear()} vectors (and their token lengths) from {cache.location}"
+              f", and {packs} vector pack{'' if packs == 1 else 's'}")
         spans = starts.count_spans()
         print(f"removed the token starts of {starts.clear()} documents and {spans} documents' "
               f"chunk spans from {starts.path}")
@@ -67,6 +69,10 @@ def cmd_cache(argv: Sequence[str]) -> int:
     info = cache.info()
     print(f"{info['path']}: {info['vectors']} vectors, {info['token_lengths']} token lengths, "
           f"{info['bytes_on_disk'] / 1e6:.1f} MB on disk")
+    packs = list((cache.folder / PACKS_FOLDER).glob("*.f32"))
+    size = sum(p.stat().st_size for p in packs)
+    print(f"{cache.folder / PACKS_FOLDER}: {len(packs)} vector pack"
+          f"{'' if len(packs) == 1 else 's'} (whole reads kept as one file), {size / 1e6:.1f} MB")
     print(f"{starts.path}: token starts of {starts.count()} documents, chunk spans of "
           f"{starts.count_spans()} (document, boundary, size, overlap)")
     bm25 = Path(cfg.cache.dir) / CACHE_FOLDER
