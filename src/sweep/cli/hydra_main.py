@@ -91,13 +91,20 @@ def _check_mode_config() -> None:
     Hydra.get_mode = get_mode  # type: ignore[method-assign]
 
 
+# What Hydra's `_run_app` adds to the overrides of a multirun whose config sets no hydra.mode.
+_MODE_OVERRIDE = "hydra.mode=MULTIRUN"
+
+
 def _compose_multirun_once() -> None:
     """The composition that follows ``get_mode``'s (the next ``load_configuration`` of the same
     loader), when it is a multirun's with the same config name and overrides, is that one:
     Hydra composes the same configuration twice (~0.07 s of a warm sweep's start), and nothing
-    reads or changes get_mode's copy but the check above. Hydra's check of the sweep overrides,
-    which get_mode's composition skips, is made on them as Hydra makes it. Any other
-    composition is Hydra's own, and the kept one is dropped."""
+    reads or changes get_mode's copy but the check above. Where Hydra added
+    ``hydra.mode=MULTIRUN`` after get_mode (no mode in the config), that last override is
+    applied to it as Hydra applies it: set in the tree, then listed last among the Hydra
+    overrides (it names no config group, no task key and no directory name). Hydra's check of
+    the sweep overrides, which get_mode's composition skips, is made on them as Hydra makes
+    it. Any other composition is Hydra's own, and the kept one is dropped."""
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra.types import RunMode
 
@@ -107,17 +114,25 @@ def _compose_multirun_once() -> None:
                            run_mode: Any, from_shell: bool = True,
                            validate_sweep_overrides: bool = True) -> Any:
         kept = _MODE_CONFIG.pop() if _MODE_CONFIG else None
+        extra = tuple(overrides)[len(kept[2]):] if kept is not None else None
         if kept is None or kept[0] is not self or kept[1] != config_name \
-                or kept[2] != tuple(overrides) or run_mode != RunMode.MULTIRUN:
+                or tuple(overrides)[: len(kept[2])] != kept[2] \
+                or extra not in ((), (_MODE_OVERRIDE,)) or run_mode != RunMode.MULTIRUN:
             return original(self, config_name, overrides, run_mode, from_shell=from_shell,
                             validate_sweep_overrides=validate_sweep_overrides)
-        if validate_sweep_overrides:
-            from hydra.core.override_parser.overrides_parser import OverridesParser
+        from hydra.core.override_parser.overrides_parser import OverridesParser
 
-            parsed = OverridesParser.create().parse_overrides(overrides=list(overrides))
-            self.validate_sweep_overrides_legal(overrides=parsed, run_mode=run_mode,
-                                                from_shell=from_shell)
-        return kept[3]
+        parser = OverridesParser.create()
+        if validate_sweep_overrides:
+            self.validate_sweep_overrides_legal(
+                overrides=parser.parse_overrides(overrides=list(overrides)), run_mode=run_mode,
+                from_shell=from_shell)
+        cfg = kept[3]
+        if extra:
+            ConfigLoaderImpl._apply_overrides_to_config(
+                parser.parse_overrides(overrides=list(extra)), cfg)
+            cfg.hydra.overrides.hydra.append(_MODE_OVERRIDE)
+        return cfg
 
     ConfigLoaderImpl.load_configuration = load_configuration  # type: ignore[method-assign]
 

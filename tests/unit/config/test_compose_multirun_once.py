@@ -55,6 +55,25 @@ def test_the_multirun_takes_get_modes_composition(hydra: Any) -> None:
     assert list(cfg.hydra.overrides.task) == BENCH[1:]
 
 
+def test_the_mode_hydra_adds_after_get_mode_is_set_as_hydra_sets_it(hydra: Any) -> None:
+    """No hydra.mode in the config: Hydra's ``_run_app`` adds ``hydra.mode=MULTIRUN`` to the
+    overrides between get_mode and the multirun's composition."""
+    hydra.get_mode("config", BENCH)
+    kept = hydra_main._MODE_CONFIG[0][3]
+    assert kept.hydra.mode is None
+    with_mode = [*BENCH, "hydra.mode=MULTIRUN"]
+    cfg = _compose(hydra, with_mode)
+    assert cfg is kept and cfg.hydra.mode == RunMode.MULTIRUN
+    fresh = _compose(hydra, with_mode)
+    assert fresh is not cfg and OmegaConf.to_yaml(fresh) == OmegaConf.to_yaml(cfg)
+    assert list(cfg.hydra.overrides.hydra) == [BENCH[0], "hydra.mode=MULTIRUN"]
+    assert OmegaConf.is_readonly(fresh.hydra) == OmegaConf.is_readonly(cfg.hydra)
+    # any other addition is composed by Hydra
+    hydra.get_mode("config", BENCH)
+    kept = hydra_main._MODE_CONFIG[0][3]
+    assert _compose(hydra, [*BENCH, "hydra.mode=RUN"]) is not kept
+
+
 def test_another_composition_is_hydras_and_drops_the_kept_one(hydra: Any) -> None:
     hydra.get_mode("config", BENCH)
     kept = hydra_main._MODE_CONFIG[0][3]
