@@ -181,16 +181,16 @@ class _Bm25s:
         words = [[vocab[t] for t in q if t in vocab] for q in queries]
         ids = np.fromiter((i for w in words for i in w), dtype=np.int64,
                           count=sum(map(len, words)))
-        owner = np.repeat(np.arange(len(words), dtype=np.int64),
-                          [len(w) for w in words])
+        # each (query, word)'s first bin: its query's row
+        row_at = np.repeat(np.arange(0, len(words) * n, n, dtype=np.int64),
+                           [len(w) for w in words])
         lo, hi = indptr[ids].astype(np.int64), indptr[ids + 1].astype(np.int64)
         sizes = hi - lo
         if not sizes.sum():  # no query has a known word (bincount of nothing is int64)
             return np.zeros((len(queries), n), dtype=np.float64)
         # every posting of every (query, word), in that order
         at = np.repeat(lo - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
-        row = np.repeat(owner, sizes)
-        flat = np.bincount(row * n + indices[at].astype(np.int64), weights=self.data[at],
+        flat = np.bincount(np.repeat(row_at, sizes) + indices[at], weights=self.data[at],
                            minlength=len(queries) * n)
         flat *= self.k1 + 1.0
         return flat.reshape(len(queries), n)
@@ -218,7 +218,7 @@ class _Bm25s:
                   and params["method"] == "robertson"
                   and params.get("idf_method", "robertson") == "robertson"
                   and data.dtype == np.float64
-                  and indices.dtype.kind in "iu" and indptr.dtype.kind in "iu"
+                  and indices.dtype.kind == "i" and indptr.dtype.kind == "i"
                   and data.ndim == indices.ndim == indptr.ndim == 1 and indptr.shape[0] >= 1
                   and int(indptr[0]) == 0
                   and int(indptr[-1]) == data.shape[0] == indices.shape[0]

@@ -242,7 +242,7 @@ def test_run_all_holds_a_block_of_bm25_scores_to_its_budget(
     chunks, questions, chunk_vecs, query_vecs, bm25 = demo_search
     search = ConfigSearch(chunks, "hybrid", 100, chunk_vecs=chunk_vecs, bm25=bm25)
     before = search.run_all(questions, query_vecs)
-    monkeypatch.setattr(search_module, "BLOCK_BYTES", 7 * 8 * len(chunks))
+    monkeypatch.setattr(search_module, "STEP_BYTES", 7 * 8 * len(chunks))
     seen: list[int] = []
     real = search_module.top_k_rows
 
