@@ -35,6 +35,7 @@ __all__ = [
     "test_a_changed_document_and_another_tokenizer_are_tokenised",
     "test_a_damaged_spans_row_is_cut_again",
     "test_a_damaged_starts_row_is_tokenised_again_with_a_warning",
+    "test_a_whole_read_is_kept_as_a_pack_and_read_back_equal",
     "test_an_overwritten_vector_fails_its_checksum_and_is_dropped",
     "test_facts_are_replaced_and_lengths_are_first_write",
     "test_parse_cache_round_trip_and_an_unreadable_entry_is_a_miss",
@@ -64,6 +65,25 @@ def test_round_trip_and_models_kept_apart(target: CacheTarget) -> None:
     assert info["vectors"] == 3 and info["models"]["m1"]["vectors"] == 3
     assert info["backend"] == target.backend and info["bytes_on_disk"] > 0
     assert cache.clear() == 3 and cache.info()["vectors"] == 0
+
+
+def test_a_whole_read_is_kept_as_a_pack_and_read_back_equal(
+        target: CacheTarget, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sweep.embedding import cache as ec
+
+    monkeypatch.setattr(ec, "PACK_MIN_KEYS", 3)
+    cache = EmbeddingCache(target)
+    keys = [text_key(f"pack {i}") for i in range(4)]
+    cache.get_many("m1", keys)  # a cold read: nothing yet
+    cache.put_many("m1", [(k, vec(i)) for i, k in enumerate(keys)])
+    packs = list((target.dir / ec.PACKS_FOLDER).glob("*.f32"))
+    assert len(packs) == 1  # on the local disk, whatever the backend
+    monkeypatch.setattr(cache, "_get_rows", lambda *a: pytest.fail("rows read"))
+    got = cache.get_many("m1", keys)
+    for i, k in enumerate(keys):
+        np.testing.assert_array_equal(got[k], vec(i))
+    monkeypatch.undo()
+    assert cache.clear() == 4 and not list((target.dir / ec.PACKS_FOLDER).glob("*.f32"))
 
 
 def test_facts_are_replaced_and_lengths_are_first_write(target: CacheTarget) -> None:

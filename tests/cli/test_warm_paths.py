@@ -107,18 +107,24 @@ def test_cache_info_and_clear_cover_token_starts_and_bm25(tmp_path: Path) -> Non
         return "model.onnx"
 
     ensure_export(str(DEMO / "corpus"), "onnx", "int8", tmp_path / "exports", exporter)
+    from sweep.common.files import DIGESTS_FOLDER, folder_signature
+    from sweep.embedding.models import resolve_model_path
+
+    folder_signature(resolve_model_path("minilm"), tmp_path / DIGESTS_FOLDER)  # its weights
     info = run_cli("-m", "sweep.cli", "cache", "info", f"cache.dir={tmp_path}")
     assert info.returncode == 0, info.stderr
     assert f"token starts of {len(docs)} documents" in info.stdout
     assert "2 BM25 indexes" in info.stdout
     assert "1 exported model (embedding.backend/precision), 2.0 MB" in info.stdout
+    assert "1 model file digest (" in info.stdout and "0 vector packs" in info.stdout
     cleared = run_cli("-m", "sweep.cli", "cache", "clear", f"cache.dir={tmp_path}")
     assert f"removed the token starts of {len(docs)} documents" in cleared.stdout
     assert "removed 2 BM25 indexes" in cleared.stdout
     assert "removed 1 exported model from" in cleared.stdout
+    assert "removed 1 model file digest from" in cleared.stdout
     again = run_cli("-m", "sweep.cli", "cache", "info", f"cache.dir={tmp_path}")
     assert "token starts of 0 documents" in again.stdout and "0 BM25 indexes" in again.stdout
-    assert "0 exported models" in again.stdout
+    assert "0 exported models" in again.stdout and "0 model file digests" in again.stdout
 
 
 # Runs the real sweep; at its end says whether this process imported MLflow.

@@ -49,3 +49,28 @@ def test_bm25s_ranks_scifact_like_rank_bm25(shared_data: Path) -> None:
             compared += 1
     assert len(questions) == 300
     assert compared >= 295
+
+
+@pytest.mark.realdata
+def test_bm25s_read_back_scores_scifact_as_bm25s_does(shared_data: Path, tmp_path: Path) -> None:
+    """The index read back from the cache (numpy alone, no bm25s) against bm25s's own
+    `BM25.load` of that folder: every SciFact test query's scores the same float64 bits, one
+    query at a time and as one block."""
+    from sweep.retrieval.bm25 import CACHE_FOLDER, _import_bm25s, query_tokens
+
+    _, texts, questions, _ = _scifact(shared_data)
+    BM25Index(texts, backend="bm25s", cache_dir=tmp_path)
+    warm = BM25Index(texts, backend="bm25s", cache_dir=tmp_path)
+    assert warm.from_cache
+    (folder,) = (tmp_path / CACHE_FOLDER).iterdir()
+    ref = _import_bm25s().BM25.load(str(folder), show_progress=False, verbosity=0)
+    expected = []
+    for q in questions:
+        known = [t for t in query_tokens(q) if t in ref.vocab_dict]
+        expected.append(np.asarray(ref.get_scores(known), dtype=np.float64) * 2.5 if known
+                        else np.zeros(len(texts)))
+    want = np.stack(expected)
+    assert (want > 0).any(axis=1).all()
+    single = np.stack([warm.scores(q) for q in questions])
+    assert np.array_equal(single.view(np.int64), want.view(np.int64))
+    assert np.array_equal(warm.scores_many(questions).view(np.int64), want.view(np.int64))

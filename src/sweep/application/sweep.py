@@ -34,12 +34,18 @@ log = logging.getLogger("sweep")
 @dataclass(frozen=True)
 class SweepSpec:
     """What the end of a sweep needs besides its reports: its folder, the job spec its
-    audit reads (None: no audit, because ``sweep.audit=false`` or the config did not convert)
-    and the id of its parent run (None without tracking)."""
+    audit reads (None: no audit, because ``sweep.audit=false`` or the config did not convert;
+    or a function that gives it, called only when the audit is written, after ``on_decided``:
+    the Hydra callback converts its config while the plots are drawn) and the id of its parent
+    run (None without tracking)."""
 
     sweep_dir: Path
-    audit_job: JobSpec | None = None
+    audit_job: JobSpec | Callable[[], JobSpec | None] | None = None
     parent: str | None = None
+
+    def audited(self) -> JobSpec | None:
+        """The job spec the audit reads (None: no audit)."""
+        return self.audit_job() if callable(self.audit_job) else self.audit_job
 
 
 @dataclass
@@ -98,14 +104,19 @@ class SweepOutcome:
 
 # What the caller does with the final table as soon as it is known: (axes, rows, decision).
 Decided = Callable[[list[str], list[dict[str, Any]], "dict[str, Any] | None"], None]
+# ... and with the rows as soon as their order and headlines are final, before the statistics
+# (their verdicts not set yet): (axes, rows).
+Ranked = Callable[[list[str], list[dict[str, Any]]], None]
 
 
 def finish_sweep(spec: SweepSpec, found: list[tuple[Path, dict[str, Any]]],
-                 on_decided: Decided | None = None) -> SweepOutcome:
+                 on_decided: Decided | None = None, on_ranked: Ranked | None = None
+                 ) -> SweepOutcome:
     """The end of the sweep whose job reports are ``found`` (`outputs.report.read_reports`:
     (job folder, report), read from ``spec.sweep_dir``). Writes comparison.{csv,md,json} and,
     when some configuration finished, audit.{json,html}; never raises for what cannot be
-    computed (the statistics, the audit): it is said in a warning. ``on_decided`` is called
+    computed (the statistics, the audit): it is said in a warning. ``on_ranked`` is called with
+    the rows once their order and headlines are final, before the statistics; ``on_decided``
     with the table (its rows final, verdicts set) and the decision before the files and the
     audit are written: the Hydra callback has the plots drawn meanwhile."""
     sweep_dir = spec.sweep_dir
@@ -113,14 +124,17 @@ def finish_sweep(spec: SweepSpec, found: list[tuple[Path, dict[str, Any]]],
     quant.add_to_reports(found)
     reports = [r for _, r in found]
     axes, rows = rp.comparison_rows(reports, folders=[f for f, _ in found])
-    decision = decide(axes, rows, found)
+    decision = decide(axes, rows, found,
+                      None if on_ranked is None else lambda: on_ranked(axes, rows))
     if on_decided is not None:
         on_decided(axes, rows, decision)
     artifacts = rp.write_comparison(sweep_dir, axes, rows)
     # Audited when some configuration finished: their golden set and corpus loaded.
-    if any(r["status"] == "FINISHED" for r in rows) and spec.audit_job is not None:
+    audit_job = (spec.audited() if any(r["status"] == "FINISHED" for r in rows)
+                 else None)
+    if audit_job is not None:
         pw = decision["power"] if decision is not None else None
-        artifacts += set_audit(spec.audit_job, sweep_dir, audit_power(
+        artifacts += set_audit(audit_job, sweep_dir, audit_power(
             pw, decision["metric"] if decision is not None else None, spec.parent,
             "fewer than two configurations finished with per-question scores"))
     best_report = max((r for r in reports if r.get("status") == "FINISHED"
@@ -191,16 +205,28 @@ def answer_metrics(runs: list[AnswerRun]) -> dict[str, float]:
 
 
 def decide(axes: list[str], rows: list[dict[str, Any]],
-           found: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any] | None:
+           found: list[tuple[Path, dict[str, Any]]],
+           on_ranked: Callable[[], None] | None = None) -> dict[str, Any] | None:
     """The corrected verdicts (set on ``rows``), the power line and each axis's effect, from
     the jobs' per_question.csv. Never ends the sweep: what cannot be computed is said in one
-    line."""
+    line. ``on_ranked`` is called once, when ``rows`` have their final order and headlines:
+    before the bootstrap, or at the end when there are no statistics."""
     by_folder = {str(folder): rep for folder, rep in found}
+    called: list[bool] = []
+
+    def ranked() -> None:
+        called.append(True)
+        if on_ranked is not None:
+            on_ranked()
+
     try:
-        return finished_sweep(axes, rows, by_folder)
+        decision = finished_sweep(axes, rows, by_folder, on_ranked=ranked)
     except (SweepError, OSError, ValueError) as exc:
         log.warning("the sweep's statistics (verdicts, power, axes) were not computed: %s", exc)
-        return None
+        decision = None
+    if not called:
+        ranked()
+    return decision
 
 
 def parent_run(outcome: SweepOutcome, sweep_dir: Path) -> ParentRun:

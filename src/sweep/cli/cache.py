@@ -14,12 +14,13 @@ from pathlib import Path
 
 from sweep.application.audit import MEMO_FOLDER as AUDIT_FOLDER
 from sweep.chunking.cache import get_starts_cache
+from sweep.common.files import DIGESTS_FOLDER
 from sweep.common.store import CacheTarget
 from sweep.config.compose import compose
 from sweep.config.specs import cache_target
 from sweep.decide.memo import FOLDER as GATE_FOLDER
 from sweep.embedding.backends import EXPORTS_FOLDER, exported_models
-from sweep.embedding.cache import FILE_NAME, get_cache
+from sweep.embedding.cache import FILE_NAME, PACKS_FOLDER, get_cache
 from sweep.endpoints.ledger import clear_ledger, ledger_summary
 from sweep.retrieval.bm25 import CACHE_FOLDER
 
@@ -27,7 +28,8 @@ from sweep.retrieval.bm25 import CACHE_FOLDER
 def cmd_cache(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="sweep cache",
                                      description="Inspect or empty the embedding cache (and the "
-                                     "token starts, BM25 indexes and gate memos cached beside it).")
+                                     "token starts, BM25 indexes, gate memos and model file "
+                                     "digests cached beside it).")
     parser.add_argument("action", choices=["info", "clear"])
     parser.add_argument("overrides", nargs="*", help="config overrides, e.g. cache.dir=DIR")
     args = parser.parse_args(argv)
@@ -37,7 +39,9 @@ def cmd_cache(argv: Sequence[str]) -> int:
     starts = get_starts_cache(target)
     if args.action == "clear":
         clear_ledger(cache.folder / FILE_NAME)
-        print(f"removed {cache.clear()} vectors (and their token lengths) from {cache.location}")
+        packs = len(list((cache.folder / PACKS_FOLDER).glob("*.f32")))
+        print(f"removed {cache.clear()} vectors (and their token lengths) from {cache.location}"
+              f", and {packs} vector pack{'' if packs == 1 else 's'}")
         spans = starts.count_spans()
         print(f"removed the token starts of {starts.clear()} documents and {spans} documents' "
               f"chunk spans from {starts.path}")
@@ -57,10 +61,18 @@ def cmd_cache(argv: Sequence[str]) -> int:
         n = len(exported_models(exports))
         shutil.rmtree(exports, ignore_errors=True)
         print(f"removed {n} exported model{'' if n == 1 else 's'} from {exports}")
+        digests = Path(cfg.cache.dir) / DIGESTS_FOLDER
+        n = len(list(digests.iterdir())) if digests.is_dir() else 0
+        shutil.rmtree(digests, ignore_errors=True)
+        print(f"removed {n} model file digest{'' if n == 1 else 's'} from {digests}")
         return 0
     info = cache.info()
     print(f"{info['path']}: {info['vectors']} vectors, {info['token_lengths']} token lengths, "
           f"{info['bytes_on_disk'] / 1e6:.1f} MB on disk")
+    packs = list((cache.folder / PACKS_FOLDER).glob("*.f32"))
+    size = sum(p.stat().st_size for p in packs)
+    print(f"{cache.folder / PACKS_FOLDER}: {len(packs)} vector pack"
+          f"{'' if len(packs) == 1 else 's'} (whole reads kept as one file), {size / 1e6:.1f} MB")
     print(f"{starts.path}: token starts of {starts.count()} documents, chunk spans of "
           f"{starts.count_spans()} (document, boundary, size, overlap)")
     bm25 = Path(cfg.cache.dir) / CACHE_FOLDER
@@ -81,6 +93,10 @@ def cmd_cache(argv: Sequence[str]) -> int:
     size = sum(f.stat().st_size for p in found for f in p.rglob("*") if f.is_file())
     print(f"{exports}: {len(found)} exported model{'' if len(found) == 1 else 's'} "
           f"(embedding.backend/precision), {size / 1e6:.1f} MB")
+    digests = Path(cfg.cache.dir) / DIGESTS_FOLDER
+    n = len(list(digests.iterdir())) if digests.is_dir() else 0
+    print(f"{digests}: {n} model file digest{'' if n == 1 else 's'} (a model's large files "
+          "are not read again while their stat is unchanged)")
     for model, stats in info["models"].items():  # type: ignore[union-attr]
         print(f"  model {model}: {stats['vectors']} vectors")
     # what served models were paid for, and what the cache has answered since

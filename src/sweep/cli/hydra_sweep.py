@@ -27,7 +27,12 @@ from sweep.decide.decision import plot_data
 from sweep.outputs import report as rp
 from sweep.outputs import tracking, tracking_worker, written
 from sweep.outputs.job_run import fetch_resumed
-from sweep.outputs.sweep_run import begin_plots, begin_sweep_run, plotted
+from sweep.outputs.sweep_run import (
+    begin_axes_plot,
+    begin_comparison_plot,
+    begin_sweep_run,
+    plotted,
+)
 
 
 def _check_output_dir(path: str) -> None:
@@ -102,19 +107,27 @@ class MlflowSweepCallback(Callback):
         fetch_resumed(found, self.uri)
         drawings: list[tracking_worker.Promise] = []
 
-        def draw(axes: list[str], rows: list[dict[str, Any]],
-                 decision: dict[str, Any] | None) -> None:
-            # sent as soon as the table is final: the worker draws (after the queued child
-            # runs) while the audit is written and the table printed here
-            drawings.extend(begin_plots(axes, rows, None if decision is None else plot_data(
-                decision, decision["rows"], decision["metric"]), sweep_dir))
+        def ranked(axes: list[str], rows: list[dict[str, Any]]) -> None:
+            # the headline plot, as soon as the rows are final: the worker draws it (after the
+            # queued child runs) while the statistics are computed here
+            drawings.append(begin_comparison_plot(axes, rows, sweep_dir))
+
+        def decided(axes: list[str], rows: list[dict[str, Any]],
+                    decision: dict[str, Any] | None) -> None:
+            # the axes' plot, as soon as the statistics are known: drawn while the audit is
+            # written and the table printed here
+            if decision is not None:
+                drawings.append(begin_axes_plot(plot_data(decision, decision["rows"],
+                                                          decision["metric"]), sweep_dir))
 
         # The statistics and the table first, while the worker logs the last queued child
         # runs, then draws; those runs' failures come back by the drain (into
         # SESSION.not_logged, read below, and their report.json), before the parent is
-        # closed. Until then a Ctrl-C closes it KILLED.
-        outcome = finish_sweep(SweepSpec(sweep_dir, _audit_job(config, found), self.parent),
-                               found, on_decided=draw)
+        # closed. Until then a Ctrl-C closes it KILLED. The audit's job spec is converted
+        # from the config only when the audit is written, while the worker draws.
+        outcome = finish_sweep(
+            SweepSpec(sweep_dir, lambda: _audit_job(config, found), self.parent), found,
+            on_decided=decided, on_ranked=ranked)
         self._show(outcome, drawings)
         tracking_worker.drain()
         SESSION.active_parent = None

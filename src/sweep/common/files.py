@@ -208,12 +208,49 @@ def read_regular(path: Path, shown: str | None = None) -> bytes:
 # ctime is in the key because no user call sets it: an edit that restores the mtime still moves it.
 _FILE_DIGESTS: dict[tuple[str, int, int, int, int], bytes] = {}
 
+# Files at least this large have their digest kept on disk too (`folder_signature`'s
+# ``memo``): hashing MiniLM's 91 MB of weights was ~0.1 s of every warm sweep's first job.
+# Smaller files hash faster than a lookup.
+DIGEST_MEMO_MIN_BYTES = 2**20
+# The memo's folder inside a cache folder (`sweep cache clear` empties it).
+DIGESTS_FOLDER = "file_digests"
 
-def folder_signature(path: str) -> str:
+
+def _stamp_name(stamp: tuple[str, int, int, int, int]) -> str:
+    """The memo file of a file's stat stamp, on this machine (inodes and ctimes are local)."""
+    return hashlib.sha256(repr((os.uname().nodename, *stamp)).encode()).hexdigest()[:32]
+
+
+def _file_digest(f: Path, stamp: tuple[str, int, int, int, int], memo: Path | None) -> bytes:
+    """sha256 of ``f``'s bytes, from the process memo, else the disk memo (large files with
+    ``memo``), else read; what was read is remembered in both."""
+    if stamp in _FILE_DIGESTS:
+        return _FILE_DIGESTS[stamp]
+    kept = memo / _stamp_name(stamp) if memo is not None and stamp[1] >= DIGEST_MEMO_MIN_BYTES \
+        else None
+    digest = None
+    if kept is not None:
+        with contextlib.suppress(OSError, ValueError):
+            raw = read_bytes_regular(kept)
+            digest = bytes.fromhex(raw.decode("ascii")) if len(raw) == 64 else None
+    if digest is None:
+        with open_regular(f) as fh:
+            digest = hashlib.file_digest(fh, "sha256").digest()
+        if kept is not None:
+            with contextlib.suppress(OSError):  # only a lost saving: read again next time
+                atomic_write(kept, digest.hex())
+    _FILE_DIGESTS[stamp] = digest
+    return digest
+
+
+def folder_signature(path: str, memo: Path | None = None) -> str:
     """Identity of a model folder: file names, sizes and the sha256 of every byte (weights
     changed past their first bytes are another model; a fine-tune keeps the size). Each file is
-    read once per process while its stat is unchanged. A path that does not exist (a hub id) is
-    its own identity."""
+    read once per process while its stat is unchanged, and with ``memo`` (a folder: the
+    caller's cache) a large file once while its stat is unchanged: its digest is kept there
+    under a hash of (machine, path, size, mtime, ctime, inode). Any write to the file moves
+    its ctime, which no user call can set back, so a kept digest is never a changed file's.
+    A path that does not exist (a hub id) is its own identity."""
     p = Path(path)
     if not p.exists():
         return path  # a hub id: its name is the best identity we have offline
@@ -223,10 +260,7 @@ def folder_signature(path: str) -> str:
         h.update(str(f.relative_to(p)).encode())
         h.update(str(st.st_size).encode())
         stamp = (str(f), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        if stamp not in _FILE_DIGESTS:
-            with open_regular(f) as fh:
-                _FILE_DIGESTS[stamp] = hashlib.file_digest(fh, "sha256").digest()
-        h.update(_FILE_DIGESTS[stamp])
+        h.update(_file_digest(f, stamp, memo))
     return h.hexdigest()
 
 

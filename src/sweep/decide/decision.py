@@ -5,7 +5,7 @@ fronts. Pure over plain rows (best first) and per-question scores; the callers r
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -326,14 +326,17 @@ def finished_sweep(axes: Sequence[str], rows: list[dict[str, Any]],
                    reports: Mapping[str, Mapping[str, Any]], *,
                    correction: str = DEFAULT_CORRECTION,
                    detect: float | None = power.DEFAULT_DETECT,
-                   margin: float = winner.DEFAULT_MARGIN) -> dict[str, Any] | None:
+                   margin: float = winner.DEFAULT_MARGIN,
+                   on_ranked: Callable[[], None] | None = None) -> dict[str, Any] | None:
     """`decide_sweep` at the end of a sweep, from its folder: ``rows`` are
     `outputs.report.comparison_rows` (best first; each with its job ``folder``), ``reports``
     the job reports by folder. Sets each finished row's ``verdict`` (short form) in place;
     when a configuration lost questions another scored (`sweep.decide.lost`), its headline
     counts them as misses and ``rows`` are sorted again in place, so that the table, its
     ``best:`` line and `sweep compare` agree. None when fewer than two configurations
-    finished."""
+    finished. ``on_ranked`` is called once ``rows`` have their final order and headlines,
+    before the bootstrap (not when None is returned): the sweep's end has its headline plot
+    drawn meanwhile."""
     def usable() -> list[dict[str, Any]]:
         return [r for r in rows if r.get("status") == "FINISHED"
                 and isinstance(r.get("headline"), int | float)]
@@ -349,6 +352,8 @@ def finished_sweep(axes: Sequence[str], rows: list[dict[str, Any]],
         by_row = {id(r): f for r, f in zip(finished, frames, strict=True)}
         finished = usable()
         frames = [by_row[id(r)] for r in finished]
+    if on_ranked is not None:
+        on_ranked()
     plain: list[dict[str, Any]] = []
     scores: list[dict[str, float] | None] = []
     for r, frame, qids in zip(finished, frames, found.lost, strict=True):

@@ -45,7 +45,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sweep.common.files import atomic_write, content_digest, folder_signature, read_text_regular
+from sweep.common.files import (
+    DIGESTS_FOLDER,
+    atomic_write,
+    content_digest,
+    folder_signature,
+    read_text_regular,
+)
 from sweep.common.paths import (
     PACKAGE_DIR,
     PROJECT_ROOT,
@@ -156,10 +162,11 @@ def _memo_path(overrides: Sequence[str]) -> tuple[Path, str] | None:
 
 # --- the inputs ------------------------------------------------------------------------------
 
-def _digest(item: Mapping[str, str]) -> str:
+def _digest(item: Mapping[str, str], digests: Path | None) -> str:
+    """``digests``: the cache's memo of model file digests (`folder_signature`), or None."""
     if item["kind"] == "content":
         return content_digest(item["path"])
-    return folder_signature(item["path"])
+    return folder_signature(item["path"], digests)
 
 
 def run_inputs(plain: Mapping[str, Any]) -> tuple[list[dict[str, str]], str]:
@@ -207,15 +214,18 @@ def run_inputs(plain: Mapping[str, Any]) -> tuple[list[dict[str, str]], str]:
         if not path.exists():
             return [], f"{key}={name!r} is not a folder on this machine (a hub id)"
         inputs.append({"kind": "model", "path": str(resolve_user_path(path, key))})
+    digests = resolve_user_path(str(plain["cache"]["dir"]), "cache.dir") / DIGESTS_FOLDER
     for item in inputs:
-        item["digest"] = _digest(item)
+        item["digest"] = _digest(item, digests)
     return inputs, ""
 
 
-def changed_input(inputs: Iterable[Mapping[str, str]]) -> str | None:
-    """The first input whose digest is not the recorded one, or None."""
+def changed_input(inputs: Iterable[Mapping[str, str]], digests: Path | None = None
+                  ) -> str | None:
+    """The first input whose digest is not the recorded one, or None (``digests``: as
+    `_digest`'s)."""
     for item in inputs:
-        if _digest(item) != item["digest"]:
+        if _digest(item, digests) != item["digest"]:
             return item["path"]
     return None
 
@@ -261,7 +271,7 @@ def lookup(overrides: Sequence[str]) -> tuple[dict[str, Any] | None, str]:
         log.warning("%s: not used: %s; running", path, problem)
         return None, f"{path}: {problem}"
     try:
-        changed = changed_input(doc["inputs"])
+        changed = changed_input(doc["inputs"], path.parent.parent / DIGESTS_FOLDER)
     except (KeyError, TypeError, OSError):
         return None, f"{path}: unreadable inputs"
     if changed is not None:

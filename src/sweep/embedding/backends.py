@@ -107,10 +107,11 @@ def exported_precision(backend: str, precision: str) -> str:
     return "fp32" if backend == "openvino" else precision
 
 
-def export_key(source: str, backend: str, precision: str) -> str:
-    """The identity of an export: the model folder, the pair, the libraries and the recipe."""
+def export_key(source: str, backend: str, precision: str, digests: Path | None = None) -> str:
+    """The identity of an export: the model folder, the pair, the libraries and the recipe
+    (``digests``: `folder_signature`'s memo folder, or None)."""
     precision = exported_precision(backend, precision)
-    return hashlib.sha256(f"{folder_signature(source)}|{backend}|{precision}|"
+    return hashlib.sha256(f"{folder_signature(source, digests)}|{backend}|{precision}|"
                           f"{library_versions()}|recipe={RECIPE}".encode()).hexdigest()[:16]
 
 

@@ -179,7 +179,9 @@ class LocalEmbedder:
     weights; ``loads`` counts how often it did.
     """
 
-    def __init__(self, spec: EmbeddingSpec) -> None:
+    def __init__(self, spec: EmbeddingSpec, digests: Path | None = None) -> None:
+        """``digests``: a folder keeping the model files' digests across processes
+        (`folder_signature`'s memo), or None."""
         if spec.family not in local_families():
             raise SweepError(f"embedding.family={spec.family!r} is not one of "
                              f"{', '.join(local_families())} (a local model)")
@@ -199,12 +201,12 @@ class LocalEmbedder:
         # the vectors cached before the backend axis stay valid.
         backend = ("" if (spec.backend, spec.precision) == REFERENCE else
                    f"|{spec.backend}|{spec.precision}|"
-                   f"{export_key(path, spec.backend, spec.precision)}")
+                   f"{export_key(path, spec.backend, spec.precision, digests)}")
         # A long text's vector under window_mean is no truncated vector: its own key (truncate,
         # what every model did before, adds nothing).
         long_text = "" if spec.long_text == "truncate" else f"|{spec.long_text}"
         self.fingerprint = hashlib.sha256(
-            f"{folder_signature(path)}|{spec.query_prefix}|{spec.document_prefix}|"
+            f"{folder_signature(path, digests)}|{spec.query_prefix}|{spec.document_prefix}|"
             f"{self.max_seq_length}|l2{backend}{long_text}".encode()
         ).hexdigest()[:16]
         self._cache: dict[bytes, np.ndarray] = {}
@@ -580,11 +582,12 @@ def _load_backend(path: str, spec: EmbeddingSpec, root: Path) -> Any:
 _EMBEDDERS: dict[EmbeddingSpec, Embedder] = {}
 
 
-def get_embedder(spec: EmbeddingSpec) -> Embedder:
-    """The process-wide embedder for ``spec`` (a sweep loads each model once)."""
+def get_embedder(spec: EmbeddingSpec, digests: Path | None = None) -> Embedder:
+    """The process-wide embedder for ``spec`` (a sweep loads each model once); ``digests``:
+    where a local model's file digests are kept across processes (`LocalEmbedder`)."""
     if spec not in _EMBEDDERS:
         if FAMILY.has(spec.family, "remote"):
             _EMBEDDERS[spec] = FAMILY.impl(spec.family)(spec)
         else:
-            _EMBEDDERS[spec] = LocalEmbedder(spec)
+            _EMBEDDERS[spec] = LocalEmbedder(spec, digests)
     return _EMBEDDERS[spec]

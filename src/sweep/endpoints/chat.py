@@ -20,8 +20,6 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from sweep.common.errors import SweepError
 from sweep.common.progress import show_progress
 from sweep.common.secret import scrub
@@ -131,6 +129,10 @@ class ChatClient:
         The first failure cancels what has not started and is raised. ``on_answer(i, answer)``
         runs in the calling thread as each answer arrives (an answer cache stores it there, so
         a failure later in the batch loses none that finished)."""
+        # Here, not at the top: tqdm.auto imports asyncio (~16 ms), and every sweep imports
+        # this module (the config's axes) whether or not it asks a model anything.
+        from tqdm.auto import tqdm
+
         out: list[Answer | None] = [None] * len(batches)
         pool = ThreadPoolExecutor(max_workers=max(1, self.ep.concurrency))
         try:

@@ -39,16 +39,22 @@ def begin_sweep_run(uri: str, experiment: str, sweep_dir: str, overrides: Sequen
     return parent, stale
 
 
-def begin_plots(axes: Sequence[str], rows: Sequence[dict[str, Any]], axes_data: Any,
-                sweep_dir: Path) -> list[tracking_worker.Promise]:
-    """comparison.png, and axes.png when there are axis effects (``axes_data``), drawn by the
-    MLflow worker where there is one (it imported matplotlib while the jobs ran), else here."""
-    drawings = [tracking_worker.begin(tracking.plot_sweep, axes, rows,
-                                      sweep_dir / "comparison.png")]
-    if axes_data is not None:
-        drawings.append(tracking_worker.begin(tracking.plot_axes, axes_data,
-                                              sweep_dir / "axes.png"))
-    return drawings
+def begin_comparison_plot(axes: Sequence[str], rows: Sequence[dict[str, Any]], sweep_dir: Path
+                          ) -> tracking_worker.Promise:
+    """comparison.png (the headline per configuration), drawn by the MLflow worker where there
+    is one (it imported matplotlib while the jobs ran), else here. Begun as soon as the rows'
+    order and headlines are final: the worker draws while this process computes the
+    statistics. Only the cells the plot reads are sent (the rows carry their misses and
+    sources too)."""
+    keys = ("status", "headline", "headline_metric", *axes)
+    cells = [{k: r[k] for k in keys if k in r} for r in rows]
+    return tracking_worker.begin(tracking.plot_sweep, axes, cells, sweep_dir / "comparison.png")
+
+
+def begin_axes_plot(axes_data: Any, sweep_dir: Path) -> tracking_worker.Promise:
+    """axes.png (``axes_data``: `sweep.decide.decision.plot_data`), drawn as
+    `begin_comparison_plot`."""
+    return tracking_worker.begin(tracking.plot_axes, axes_data, sweep_dir / "axes.png")
 
 
 def plotted(drawings: Sequence[tracking_worker.Promise]) -> list[Path]:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from sweep.chunking.chunkers import Chunk
+from sweep.common.files import DIGESTS_FOLDER
 from sweep.common.memory import release_free_memory
 from sweep.common.progress import Progress
 from sweep.common.store import CacheTarget
@@ -198,8 +199,8 @@ def measure_latency(search_for: Callable[[], ConfigSearch], sample: int,
 
 def embedder_for(spec: EmbeddingSpec, cache: CacheTarget | None) -> Embedder:
     """The process's embedder of ``spec``, reading and writing the embedding cache of
-    ``cache`` (none when the caches are off)."""
-    embedder = get_embedder(spec)
+    ``cache`` (none when the caches are off), which keeps its model files' digests too."""
+    embedder = get_embedder(spec, cache.dir / DIGESTS_FOLDER if cache is not None else None)
     embedder.cache = get_cache(cache) if cache is not None else None
     return embedder
 

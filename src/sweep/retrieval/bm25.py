@@ -63,7 +63,14 @@ def tokenize(text: str, stopwords: frozenset[str] = ENGLISH_STOPWORDS) -> list[s
 
 
 def query_tokens(text: str, stopwords: frozenset[str] = ENGLISH_STOPWORDS) -> list[str]:
-    return list(dict.fromkeys(tokenize(text, stopwords)))
+    return list(_query_words(text, stopwords))
+
+
+@lru_cache(maxsize=2**14)
+def _query_words(text: str, stopwords: frozenset[str]) -> tuple[str, ...]:
+    """A sweep asks the same questions of every configuration (and again in the latency
+    pass): each is tokenised once (~2 us a question, 1,380 per COVID-QA job)."""
+    return tuple(dict.fromkeys(tokenize(text, stopwords)))
 
 
 def token_ids(texts: Sequence[str], stopwords: frozenset[str]
@@ -102,9 +109,9 @@ class _RankBm25:
 
 def _import_bm25s() -> ModuleType:
     """bm25s, imported without numba. When numba is installed (ranx pulls it in), bm25s imports
-    it and compiles its JIT selection at import, ~0.3 s of a warm CI gate's ~1.5 s; this class
-    uses only `index` and `get_scores`, which are numpy/scipy either way. Hiding numba for that
-    one import changes nothing else: a later `import numba` (ranx in the tests) still works."""
+    it and compiles its JIT selection at import, ~0.3 s of a warm CI gate's ~1.5 s; bm25s only
+    builds and saves an index here, which is numpy/scipy either way. Hiding numba for that one
+    import changes nothing else: a later `import numba` (ranx in the tests) still works."""
     import sys
 
     if "bm25s" in sys.modules or "numba" in sys.modules:
@@ -121,87 +128,132 @@ def _import_bm25s() -> ModuleType:
     return bm25s
 
 
+@lru_cache(maxsize=1)
+def _bm25s_version() -> str:
+    """``bm25s.__version__`` without importing bm25s (and scipy, ~65 ms): bm25s takes its
+    version from the installed distribution's metadata, with this same fallback."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("bm25s")
+    except PackageNotFoundError:
+        return "0.0.0"
+
+
+# The files of a folder bm25s's `BM25.save` writes (its default names): the score matrix as
+# CSC arrays, the vocabulary and the parameters.
+_ARRAYS = ("data", "indices", "indptr")
+_VOCAB, _PARAMS = "vocab.index.json", "params.index.json"
+
+
 class _Bm25s:
     """bm25s's precomputed sparse scores, Robertson's variant: rank-bm25's scores divided by
-    (k1 + 1), so they are multiplied back."""
+    (k1 + 1), so they are multiplied back.
 
-    def __init__(self, ids: list[array], vocab: dict[str, int], k1: float, b: float,
-                 built: object = None) -> None:
+    bm25s builds and saves the index; it is held as bm25s's plain arrays, a (texts x words)
+    CSC matrix (word ``w``'s postings are ``indices``/``data[indptr[w]:indptr[w + 1]]``) and
+    the vocabulary, and scored with numpy alone, so an index read back from the cache needs
+    neither bm25s nor scipy (their imports and `BM25.load` were ~0.1 s of a warm process)."""
+
+    def __init__(self, ids: list[array], vocab: dict[str, int], k1: float, b: float) -> None:
         bm25s = _import_bm25s()
-        self.k1 = k1
-        if built is not None:  # read back by `load`
-            self.index = built
-            return
-        self.index = bm25s.BM25(k1=k1, b=b, method="robertson", dtype="float64")
+        index = bm25s.BM25(k1=k1, b=b, method="robertson", dtype="float64")
         # The (token ids, vocabulary) form: bm25s then never sees a list of words. Scores do not
         # depend on which id a word gets (each (document, word) score is computed alone, and a
         # query sums its words' columns in query order); bm25s's own numbering comes from a
         # set of strings, so it was never fixed anyway.
-        self.index.index((ids, vocab), show_progress=False)
+        index.index((ids, vocab), show_progress=False)
+        self._built = index  # what `save` writes
+        self._hold(k1, index.vocab_dict, *(index.scores[k] for k in _ARRAYS))
+
+    def _hold(self, k1: float, vocab: dict[str, int], data: np.ndarray, indices: np.ndarray,
+              indptr: np.ndarray) -> None:
+        self.k1, self.vocab = k1, vocab
+        self.data = np.asarray(data, dtype=np.float64)
+        self.indices, self.indptr = indices, indptr
 
     def scores(self, tokens: list[str], n: int) -> np.ndarray:
-        known = [t for t in tokens if t in self.index.vocab_dict]
-        if not known:
-            return np.zeros(n, dtype=np.float64)
-        raw = self.index.get_scores(known)
-        return np.asarray(raw, dtype=np.float64) * (self.k1 + 1.0)
+        """bm25s's `get_scores` of the query's known words, times (k1 + 1); zeros when none
+        is known. The one path `scores_many` takes, so both give the same bits."""
+        return self.scores_many([tokens], n)[0]
 
     def scores_many(self, queries: Sequence[list[str]], n: int) -> np.ndarray:
-        """`scores` of each query, one row each, bit for bit: bm25s adds a query's words'
-        postings into a zeroed row word by word, in query order (``np.add.at``); here every
-        (query, text) sum is one `np.bincount` bin, whose weights are added one by one in
-        input order from 0.0, laid out query by query and word by word in that same order.
-        One numpy pass for the block instead of a call per query (~30 us each, 8,000 a warm
-        COVID-QA sweep)."""
-        index = self.index
-        vocab = index.vocab_dict
-        data, indices, indptr = (index.scores[k] for k in ("data", "indices", "indptr"))
+        """`scores` of each query, one row each, bit for bit bm25s's `get_scores`: bm25s adds a
+        query's words' postings into a zeroed row word by word, in query order (``np.add.at``);
+        here every (query, text) sum is one `np.bincount` bin, whose weights are added one by
+        one in input order from 0.0, laid out query by query and word by word in that same
+        order. One numpy pass for the block instead of a call per query (~30 us each, 8,000 a
+        warm COVID-QA sweep)."""
+        vocab, indices, indptr = self.vocab, self.indices, self.indptr
         words = [[vocab[t] for t in q if t in vocab] for q in queries]
         ids = np.fromiter((i for w in words for i in w), dtype=np.int64,
                           count=sum(map(len, words)))
-        owner = np.repeat(np.arange(len(words), dtype=np.int64),
-                          [len(w) for w in words])
+        # each (query, word)'s first bin: its query's row
+        row_at = np.repeat(np.arange(0, len(words) * n, n, dtype=np.int64),
+                           [len(w) for w in words])
         lo, hi = indptr[ids].astype(np.int64), indptr[ids + 1].astype(np.int64)
         sizes = hi - lo
         if not sizes.sum():  # no query has a known word (bincount of nothing is int64)
             return np.zeros((len(queries), n), dtype=np.float64)
         # every posting of every (query, word), in that order
         at = np.repeat(lo - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
-        row = np.repeat(owner, sizes)
-        flat = np.bincount(row * n + indices[at].astype(np.int64),
-                           weights=np.asarray(data, dtype=np.float64)[at],
+        flat = np.bincount(np.repeat(row_at, sizes) + indices[at], weights=self.data[at],
                            minlength=len(queries) * n)
         flat *= self.k1 + 1.0
         return flat.reshape(len(queries), n)
 
-    @property
-    def batches(self) -> bool:
-        """Whether `scores_many` applies: a variant without a non-occurrence score (robertson's,
-        the default) adds nothing to a text beyond its words' postings."""
-        return getattr(self.index, "nonoccurrence_array", None) is None
-
     def size_bytes(self) -> int:
-        s = self.index.scores
-        return int(s["data"].nbytes + s["indices"].nbytes + s["indptr"].nbytes)
+        return int(self.data.nbytes + self.indices.nbytes + self.indptr.nbytes)
 
     def save(self, folder: Path) -> None:
-        self.index.save(str(folder), show_progress=False)
+        self._built.save(str(folder), show_progress=False)
 
     @classmethod
     def load(cls, folder: Path, n: int, k1: float, b: float) -> _Bm25s | None:
         """The index `save` wrote, or None when it is not one of ``n`` texts with these
-        parameters (a damaged or foreign folder)."""
-        bm25s = _import_bm25s()
+        parameters or its arrays do not hold together (a damaged or foreign folder): read with
+        numpy and orjson, as bm25s's `BM25.load` reads it, and checked before any of it is
+        trusted, so that a bad folder is rebuilt rather than scored or crashed on."""
+        import orjson
+
         try:
-            index = bm25s.BM25.load(str(folder), show_progress=False, verbosity=0)
-            ok = (int(index.scores["num_docs"]) == n and index.k1 == k1 and index.b == b
-                  and index.method == "robertson"
-                  and int(index.scores["indptr"][-1]) == len(index.scores["data"])
-                  == len(index.scores["indices"])
-                  and index.scores["data"].dtype == np.float64)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            params = orjson.loads((folder / _PARAMS).read_bytes())
+            vocab = orjson.loads((folder / _VOCAB).read_bytes())
+            data, indices, indptr = (np.load(folder / f"{k}.csc.index.npy", allow_pickle=False)
+                                     for k in _ARRAYS)
+            ok = (params["num_docs"] == n and params["k1"] == k1 and params["b"] == b
+                  and params["method"] == "robertson"
+                  and params.get("idf_method", "robertson") == "robertson"
+                  and data.dtype == np.float64
+                  and indices.dtype.kind == "i" and indptr.dtype.kind == "i"
+                  and data.ndim == indices.ndim == indptr.ndim == 1 and indptr.shape[0] >= 1
+                  and int(indptr[0]) == 0
+                  and int(indptr[-1]) == data.shape[0] == indices.shape[0]
+                  and bool(np.all(np.diff(indptr) >= 0))
+                  and (indices.shape[0] == 0
+                       or (int(indices.min()) >= 0 and int(indices.max()) < n)))
+            vocab = _columns(vocab, indptr.shape[0] - 1) if ok else None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, EOFError):
             return None
-        return cls([], {}, k1, b, built=index) if ok else None
+        if vocab is None:
+            return None
+        loaded = cls.__new__(cls)
+        loaded._hold(k1, vocab, data, indices, indptr)
+        return loaded
+
+
+def _columns(vocab: object, columns: int) -> dict[str, int] | None:
+    """A saved vocabulary (word -> column) checked against the matrix's ``columns``, or None.
+    bm25s may add the empty word with an id past the last column (it has no postings); no
+    tokenisation here yields it, so it is left out. Any other id outside the matrix: None."""
+    if not isinstance(vocab, dict):
+        return None
+    if isinstance(vocab.get(""), int) and vocab[""] >= columns:
+        del vocab[""]
+    ids = np.array(list(vocab.values()))
+    if ids.size and (ids.dtype.kind != "i" or int(ids.min()) < 0 or int(ids.max()) >= columns):
+        return None
+    return vocab
 
 
 # The retrieval.bm25_backend axis: name -> implementation (built from the tokenised texts, k1
@@ -251,8 +303,7 @@ class BM25Index:
     def _key(self, texts: Sequence[str], texts_key: bytes | None = None) -> str:
         """Everything the index depends on: this module's code (its tokenisation), the backend
         and its version, k1, b, the stop words, and the texts in order."""
-        bm25s = _import_bm25s()
-        head = [source_key(__file__), self.backend, getattr(bm25s, "__version__", ""), repr(self.k1),
+        head = [source_key(__file__), self.backend, _bm25s_version(), repr(self.k1),
                 repr(self.b), *sorted(self.stopwords)]
         return parts_key([*head, (texts_key or parts_key(texts)).hex()]).hex()[:32]
 
@@ -280,7 +331,7 @@ class BM25Index:
     def scores_many(self, queries: Sequence[str]) -> np.ndarray:
         """`scores` of each query, as a (queries x texts) matrix: equal row for row."""
         tokens = [query_tokens(q, self.stopwords) for q in queries]
-        if isinstance(self._index, _Bm25s) and self._index.batches:
+        if isinstance(self._index, _Bm25s):
             return self._index.scores_many(tokens, self.n)
         out = np.empty((len(queries), self.n), dtype=np.float64)
         for j, t in enumerate(tokens):

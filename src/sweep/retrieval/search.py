@@ -19,7 +19,7 @@ from sweep.common.registry import Entry, Registry, Traits
 from sweep.retrieval.bm25 import BM25Index
 from sweep.retrieval.index import VectorIndex
 from sweep.retrieval.ranking import (
-    BLOCK_BYTES,
+    STEP_BYTES,
     RankedRows,
     Ranking,
     dense_blocks,
@@ -164,11 +164,11 @@ class ConfigSearch:
 
     def _bm25_rows(self, questions: Sequence[str]) -> RankedRows:
         """BM25's rankings of a block, as `lexical_search` ranks each score vector. Scored
-        and ranked a few rows at a time (`BM25Index.scores_many`: the same rows as `scores`):
-        a (rows x chunks) float64 matrix held to ~32 MB on a big corpus."""
+        and ranked a few rows at a time (`BM25Index.scores_many`: the same rows as `scores`;
+        each row ranked alone): a (rows x chunks) float64 matrix of ~`STEP_BYTES`."""
         assert self.bm25 is not None
         n = len(self.chunks)
-        rows = max(1, BLOCK_BYTES // (8 * max(n, 1)))
+        rows = max(1, STEP_BYTES // (8 * max(n, 1)))
         parts = []
         for lo in range(0, len(questions), rows):
             scores = self.bm25.scores_many(questions[lo : lo + rows])

@@ -143,3 +143,42 @@ def test_on_decided_gets_the_final_table_before_the_files_are_written(tmp_path: 
     assert seen["axes"] == out.axes and seen["rows"] == out.rows
     assert seen["rows"][0]["verdict"] == "best" and "verdict" in seen["rows"][1]
     assert seen["decision"] is out.decision and out.decision is not None
+
+
+def test_on_ranked_gets_the_rows_in_their_final_order_before_the_statistics(
+        tmp_path: Path) -> None:
+    """The Hydra callback begins the headline plot from ``on_ranked``: the rows are those of the
+    final table (order, headlines) but no verdict is set yet, it comes before ``on_decided``,
+    once; and the job spec of the audit is asked for only after both."""
+    _grid(tmp_path)
+    calls: list = []
+
+    def ranked(axes: list, rows: list) -> None:
+        calls.append(("ranked", list(axes), [dict(r) for r in rows]))
+
+    def decided(axes: list, rows: list, decision: dict | None) -> None:
+        calls.append(("decided",))
+
+    def audit_job() -> None:
+        calls.append(("audit",))
+
+    out = finish_sweep(SweepSpec(tmp_path, audit_job), rp.read_reports(tmp_path),
+                       on_decided=decided, on_ranked=ranked)
+    assert [c[0] for c in calls] == ["ranked", "decided", "audit"]
+    _, axes, rows = calls[0]
+    assert axes == out.axes
+    assert [(r["chunk.size"], r["headline"]) for r in rows] == [
+        (r["chunk.size"], r["headline"]) for r in out.rows] == [(256, 0.6), (128, 0.5),
+                                                                (512, 0.2)]
+    assert all(r.get("verdict") is None for r in rows)
+    assert out.rows[0]["verdict"] == "best"
+
+
+def test_on_ranked_is_called_once_without_statistics(tmp_path: Path) -> None:
+    """One finished configuration: no statistics, the rows are final all the same."""
+    _job(tmp_path / "0", 128, list(range(10)))
+    _job(tmp_path / "1", 256, [], status="FAILED")
+    seen: list = []
+    out = finish_sweep(SweepSpec(tmp_path), rp.read_reports(tmp_path),
+                       on_ranked=lambda axes, rows: seen.append([r["status"] for r in rows]))
+    assert out.decision is None and seen == [["FINISHED", "FAILED"]]

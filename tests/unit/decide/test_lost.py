@@ -136,7 +136,11 @@ def test_the_end_of_sweep_scores_both_parsers_on_the_same_questions(parser_sweep
     assert axes == ["corpus.html_parser"]
     assert [r["corpus.html_parser"] for r in rows] == [LOSSY, KEEPER]  # per job: lossy first
     by_folder = {str(f): r for f, r in zip(folders, reports, strict=True)}
-    out = finished_sweep(axes, rows, by_folder, detect=None)
+    ranked: list = []
+    out = finished_sweep(axes, rows, by_folder, detect=None, on_ranked=lambda: ranked.append(
+        [(r["corpus.html_parser"], r["headline"], r.get("verdict")) for r in rows]))
+    # The rows as the caller's headline plot gets them: sorted again, before the verdicts.
+    assert ranked == [[(KEEPER, pytest.approx(7 / 8), None), (LOSSY, pytest.approx(6 / 8), None)]]
     # Both on the 8 questions some parser kept: the lossy one's 2 lost are misses, 6/8.
     assert [r["corpus.html_parser"] for r in rows] == [KEEPER, LOSSY]
     assert [r["headline"] for r in rows] == [pytest.approx(7 / 8), pytest.approx(6 / 8)]

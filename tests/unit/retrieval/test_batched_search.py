@@ -242,7 +242,7 @@ def test_run_all_holds_a_block_of_bm25_scores_to_its_budget(
     chunks, questions, chunk_vecs, query_vecs, bm25 = demo_search
     search = ConfigSearch(chunks, "hybrid", 100, chunk_vecs=chunk_vecs, bm25=bm25)
     before = search.run_all(questions, query_vecs)
-    monkeypatch.setattr(search_module, "BLOCK_BYTES", 7 * 8 * len(chunks))
+    monkeypatch.setattr(search_module, "STEP_BYTES", 7 * 8 * len(chunks))
     seen: list[int] = []
     real = search_module.top_k_rows
 
@@ -298,10 +298,27 @@ def test_run_all_reranks_each_question_as_run_does(demo_search: tuple,
 
 
 
+def _bm25s_reference(texts: list[str], queries: list[str]) -> np.ndarray:
+    """bm25s indexing the word lists itself and scoring each query (`get_scores` of its known
+    words, times k1 + 1 = 2.5; zeros when it knows none)."""
+    import bm25s
+
+    from sweep.retrieval.bm25 import query_tokens, tokenize
+
+    ref = bm25s.BM25(k1=1.5, b=0.75, method="robertson", dtype="float64")
+    ref.index([tokenize(t) for t in texts], show_progress=False)
+    rows = []
+    for q in queries:
+        known = [t for t in query_tokens(q) if t in ref.vocab_dict]
+        rows.append(np.asarray(ref.get_scores(known), dtype=np.float64) * 2.5 if known
+                    else np.zeros(len(texts)))
+    return np.stack(rows)
+
+
 @pytest.mark.parametrize("backend", ["bm25s", "rank_bm25"])
 def test_scores_many_equals_scores_bit_for_bit(demo_search: tuple, backend: str) -> None:
-    """`BM25Index.scores_many` (one bincount over the block) against `scores` (bm25s's
-    per-query `np.add.at`): the same float64 bits, on the demo's questions plus queries with
+    """`BM25Index.scores_many` (one bincount over the block) against `scores` and, for bm25s,
+    against bm25s's own per-query `np.add.at`: the same float64 bits, on the demo's questions plus queries with
     no known word, a repeated word, a stop word only and an empty text."""
     chunks, questions, *_ = demo_search
     index = BM25Index([c.embed_text for c in chunks], backend=backend)
@@ -312,6 +329,9 @@ def test_scores_many_equals_scores_bit_for_bit(demo_search: tuple, backend: str)
     single = np.stack([index.scores(q) for q in queries])
     assert many.shape == (len(queries), len(chunks)) and many.dtype == np.float64
     assert np.array_equal(many.view(np.int64), single.view(np.int64))
+    if backend == "bm25s":  # both are numpy's sums here: against bm25s's own get_scores too
+        ref = _bm25s_reference([c.embed_text for c in chunks], queries)
+        assert np.array_equal(many.view(np.int64), ref.view(np.int64))
     assert (many[:60] > 0).any(axis=1).all()  # every demo question matches some chunk
     assert not many[60:63].any()  # unknown, empty, stop words only: nothing matches
     assert index.scores_many([]).shape == (0, len(chunks))

@@ -67,7 +67,101 @@ def test_what_changes_an_index_changes_its_key(tmp_path: Path, change: str) -> N
     _same_scores(BM25Index(texts, backend="bm25s", **args), other)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("damage", ["truncated_scores", "missing_vocab", "other_texts"])
+def bm25s_scores(index: object, query: str, k1: float = 1.5) -> np.ndarray:
+    """What bm25s itself scores for ``query`` (its `get_scores` of the known words, times
+    k1 + 1; zeros when it knows none): the reference the numpy scoring must equal."""
+    from sweep.retrieval.bm25 import query_tokens
+
+    known = [t for t in query_tokens(query) if t in index.vocab_dict]  # type: ignore[attr-defined]
+    if not known:
+        return np.zeros(index.scores["num_docs"])  # type: ignore[attr-defined]
+    return np.asarray(index.get_scores(known), dtype=np.float64) * (k1 + 1.0)  # type: ignore[attr-defined]
+
+
+def test_read_back_scores_as_bm25s_reads_the_folder(tmp_path: Path) -> None:
+    """The index read back without bm25s against bm25s's own `BM25.load` of the same folder:
+    every query's scores the same float64 bits, one query at a time and in a block."""
+    from sweep.retrieval.bm25 import _import_bm25s
+
+    texts = _texts()
+    BM25Index(texts, backend="bm25s", cache_dir=tmp_path)
+    again = BM25Index(texts, backend="bm25s", cache_dir=tmp_path)
+    assert again.from_cache
+    (folder,) = (tmp_path / CACHE_FOLDER).iterdir()
+    ref = _import_bm25s().BM25.load(str(folder), show_progress=False, verbosity=0)
+    expected = np.stack([bm25s_scores(ref, q) for q in QUESTIONS])
+    assert expected[:-3].any(axis=1).all() and not expected[-2:].any()  # some match, some not
+    single = np.stack([again.scores(q) for q in QUESTIONS])
+    assert np.array_equal(single.view(np.int64), expected.view(np.int64))
+    assert np.array_equal(again.scores_many(QUESTIONS).view(np.int64), expected.view(np.int64))
+
+
+def test_a_warm_process_reads_the_index_without_bm25s_or_scipy(tmp_path: Path) -> None:
+    """A fresh process that finds the index in the cache imports neither bm25s nor scipy, and
+    scores as the index built here."""
+    import json
+    import textwrap
+
+    from helpers import run_cli
+
+    texts = _texts()
+    built = BM25Index(texts, backend="bm25s", cache_dir=tmp_path / "c")
+    (tmp_path / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
+    code = textwrap.dedent(f"""
+        import json, sys
+        from pathlib import Path
+        from sweep.retrieval.bm25 import BM25Index
+        tmp = Path({str(tmp_path)!r})
+        texts = json.loads((tmp / "texts.json").read_text(encoding="utf-8"))
+        index = BM25Index(texts, backend="bm25s", cache_dir=tmp / "c")
+        print(json.dumps({{"cached": index.from_cache,
+                          "imported": sorted(m for m in ("bm25s", "scipy") if m in sys.modules),
+                          "scores": index.scores({QUESTIONS[0]!r}).tolist()}}))
+    """)
+    res = run_cli("-c", code, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(res.stdout.splitlines()[-1])
+    assert out["cached"] and out["imported"] == []
+    assert out["scores"] == built.scores(QUESTIONS[0]).tolist() and any(out["scores"])
+
+
+def test_the_key_reads_bm25s_version_as_bm25s_does() -> None:
+    """The cache key's bm25s version, read without importing bm25s, is `bm25s.__version__`."""
+    from sweep.retrieval.bm25 import _bm25s_version, _import_bm25s
+
+    assert _bm25s_version() == _import_bm25s().__version__
+
+
+def _damage_arrays(folder: Path, damage: str) -> None:
+    """Arrays that load but do not hold together (each would score wrong or crash)."""
+    def edit(name: str, change: object) -> None:
+        path = folder / f"{name}.csc.index.npy"
+        a = np.load(path)
+        np.save(path, change(a))  # type: ignore[operator]
+
+    if damage == "index_past_the_texts":
+        edit("indices", lambda a: np.where(a == a.max(), a.max() + 1000, a))
+    elif damage == "indptr_decreasing":
+        edit("indptr", lambda a: np.concatenate([a[:1], a[2:3], a[1:2], a[3:]]))
+    elif damage == "float32_scores":
+        edit("data", lambda a: a.astype(np.float32))
+    elif damage == "vocab_past_the_words":
+        import json
+
+        vocab = json.loads((folder / "vocab.index.json").read_text(encoding="utf-8"))
+        vocab["refund"] = 10**6
+        (folder / "vocab.index.json").write_text(json.dumps(vocab), encoding="utf-8")
+    else:  # another variant's parameters
+        import json
+
+        params = json.loads((folder / "params.index.json").read_text(encoding="utf-8"))
+        params["method"] = "bm25+"
+        (folder / "params.index.json").write_text(json.dumps(params), encoding="utf-8")
+
+
+@pytest.mark.parametrize("damage", ["truncated_scores", "missing_vocab", "other_texts",
+                                    "index_past_the_texts", "indptr_decreasing",
+                                    "float32_scores", "vocab_past_the_words", "other_method"])
 def test_a_damaged_folder_is_rebuilt_with_a_warning(tmp_path: Path, damage: str,
                                                     caplog: pytest.LogCaptureFixture) -> None:
     texts = _texts()
@@ -78,12 +172,14 @@ def test_a_damaged_folder_is_rebuilt_with_a_warning(tmp_path: Path, damage: str,
         data.write_bytes(data.read_bytes()[:-40])
     elif damage == "missing_vocab":
         (folder / "vocab.index.json").unlink()
-    else:  # a valid index, but of other texts, under this key
+    elif damage == "other_texts":  # a valid index, but of other texts, under this key
         shorter = tmp_path / "other"
         BM25Index(texts[:5], backend="bm25s", cache_dir=shorter)
         (short,) = (shorter / CACHE_FOLDER).iterdir()
         for f in short.iterdir():
             (folder / f.name).write_bytes(f.read_bytes())
+    else:
+        _damage_arrays(folder, damage)
     with caplog.at_level(logging.WARNING):
         rebuilt = BM25Index(texts, backend="bm25s", cache_dir=tmp_path)
     assert not rebuilt.from_cache and "cannot be read back" in caplog.text

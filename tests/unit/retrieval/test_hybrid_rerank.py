@@ -25,6 +25,20 @@ def test_tokenisation_is_lowercase_unicode_words_minus_stopwords() -> None:
     assert query_tokens("refund refund window") == ["refund", "window"]
 
 
+def test_query_tokens_are_remembered_per_stop_words_and_handed_out_as_new_lists() -> None:
+    """A question's tokens are kept (a sweep asks it of every configuration): another stop
+    word list is another entry, and a caller changing its list changes no later answer."""
+    first = query_tokens("the refund and the window")
+    assert first == ["refund", "window"]
+    first.append("changed")
+    again = query_tokens("the refund and the window")
+    assert again == ["refund", "window"] and again is not first
+    assert query_tokens("the refund and the window", frozenset()) == ["the", "refund", "and",
+                                                                       "window"]
+    assert query_tokens("the refund and the window", frozenset({"refund"})) == [
+        "the", "and", "window"]
+
+
 def test_rrf_hand_computed() -> None:
     tie = np.arange(4)
     fused = rrf_fuse([[0, 1, 2], [2, 0, 3]], [1.0, 1.0], 60, tie, depth=10)
