@@ -6,7 +6,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from operator import itemgetter
+from operator import itemgetter, methodcaller
 from typing import Any
 
 import numpy as np
@@ -112,31 +112,86 @@ class _Scores:
         return out
 
 
-def _passage_sets(row: dict[str, Any], item: ResolvedItem, locator: ChunkLocator,
-                  spec: EvalSpec) -> list[set[str]]:
-    """Each evidence passage's relevant chunks, found the way the item's are
-    (`relevant_chunks`), for the metrics that ask whether the whole answer was found."""
-    passages = [set(relevant_chunks(p, locator, spec.min_overlap))
-                for p in item.passage_spans()]
-    row["n_passages"] = len(passages)
-    row["passages_needed"] = item.passages_needed
-    row["needs"] = item.needs
-    unheld = sum(1 for p in passages if not p)
-    if unheld:  # never found, in any k: this chunking cannot hand over the whole answer
-        row["n_passages_without_chunk"] = unheld
-    return passages
+@dataclass(frozen=True)
+class _Fixed:
+    """What scoring a question some chunk answers reads of the chunking alone, before any
+    ranking: its relevant chunks (ids, and positions in the chunk list), the chunks touching
+    its evidence (Precision_Ω) and the "Min" k, and each evidence passage's relevant chunks."""
+
+    relevant: set[str]
+    positions: set[int]
+    near: list[tuple[str, int, int]]
+    k_min: int
+    passages: list[set[str]]
+    unheld: int  # passages no chunk holds
 
 
-def _question(row: dict[str, Any], item: ResolvedItem, ranked_ids: list[str],
-              indices: Sequence[int], rel: set[str], placed: _Placed, chunk_tokens: list[int],
-              locator: ChunkLocator, spec: EvalSpec, ks: Sequence[int]) -> Question:
+class _Prepared:
+    """Everything `evaluate` reads of a chunking and the questions before any ranking, per
+    question: its relevant chunk ids in first-seen order (`relevant_chunks`) and, for a
+    question some chunk answers, its `_Fixed`."""
+
+    def __init__(self, resolved: Sequence[ResolvedItem], chunks: Sequence[Chunk],
+                 spec: EvalSpec, texts: Mapping[str, str] | None) -> None:
+        locator = ChunkLocator(chunks)
+        self.placed = placed = _Placed(chunks, spec.span_mode, texts)
+        position = {c.chunk_id: i for i, c in enumerate(chunks)}
+        self.relevant: list[list[str]] = []
+        self.fixed: list[_Fixed | None] = []
+        for item in resolved:
+            relevant = relevant_chunks(item.spans, locator, spec.min_overlap)
+            self.relevant.append(relevant)
+            if not relevant:
+                self.fixed.append(None)
+                continue
+            near = placed.touching(item.spans)
+            # Each evidence passage's relevant chunks, found the way the item's are, for the
+            # metrics that ask whether the whole answer was found.
+            passages = [set(relevant_chunks(p, locator, spec.min_overlap))
+                        for p in item.passage_spans()]
+            rel = set(relevant)
+            self.fixed.append(_Fixed(
+                relevant=rel, positions={position[c] for c in rel if c in position},
+                near=near, k_min=min(max(len(near), 1), MIN_MODE_CAP), passages=passages,
+                unheld=sum(1 for p in passages if not p)))
+
+
+# The chunkings `evaluate` prepared last, with what they were prepared from: the two jobs of
+# a sweep whose chunks differ only in what is embedded (chunk.header) score the same spans
+# for the same questions, so the second reuses the first's `_Prepared`.
+_PREPARED: list[tuple[tuple[Any, ...], list[ResolvedItem], _Prepared]] = []
+PREPARED_KEPT = 2
+
+
+def _prepared(resolved: Sequence[ResolvedItem], chunks: Sequence[Chunk], spec: EvalSpec,
+              texts: Mapping[str, str] | None) -> _Prepared:
+    """`_Prepared` of these questions and chunks, reused where an earlier call of this
+    process had equal questions, chunk spans and ids, and settings. Only span mode
+    ``exact``: ``chroma`` places chunks by their text, which is not in the key."""
+    if spec.span_mode != "exact":
+        return _Prepared(resolved, chunks, spec, texts)
+    # All `_Prepared` reads of a chunk in exact mode (its place and its id), and of the spec.
+    key = (spec.span_mode, spec.min_overlap,
+           tuple([(c.chunk_id, c.doc_id, c.start, c.end) for c in chunks]))
+    items = list(resolved)
+    for kept_key, kept_items, prepared in reversed(_PREPARED):
+        if kept_key == key and kept_items == items:
+            return prepared
+    prepared = _Prepared(items, chunks, spec, texts)
+    _PREPARED.append((key, items, prepared))
+    del _PREPARED[:-PREPARED_KEPT]
+    return prepared
+
+
+def _question(row: dict[str, Any], item: ResolvedItem, fixed: _Fixed, ranked_ids: list[str],
+              indices: Sequence[int], placed: _Placed, chunk_tokens: list[int],
+              spec: EvalSpec, ks: Sequence[int]) -> Question:
     """What the chunk-level metrics of a question some chunk answers read: the ranks, the
     span metrics and the passages found of its ranking for every k, from one pass each
     (`metrics.TopKRanks`, `metrics.TopKSpans`, `metrics.TopKPassages`, equal to the
     per-metric functions: tests/unit/evaluation/test_topk.py), every chunk that touches the
     evidence (Precision_Ω) and the "Min" k."""
-    near = placed.touching(item.spans)
-    k_min = min(max(len(near), 1), MIN_MODE_CAP)
+    near, k_min = fixed.near, fixed.k_min
     tokens = _picked(chunk_tokens, indices)
     # Deep enough for every k read: the ks, the "Min" k and the chunks in the budget;
     # one span more tells TopKSpans whether the ranking goes on below that depth.
@@ -144,7 +199,13 @@ def _question(row: dict[str, Any], item: ResolvedItem, ranked_ids: list[str],
     top = m.TopKSpans(_picked(placed.spans, indices[: depth + 1]), item.spans,
                       depth)
     row["n_touching"] = len(near)
-    passages = _passage_sets(row, item, locator, spec)
+    passages = fixed.passages
+    row["n_passages"] = len(passages)
+    row["passages_needed"] = item.passages_needed
+    row["needs"] = item.needs
+    if fixed.unheld:  # never found, in any k: this chunking cannot hand over the whole answer
+        row["n_passages_without_chunk"] = fixed.unheld
+    rel = fixed.relevant
     return Question(ranked_ids=ranked_ids, relevant=rel, tokens=tokens,
                     ranks=m.TopKRanks(ranked_ids, rel, ks[-1]), spans=top,
                     passages=passages,
@@ -206,9 +267,8 @@ def evaluate(
     ``precision_omega`` and ``*_at_min`` read every chunk that touches the evidence:
     ``n_touching`` in the row, with Chroma's closed interval test in ``chroma`` mode.
     """
-    locator = ChunkLocator(chunks)
-    placed = _Placed(chunks, spec.span_mode, texts)
-    position = {c.chunk_id: i for i, c in enumerate(chunks)}
+    prepared = _prepared(resolved, chunks, spec, texts)
+    placed = prepared.placed
     # Read per ranked index below: cheaper than the chunk's attributes, 100 deep per question.
     chunk_ids = [c.chunk_id for c in chunks]
     chunk_tokens = [c.n_tokens for c in chunks]
@@ -221,7 +281,7 @@ def evaluate(
     found_counts: dict[str, int] = {}
     for n, (item, ranking) in enumerate(zip(resolved, rankings, strict=True)):
         ranked_ids = _picked(chunk_ids, ranking.indices)
-        relevant = relevant_chunks(item.spans, locator, spec.min_overlap)
+        relevant = prepared.relevant[n]
         row: dict[str, Any] = {
             "qid": item.item.qid,
             "question": item.item.question,
@@ -229,15 +289,15 @@ def evaluate(
             "relevant_ids": " ".join(relevant),
             "evidence_source": item.source,
         }
-        if relevant:
-            rel = set(relevant)
+        fixed = prepared.fixed[n]
+        if fixed is not None:
             row["status"] = "scored"
-            row["first_relevant_rank"] = m.first_relevant_rank(ranked_ids, rel)
-            question = _question(row, item, ranked_ids, ranking.indices, rel, placed,
-                                 chunk_tokens, locator, spec, ks)
+            row["first_relevant_rank"] = m.first_relevant_rank(ranked_ids, fixed.relevant)
+            question = _question(row, item, fixed, ranked_ids, ranking.indices, placed,
+                                 chunk_tokens, spec, ks)
             scores.put_all(row, 0, chunk_plan.values(question))
             row["evidence_coverage_at_prompt_k"] = row[f"evidence_recall_at_{spec.prompt_k}"]
-            found = _found_by(row, {position[c] for c in rel if c in position},
+            found = _found_by(row, fixed.positions,
                               {name: lists[n] for name, lists in diagnostics.items()},
                               spec.prompt_k)
             if found is not None:
@@ -282,20 +342,19 @@ def by_needs(rows: Sequence[Mapping[str, Any]], names: Sequence[str]
     A metric's mean is over the group's rows that hold it (the filtered mean of
     per_question.csv); a group without questions has ``n`` 0 and no means.
     """
-    out: dict[str, dict[str, float]] = {g: {"n": 0} for g in NEED_GROUPS}
-    values: dict[str, dict[str, list[float]]] = {g: {} for g in NEED_GROUPS}
+    grouped: dict[str, list[Mapping[str, Any]]] = {g: [] for g in NEED_GROUPS}
     for row in rows:
         group = need_group(int(row.get("passages_needed") or 0))
-        if group is None or row.get("status") != "scored":
-            continue
-        out[group]["n"] += 1
-        for name in names:
-            if isinstance(row.get(name), int | float):
-                values[group].setdefault(name, []).append(float(row[name]))
-    for group in NEED_GROUPS:
-        for name in names:
-            if values[group].get(name):
-                out[group][name] = m.mean(values[group][name])
+        if group is not None and row.get("status") == "scored":
+            grouped[group].append(row)
+    out: dict[str, dict[str, float]] = {}
+    for group, mine in grouped.items():
+        out[group] = {"n": len(mine)}
+        for name in names:  # one pass over the group's rows per name, no call per row
+            values = [float(v) for v in map(methodcaller("get", name), mine)
+                      if isinstance(v, int | float)]
+            if values:
+                out[group][name] = m.mean(values)
     return out
 
 

@@ -97,7 +97,8 @@ def miss_cause(row: Mapping[str, Any], spans: Sequence[Span], relevant: Sequence
     """The cause of one question's miss, or None when it was found in the top ``prompt_k``.
 
     ``row`` is the question's per_question row (status, ranks); ``relevant`` its relevant
-    chunks in this configuration; ``doc_chunks`` the chunks of the documents its evidence is in;
+    chunks in this configuration; ``doc_chunks`` the chunks of the documents its evidence is in
+    (those that overlap the evidence suffice: no other holds any of it);
     ``cuts`` the document offset at which the embedding model stops reading each truncated
     chunk (by chunk id); ``model_reads`` whether an embedding model ranks this configuration.
     """
@@ -135,10 +136,35 @@ def diagnose_misses(rows: list[dict[str, Any]], spans_by_row: Sequence[Sequence[
     by_doc: dict[str, list[Chunk]] = {}
     for c in chunks:
         by_doc.setdefault(c.doc_id, []).append(c)
+    # Where a document's chunk starts and ends both never decrease (a chunker's output), the
+    # chunks overlapping a span are one slice, found by bisection: the only ones that hold any
+    # of it (`best_single_chunk_share`); else (nested units) all of the document's.
+    bounds = {d: ([c.start for c in cs], [c.end for c in cs]) for d, cs in by_doc.items()}
+    ordered = {d for d, (starts, ends) in bounds.items()
+               if all(a <= b for a, b in pairwise(starts))
+               and all(a <= b for a, b in pairwise(ends))}
+
+    def holding(spans: Sequence[Span]) -> list[Chunk]:
+        out: list[Chunk] = []
+        for d in sorted({s[0] for s in spans}):
+            cs = by_doc.get(d, [])
+            if d not in ordered:
+                out += cs
+                continue
+            starts, ends = bounds[d]
+            for doc_id, s, e in spans:
+                if doc_id == d:
+                    out += cs[bisect_right(ends, s):bisect_left(starts, e)]
+        return out
+
     counts = dict.fromkeys(MISS_CAUSES, 0)
     for row, spans in zip(rows, spans_by_row, strict=True):
-        relevant = [by_id[i] for i in str(row.get("relevant_ids", "")).split() if i in by_id]
-        doc_chunks = [c for d in sorted({s[0] for s in spans}) for c in by_doc.get(d, [])]
+        rank = row.get("first_relevant_rank")
+        if row.get("status") == "scored" and (rank is None or rank > prompt_k):
+            relevant = [by_id[i] for i in str(row.get("relevant_ids", "")).split() if i in by_id]
+            doc_chunks = holding(spans)
+        else:  # `miss_cause` reads neither: an orphan, a document-level item or a hit
+            relevant = doc_chunks = []
         miss = miss_cause(row, spans, relevant, doc_chunks, prompt_k, cuts, model_reads)
         row["miss_cause"] = miss.cause if miss else ""
         row["miss_detail"] = miss.detail if miss else ""

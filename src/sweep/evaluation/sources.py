@@ -9,6 +9,7 @@ metric), with each source's share.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import methodcaller
 from typing import Any
 
 from sweep.evaluation import metrics as m
@@ -49,13 +50,6 @@ def headline_names(ks: Sequence[int], prompt_k: int, headline: str) -> list[str]
     return list(dict.fromkeys(names))
 
 
-def _value(row: Mapping[str, Any], name: str) -> float | None:
-    v = row.get(name)
-    if v is None or isinstance(v, bool) or not isinstance(v, int | float) or v != v:
-        return None
-    return float(v)
-
-
 def score_by_source(rows: Sequence[Mapping[str, Any]], names: Sequence[str]
                     ) -> dict[str, dict[str, Any]]:
     """``{source: {n, share, n_scored, smell_mean, n_smell, metrics: {name: mean}}}``, sources
@@ -69,7 +63,13 @@ def score_by_source(rows: Sequence[Mapping[str, Any]], names: Sequence[str]
         smell, n_smell = mean_smell(r.get("smell") for r in mine)
         scored: dict[str, float] = {}
         for name in names:
-            values = [v for r in mine if (v := _value(r, name)) is not None]
+            # A row's value is a number, as a float: not a bool, a NaN, a text or a missing
+            # one (tested inline: a call per row and name was most of the cost).
+            values = [v if v.__class__ is float else float(v)
+                      for v in map(methodcaller("get", name), mine)
+                      if v == v and (v.__class__ is float or (
+                          v is not None and v.__class__ is not bool
+                          and isinstance(v, int | float)))]
             if values:
                 scored[name] = m.mean(values)
         out[source] = {"n": len(mine), "share": len(mine) / total if total else 0.0,

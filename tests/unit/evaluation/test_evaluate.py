@@ -170,3 +170,58 @@ def test_evaluate_relevant_chunk_never_retrieved() -> None:
     assert summary["recall_at_3"] == 0.0
     assert summary["evidence_recall_at_budget"] == 0.0
     assert row["context_tokens_at_3"] == 15
+
+
+def _fresh(items, chunks, rankings, spec=SPEC):
+    """`evaluate` with nothing prepared before it in this process."""
+    from sweep.evaluation import evaluate as ev
+
+    ev._PREPARED.clear()
+    return evaluate(items, chunks, rankings, spec)
+
+
+def test_chunks_alike_but_for_their_header_reuse_the_preparation() -> None:
+    """A chunking that differs only in what is embedded (chunk.header: the embed text, the
+    tokens) has the same spans, relevant chunks and touching chunks: the second job of such a
+    pair takes the first's `_Prepared`, and scores its own ranking as a fresh process does."""
+    from sweep.evaluation import evaluate as ev
+
+    items = [r for r, _ in CASE]
+    headed = [Chunk(c.chunk_id, c.doc_id, c.ordinal, c.start, c.end, c.text,
+                    f"# {c.doc_id}\n{c.text}", c.n_tokens + 2) for c in CHUNKS]
+    other = [ranking("a#1", "b#1", "a#0"), ranking("b#1", "a#0"), ranking("a#2"),
+             ranking("b#0"), ranking("b#1", "a#0")]
+    first = _fresh(items, CHUNKS, [rk for _, rk in CASE])
+    prepared = ev._PREPARED[-1][2]
+    second = evaluate(items, headed, other, SPEC)
+    assert ev._PREPARED[-1][2] is prepared and len(ev._PREPARED) == 1
+    assert second == _fresh(items, headed, other)
+    # q1's relevant chunk a#1 is at rank 1 now, and the extra tokens count in the context
+    assert second[1][0]["mrr"] == 1.0 and first[1][0]["mrr"] == 0.5
+    assert second[1][0]["context_tokens_at_3"] == 8 + 9 + 7
+
+
+def test_a_moved_chunk_or_another_overlap_is_prepared_anew() -> None:
+    """The same chunk ids over other spans (or another min_overlap, or other questions) are a
+    chunking of their own: nothing of the first is reused, and at most `PREPARED_KEPT` are
+    kept."""
+    from sweep.evaluation import evaluate as ev
+
+    items = [r for r, _ in CASE]
+    rankings = [rk for _, rk in CASE]
+    _fresh(items, CHUNKS, rankings)
+    # a#1 moved to [17,20): 1 of q1's (a 12..18) characters, under half of the shorter span
+    moved = [Chunk(c.chunk_id, c.doc_id, c.ordinal, 17 if c.chunk_id == "a#1" else c.start,
+                   c.end, c.text, c.embed_text, c.n_tokens) for c in CHUNKS]
+    summary, rows = evaluate(items, moved, rankings, SPEC)
+    assert rows[0]["status"] == "orphan" and (summary, rows) == _fresh(items, moved, rankings)
+    loose = EvalSpec(k=(1, 3), prompt_k=2, token_budget=10, min_overlap=0.3)
+    evaluate(items, CHUNKS, rankings, SPEC)
+    _, rows = evaluate(items, CHUNKS, rankings, loose)
+    # q3 (a 17..25): a#1 holds 3 of 8 characters, which is 3/8 of the shorter span >= 0.3
+    assert rows[2]["status"] == "scored" and rows[2]["relevant_ids"] == "a#1 a#2"
+    _, fewer = evaluate(items[:2], CHUNKS, rankings[:2], SPEC)
+    assert fewer == _fresh(items[:2], CHUNKS, rankings[:2])[1]
+    evaluate(items, moved, rankings, SPEC)
+    evaluate(items, CHUNKS, rankings, loose)
+    assert len(ev._PREPARED) == ev.PREPARED_KEPT

@@ -197,3 +197,24 @@ def test_a_passage_shows_every_chunk_its_window_overlaps_in_document_order() -> 
                 w0, w1 = passage["window"]
                 want = [c.chunk_id for c in chunks if c.end > w0 and c.start < w1]
                 assert [seg["chunk_id"] for seg in passage["chunks"]] == want
+
+
+def test_split_share_reads_the_chunks_overlapping_the_evidence_ordered_or_nested() -> None:
+    """diagnose_misses looks only at the chunks that overlap the evidence (a slice where the
+    document's chunk bounds are ordered, every chunk where units nest): the share is the one
+    `best_single_chunk_share` gives over all of the document's chunks."""
+    ordered = [chunk(0, 0, 30), chunk(1, 30, 52), chunk(2, 52, 70), chunk(3, 70, 100)]
+    nested = [chunk(0, 0, 100), chunk(1, 10, 40), chunk(2, 40, 60), chunk(3, 60, 100)]
+    cases = [[("d", 25, 60)], [("d", 25, 60), ("d", 65, 75)], [("d", 52, 52), ("d", 35, 45)]]
+    for chunks in (ordered, nested):
+        for spans in cases:
+            rows = [row(rank=None, relevant_ids="d#1")]
+            diagnose_misses(rows, [spans], chunks, 5, {}, False)
+            share = best_single_chunk_share(spans, chunks)
+            want = ("evidence_split", f"no chunk holds more than {share:.0%} of the evidence") \
+                if share < 0.8 else ("never_retrieved", "not in the ranked list")
+            assert (rows[0]["miss_cause"], rows[0]["miss_detail"]) == want, (chunks, spans)
+    # by hand: 25..60 (35 chars): d#1 holds 30..52 = 22 chars, 63%
+    rows = [row(rank=None)]
+    diagnose_misses(rows, [[("d", 25, 60)]], ordered, 5, {}, False)
+    assert rows[0]["miss_detail"] == "no chunk holds more than 63% of the evidence"
