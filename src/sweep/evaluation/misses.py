@@ -127,35 +127,47 @@ def miss_cause(row: Mapping[str, Any], spans: Sequence[Span], relevant: Sequence
                 else "not in the ranked list")
 
 
+class _Overlapping:
+    """The chunks of a document overlapping a window ``(a, b)`` (ending after ``a``, starting
+    before ``b``), in the document's chunk order. Where a document's starts and ends both never
+    decrease (a chunker's output) they are one slice, found by bisection; otherwise (nested
+    units) one comparison over arrays of the bounds."""
+
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        by_doc: dict[str, list[Chunk]] = {}
+        for c in chunks:
+            by_doc.setdefault(c.doc_id, []).append(c)
+        self.by_doc = by_doc
+        self.bounds: dict[str, tuple[Any, Any, bool]] = {}
+        for d, cs in by_doc.items():
+            starts, ends = [c.start for c in cs], [c.end for c in cs]
+            if all(a <= b for a, b in pairwise(starts)) and all(a <= b for a, b in pairwise(ends)):
+                self.bounds[d] = (starts, ends, True)
+            else:
+                self.bounds[d] = (np.array(starts), np.array(ends), False)
+
+    def __call__(self, doc_id: str, a: int, b: int) -> list[Chunk]:
+        doc_chunks = self.by_doc.get(doc_id)
+        if not doc_chunks:
+            return []
+        starts, ends, ordered = self.bounds[doc_id]
+        if ordered:
+            return doc_chunks[bisect_right(ends, a):bisect_left(starts, b)]
+        return [doc_chunks[j] for j in np.flatnonzero((ends > a) & (starts < b))]
+
+
 def diagnose_misses(rows: list[dict[str, Any]], spans_by_row: Sequence[Sequence[Span]],
                     chunks: Sequence[Chunk], prompt_k: int, cuts: Mapping[str, int],
                     model_reads: bool) -> dict[str, float]:
     """Add ``miss_cause`` and ``miss_detail`` to every row; return ``n_miss_<cause>`` counts
     (every cause, zeros included) and ``n_misses``."""
     by_id = {c.chunk_id: c for c in chunks}
-    by_doc: dict[str, list[Chunk]] = {}
-    for c in chunks:
-        by_doc.setdefault(c.doc_id, []).append(c)
-    # Where a document's chunk starts and ends both never decrease (a chunker's output), the
-    # chunks overlapping a span are one slice, found by bisection: the only ones that hold any
-    # of it (`best_single_chunk_share`); else (nested units) all of the document's.
-    bounds = {d: ([c.start for c in cs], [c.end for c in cs]) for d, cs in by_doc.items()}
-    ordered = {d for d, (starts, ends) in bounds.items()
-               if all(a <= b for a, b in pairwise(starts))
-               and all(a <= b for a, b in pairwise(ends))}
+    overlapping = _Overlapping(chunks)
 
     def holding(spans: Sequence[Span]) -> list[Chunk]:
-        out: list[Chunk] = []
-        for d in sorted({s[0] for s in spans}):
-            cs = by_doc.get(d, [])
-            if d not in ordered:
-                out += cs
-                continue
-            starts, ends = bounds[d]
-            for doc_id, s, e in spans:
-                if doc_id == d:
-                    out += cs[bisect_right(ends, s):bisect_left(starts, e)]
-        return out
+        """The chunks overlapping the evidence: the only ones that hold any of it
+        (`best_single_chunk_share`)."""
+        return [c for doc_id, s, e in spans for c in overlapping(doc_id, s, e)]
 
     counts = dict.fromkeys(MISS_CAUSES, 0)
     for row, spans in zip(rows, spans_by_row, strict=True):
@@ -228,29 +240,7 @@ def miss_views(rows: Sequence[Mapping[str, Any]], spans_by_row: Sequence[Sequenc
         return max(1, bisect_right(starts, offset)) if starts else None
 
     top = top or prompt_k
-    by_doc: dict[str, list[Chunk]] = {}
-    for c in chunks:
-        by_doc.setdefault(c.doc_id, []).append(c)
-    # Each document's chunk bounds: a passage's chunks are those ending after its window's
-    # start and starting before its end, in the document's chunk order. Where the starts and
-    # the ends both never decrease (a chunker's output) they are one slice, found by
-    # bisection; otherwise (nested units) one comparison over arrays of the bounds.
-    bounds: dict[str, tuple[Any, Any, bool]] = {}
-    for d, cs in by_doc.items():
-        starts, ends = [c.start for c in cs], [c.end for c in cs]
-        if all(a <= b for a, b in pairwise(starts)) and all(a <= b for a, b in pairwise(ends)):
-            bounds[d] = (starts, ends, True)
-        else:
-            bounds[d] = (np.array(starts), np.array(ends), False)
-
-    def window_chunks(doc_id: str, w0: int, w1: int) -> list[Chunk]:
-        doc_chunks = by_doc.get(doc_id)
-        if not doc_chunks:
-            return []
-        starts, ends, ordered = bounds[doc_id]
-        if ordered:
-            return doc_chunks[bisect_right(ends, w0):bisect_left(starts, w1)]
-        return [doc_chunks[j] for j in np.flatnonzero((ends > w0) & (starts < w1))]
+    window_chunks = _Overlapping(chunks)  # a passage's chunks, in the document's order
 
     # What a hit and a segment show of a chunk, made once per chunk (a chunk is shown for many
     # questions): its id, tokens, heading path, page, and header (a segment's).
