@@ -39,7 +39,7 @@ def cmd_cache(argv: Sequence[str]) -> int:
     starts = get_starts_cache(target)
     if args.action == "clear":
         clear_ledger(cache.folder / FILE_NAME)
-        packs = len(list((cache.folder / PACKS_FOLDER).glob("*.f32")))
+        packs = len(cache.pack_files())
         print(f"removed {cache.clear()} vectors (and their token lengths) from {cache.location}"
               f", and {packs} vector pack{'' if packs == 1 else 's'}")
         spans = starts.count_spans()
@@ -69,7 +69,7 @@ def cmd_cache(argv: Sequence[str]) -> int:
     info = cache.info()
     print(f"{info['path']}: {info['vectors']} vectors, {info['token_lengths']} token lengths, "
           f"{info['bytes_on_disk'] / 1e6:.1f} MB on disk")
-    packs = list((cache.folder / PACKS_FOLDER).glob("*.f32"))
+    packs = cache.pack_files()
     size = sum(p.stat().st_size for p in packs)
     print(f"{cache.folder / PACKS_FOLDER}: {len(packs)} vector pack"
           f"{'' if len(packs) == 1 else 's'} (whole reads kept as one file), {size / 1e6:.1f} MB")

@@ -48,6 +48,7 @@ FILE_NAME = "embeddings.sqlite"
 # the database, read back in one go. A warm COVID-QA sweep read its 20,640 vectors row by row
 # in ~0.2 s (a B-tree lookup and a checksum each); a pack is one read and one sha256.
 PACKS_FOLDER = "vector_packs"
+PACK_SUFFIX = ".f32"
 PACK_MIN_KEYS = 1000  # smaller reads gain little and would only multiply the files
 PACK_BUDGET_BYTES = 512 * 2**20  # the oldest packs go past this (each is a copy of rows)
 
@@ -219,6 +220,10 @@ class EmbeddingCache:
                            for m, n, b in models},
                 "vectors": sum(int(n) for _, n, _ in models), "token_lengths": int(lengths)}
 
+    def pack_files(self) -> list[Path]:
+        """The packs kept beside this cache (`_Packs`)."""
+        return _pack_files(self.folder / PACKS_FOLDER)
+
     def clear(self) -> int:
         shutil.rmtree(self.folder / PACKS_FOLDER, ignore_errors=True)
         n = self._db.execute("SELECT COUNT(*) FROM embeddings")[0][0]
@@ -247,7 +252,7 @@ class _Packs:
         # one part for all the keys (each with its length): a part per key cost ~10 ms a job
         every = b"".join(len(k).to_bytes(4, "big") + k for k in self.keys)
         name = parts_key([model, every]).hex()[:40]
-        self.path = folder / f"{name}.f32"
+        self.path = folder / f"{name}{PACK_SUFFIX}"
 
     def _seal(self, data: bytes | memoryview) -> bytes:
         return feed_parts(hashlib.sha256(), [self.path.name, self.model, data]).digest()
@@ -285,7 +290,7 @@ class _Packs:
     def _prune(self) -> None:
         """Past `PACK_BUDGET_BYTES`, the packs read (or written) longest ago go."""
         packs = []
-        for p in self.folder.glob("*.f32"):
+        for p in _pack_files(self.folder):
             with contextlib.suppress(OSError):
                 st = p.stat()
                 packs.append((st.st_mtime_ns, st.st_size, p))
@@ -295,6 +300,10 @@ class _Packs:
                 continue
             p.unlink(missing_ok=True)
             total -= size
+
+
+def _pack_files(folder: Path) -> list[Path]:
+    return list(folder.glob(f"*{PACK_SUFFIX}"))
 
 
 _CACHES: dict[CacheTarget, EmbeddingCache] = {}
