@@ -8,6 +8,8 @@ import json
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from helpers import run_cli
 
 # Counts Hydra's compositions by their overrides, then runs the real entry point.
@@ -88,7 +90,8 @@ def test_the_gate_on_a_warm_cache_imports_no_model_and_no_mlflow(tmp_path: Path)
     assert lines[0].startswith("note: reused the run of ") and lines[1:] == warm.stdout.splitlines()
 
 
-def test_cache_info_and_clear_cover_token_starts_and_bm25(tmp_path: Path) -> None:
+def test_cache_info_and_clear_cover_token_starts_and_bm25(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from helpers import DEMO
     from sweep.chunking.cache import get_starts_cache
     from sweep.chunking.chunkers import corpus_token_starts
@@ -107,10 +110,12 @@ def test_cache_info_and_clear_cover_token_starts_and_bm25(tmp_path: Path) -> Non
         return "model.onnx"
 
     ensure_export(str(DEMO / "corpus"), "onnx", "int8", tmp_path / "exports", exporter)
-    from sweep.common.files import DIGESTS_FOLDER, folder_signature
+    from sweep.common import files
     from sweep.embedding.models import resolve_model_path
 
-    folder_signature(resolve_model_path("minilm"), tmp_path / DIGESTS_FOLDER)  # its weights
+    # as a new process: an earlier test's digest in memory would spare the disk memo
+    monkeypatch.setattr(files, "_FILE_DIGESTS", {})
+    files.folder_signature(resolve_model_path("minilm"), tmp_path / files.DIGESTS_FOLDER)
     info = run_cli("-m", "sweep.cli", "cache", "info", f"cache.dir={tmp_path}")
     assert info.returncode == 0, info.stderr
     assert f"token starts of {len(docs)} documents" in info.stdout
